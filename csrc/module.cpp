@@ -1,0 +1,14 @@
+// certkit._core: compiled kernels.  Each domain lives in its own unit and
+// exposes one register_* function; this file only wires them together.
+#include <pybind11/pybind11.h>
+
+namespace py = pybind11;
+
+namespace certkit {
+void register_rng(py::module_& m);
+}  // namespace certkit
+
+PYBIND11_MODULE(_core, m) {
+    m.doc() = "certkit compiled kernels (C++17).";
+    certkit::register_rng(m);
+}
