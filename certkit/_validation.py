@@ -95,7 +95,8 @@ def check_array(
         return arr
     if dtype is int:
         if arr.dtype == np.bool_ or not np.issubdtype(arr.dtype, np.integer):
-            if np.issubdtype(arr.dtype, np.floating) and np.all(np.isfinite(arr)) and np.all(arr == np.round(arr)):
+            integral = np.issubdtype(arr.dtype, np.floating) and np.all(np.isfinite(arr))
+            if integral and np.all(arr == np.round(arr)):
                 return arr.astype(np.int64)
             raise TypeError(f"{name} must contain integers, got dtype {arr.dtype}")
         return arr.astype(np.int64, copy=False)

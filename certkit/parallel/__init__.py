@@ -35,7 +35,7 @@ class ExecutorLike(Protocol):
 
 
 @contextlib.contextmanager
-def resolve_executor(executor: None | int | ExecutorLike) -> Iterator[ExecutorLike | None]:
+def resolve_executor(executor: int | ExecutorLike | None) -> Iterator[ExecutorLike | None]:
     """Context manager yielding ``None`` (serial) or an executor-like object.
 
     Parameters
@@ -80,7 +80,7 @@ def parallel_map(
     fn: Callable[[T], R],
     items: Iterable[T],
     *,
-    executor: None | int | ExecutorLike = None,
+    executor: int | ExecutorLike | None = None,
     progress: bool | str = False,
 ) -> list[R]:
     """Apply ``fn`` to every item, in parallel when ``executor`` asks for it.
