@@ -1,0 +1,47 @@
+"""Private helpers shared by the :mod:`certkit.stats` modules."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from certkit._validation import check_array
+
+__all__ = ["bounded_array", "broadcast", "unwrap"]
+
+
+def bounded_array(
+    x: Any,
+    name: str,
+    *,
+    low: float | None = None,
+    high: float | None = None,
+    strict_low: bool = False,
+    dtype: type = np.float64,
+) -> np.ndarray:
+    """A finite, non-empty array of any shape with every entry in ``[low, high]``."""
+    arr = check_array(x, name, dtype=dtype)
+    if low is not None:
+        bad = arr <= low if strict_low else arr < low
+        if np.any(bad):
+            op = ">" if strict_low else ">="
+            raise ValueError(f"{name} must be {op} {low} everywhere, got {arr[bad].flat[0]}")
+    if high is not None and np.any(arr > high):
+        raise ValueError(f"{name} must be <= {high} everywhere, got {arr[arr > high].flat[0]}")
+    return arr
+
+
+def broadcast(*named: tuple[str, np.ndarray]) -> list[np.ndarray]:
+    """Broadcast arrays against each other, naming them when the shapes are incompatible."""
+    try:
+        return list(np.broadcast_arrays(*(arr for _, arr in named)))
+    except ValueError:
+        desc = ", ".join(f"{name} has shape {arr.shape}" for name, arr in named)
+        raise ValueError(f"shapes cannot be broadcast together: {desc}") from None
+
+
+def unwrap(arr: np.ndarray) -> np.ndarray | np.float64:
+    """A 0-d result becomes a ``numpy.float64`` scalar (a ``float`` subclass); arrays stay arrays."""
+    arr = np.asarray(arr, dtype=np.float64)
+    return arr[()] if arr.ndim == 0 else arr

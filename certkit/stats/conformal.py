@@ -1,0 +1,99 @@
+"""The finite-sample conformal quantile."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from certkit._validation import check_array, check_integer, check_level
+
+__all__ = ["conformal_quantile", "conformal_rank"]
+
+# Relative slack for the ceiling of (n + 1) * level, in units of float64 epsilon (see conformal_rank).
+_RANK_SLACK = 4.0 * np.finfo(np.float64).eps
+
+
+def conformal_rank(n: int, confidence_level: float) -> int:
+    r"""The rank :math:`\lceil (n + 1)\,\text{level} \rceil` of the conformal quantile among ``n`` scores.
+
+    Parameters
+    ----------
+    n : int
+        Number of calibration scores, ``>= 1``.
+    confidence_level : float
+        Target coverage in (0, 1).
+
+    Returns
+    -------
+    int
+        The 1-based rank; a value ``> n`` means the quantile is :math:`+\infty`.
+
+    Notes
+    -----
+    Levels such as 0.9 or 0.07 are not representable in binary, so :math:`(n + 1)\,\text{level}` computed
+    in float64 can land one rounding error *above* the integer the user meant (``100 * 0.07`` is
+    ``7.000000000000001``, and the float nearest 0.9 times 10 exceeds 9 in exact arithmetic), which would
+    make a naive ceiling jump to the next rank (or to :math:`+\infty` for ``n = 9``, level 0.9).  The
+    ceiling is therefore taken of :math:`x (1 - 4\epsilon)` with :math:`\epsilon` the float64 machine
+    epsilon: values within four relative rounding errors of an integer count as that integer.  This is
+    below the precision with which a float64 level can be specified at all (its own representation
+    error is :math:`\epsilon/2` relative), so the coverage guarantee holds for the level the user wrote.
+
+    Examples
+    --------
+    >>> conformal_rank(9, 0.9)
+    9
+    >>> conformal_rank(99, 0.07)
+    7
+    >>> conformal_rank(8, 0.9)
+    9
+    """
+    n = check_integer(n, "n", minimum=1)
+    level = check_level(confidence_level)
+    x = (n + 1) * level
+    return math.ceil(x - _RANK_SLACK * x)
+
+
+def conformal_quantile(scores: Any, *, confidence_level: float) -> float:
+    r"""Finite-sample conformal quantile of calibration scores.
+
+    Returns :math:`\hat q`, the :math:`\lceil (n + 1)\,\text{level} \rceil`-th smallest of the ``n``
+    scores (1-based), or :math:`+\infty` when that rank exceeds ``n``.  If the calibration scores and
+    a test score :math:`S_{n+1}` are exchangeable, :math:`P(S_{n+1} \le \hat q) \ge \text{level}`
+    (and :math:`\le \text{level} + 1/(n+1)` when there are no ties).
+
+    Parameters
+    ----------
+    scores : array-like, shape (n,)
+        Finite calibration (non-conformity) scores; larger means less conforming.
+    confidence_level : float
+        Target coverage in (0, 1).
+
+    Returns
+    -------
+    float
+        The quantile (``inf`` when ``n < 1 / (1 - level) - 1``, i.e. too few scores).
+
+    Raises
+    ------
+    TypeError, ValueError
+        Non-numeric, non-finite, empty or non-1-D ``scores``; ``confidence_level`` outside (0, 1).
+
+    See Also
+    --------
+    conformal_rank : the rank alone, with a note on floating-point rounding.
+
+    Examples
+    --------
+    >>> conformal_quantile([0.3, 0.1, 0.2, 0.5, 0.4, 0.9, 0.8, 0.7, 0.6], confidence_level=0.9)
+    0.9
+    >>> conformal_quantile([0.3, 0.1, 0.2], confidence_level=0.9)
+    inf
+    """
+    arr = check_array(scores, "scores", ndim=1)
+    rank = conformal_rank(arr.shape[0], confidence_level)
+    if rank > arr.shape[0]:
+        return math.inf
+    return float(np.partition(arr, rank - 1)[rank - 1])

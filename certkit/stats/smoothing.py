@@ -1,0 +1,270 @@
+r"""Randomized-smoothing certificates :math:`c[p, r]` and their inverses.
+
+If :math:`h(x) = P_\varepsilon[\text{event at } x + \varepsilon]` for smoothing noise :math:`\varepsilon`,
+then every perturbation :math:`\delta` within the threat model of radius :math:`r` satisfies
+
+.. math::
+
+    c_{\text{low}}[h(x), r] \le h(x + \delta) \le c_{\text{up}}[h(x), r].
+
+* ``noise="gaussian"``: :math:`\varepsilon \sim N(0, \sigma^2 I)`, threat :math:`\|\delta\|_2 \le r`;
+  :math:`c_{\text{low}}[p, r] = \Phi(\Phi^{-1}(p) - r/\sigma)`,
+  :math:`c_{\text{up}}[p, r] = \Phi(\Phi^{-1}(p) + r/\sigma)`
+  (Neyman–Pearson; Cohen et al. 2019).
+* ``noise="uniform"``: :math:`\varepsilon \sim U[-\lambda, \lambda]^d` with standard deviation :math:`\sigma`
+  (:math:`\lambda = \sigma\sqrt{3}`), threat :math:`\|\delta\|_1 \le r`;
+  :math:`c_{\text{low}}[p, r] = \max(0, p - r/(2\lambda))`,
+  :math:`c_{\text{up}}[p, r] = \min(1, p + r/(2\lambda))`
+  (total-variation distance between shifted boxes).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from scipy import special
+
+from certkit._validation import check_in_options, check_level, check_positive
+from certkit.stats._common import bounded_array, broadcast, unwrap
+
+__all__ = [
+    "robust_level",
+    "smoothing_inverse_lower",
+    "smoothing_inverse_upper",
+    "smoothing_lower_bound",
+    "smoothing_upper_bound",
+]
+
+NOISES = ("gaussian", "uniform")
+
+
+def _prepare(x: Any, name: str, radius: Any, sigma: Any, noise: Any) -> tuple[np.ndarray, np.ndarray, float]:
+    """Validate the common arguments; return broadcast ``x``, ``radius`` and the scaled shift."""
+    arr = bounded_array(x, name, low=0.0, high=1.0)
+    rad = bounded_array(radius, "radius", low=0.0)
+    sigma = check_positive(sigma, "sigma")
+    check_in_options(noise, "noise", NOISES)
+    arr, rad = broadcast((name, arr), ("radius", rad))
+    # Gaussian: shift in z-space r / sigma; uniform: shift in probability r / (2 lambda).
+    scale = sigma if noise == "gaussian" else 2.0 * sigma * np.sqrt(3.0)
+    return arr, rad, scale
+
+
+def _gaussian_shift(p: np.ndarray, shift: np.ndarray) -> np.ndarray:
+    """Phi(Phi^-1(p) + shift), exact at p in {0, 1} and at shift = 0."""
+    out = special.ndtr(special.ndtri(p) + shift)
+    # ndtri(0) = -inf and ndtri(1) = +inf propagate to 0 and 1; keep p itself where nothing moves.
+    return np.where((shift == 0) | (p == 0) | (p == 1), p, out)
+
+
+def smoothing_lower_bound(
+    p: Any, *, radius: Any, sigma: float, noise: str = "gaussian"
+) -> np.ndarray | np.float64:
+    r"""Certified lower bound :math:`c_{\text{low}}[p, r]` on a smoothed probability after a perturbation.
+
+    Parameters
+    ----------
+    p : float or array-like
+        Clean smoothed probability :math:`h(x) \in [0, 1]` (or a lower confidence bound on it;
+        the bound is increasing in ``p``).
+    radius : float or array-like
+        Perturbation radius :math:`r \ge 0` (ℓ2 for Gaussian noise, ℓ1 for uniform noise); broadcast
+        against the first argument.
+    sigma : float
+        Standard deviation of the smoothing noise per coordinate, ``> 0``.
+    noise : {"gaussian", "uniform"}, default "gaussian"
+        The smoothing distribution (see :mod:`certkit.stats.smoothing`).
+
+    Returns
+    -------
+    numpy.ndarray or numpy.float64
+        :math:`c_{\text{low}}[p, r]` with the broadcast shape of ``p`` and ``radius`` (a scalar for
+        scalar inputs): Gaussian :math:`\Phi(\Phi^{-1}(p) - r/\sigma)`, uniform
+        :math:`\max(0, p - r/(2\sigma\sqrt{3}))`.  Equals ``p`` at ``radius=0``; 0 at ``p=0``; for
+        Gaussian noise 1 at ``p=1``.
+
+    Raises
+    ------
+    TypeError, ValueError
+        NaN/inf or ``p`` outside [0, 1], ``radius < 0``, ``sigma <= 0``, unknown ``noise``, or shapes
+        that do not broadcast.
+
+    Examples
+    --------
+    >>> round(float(smoothing_lower_bound(0.9, radius=0.25, sigma=0.5)), 6)
+    0.782761
+    >>> float(smoothing_lower_bound(0.9, radius=0.5, sigma=1 / 3**0.5, noise="uniform"))
+    0.65
+    """
+    arr, rad, scale = _prepare(p, "p", radius, sigma, noise)
+    if noise == "gaussian":
+        return unwrap(_gaussian_shift(arr, -rad / scale))
+    return unwrap(np.clip(arr - rad / scale, 0.0, 1.0))
+
+
+def smoothing_upper_bound(
+    p: Any, *, radius: Any, sigma: float, noise: str = "gaussian"
+) -> np.ndarray | np.float64:
+    r"""Certified upper bound :math:`c_{\text{up}}[p, r]` on a smoothed probability after a perturbation.
+
+    Parameters
+    ----------
+    p : float or array-like
+        Clean smoothed probability :math:`h(x) \in [0, 1]` (or an upper confidence bound on it).
+    radius : float or array-like
+        Perturbation radius :math:`r \ge 0` (ℓ2 for Gaussian noise, ℓ1 for uniform noise); broadcast
+        against the first argument.
+    sigma : float
+        Standard deviation of the smoothing noise per coordinate, ``> 0``.
+    noise : {"gaussian", "uniform"}, default "gaussian"
+        The smoothing distribution (see :mod:`certkit.stats.smoothing`).
+
+    Returns
+    -------
+    numpy.ndarray or numpy.float64
+        Gaussian :math:`\Phi(\Phi^{-1}(p) + r/\sigma)`, uniform :math:`\min(1, p + r/(2\sigma\sqrt{3}))`;
+        equals ``1 - smoothing_lower_bound(1 - p, ...)``.
+
+    Raises
+    ------
+    TypeError, ValueError
+        As :func:`smoothing_lower_bound`.
+
+    Examples
+    --------
+    >>> round(float(smoothing_upper_bound(0.1, radius=0.25, sigma=0.5)), 6)
+    0.217239
+    """
+    arr, rad, scale = _prepare(p, "p", radius, sigma, noise)
+    if noise == "gaussian":
+        return unwrap(_gaussian_shift(arr, rad / scale))
+    return unwrap(np.clip(arr + rad / scale, 0.0, 1.0))
+
+
+def smoothing_inverse_lower(
+    target: Any, *, radius: Any, sigma: float, noise: str = "gaussian"
+) -> np.ndarray | np.float64:
+    r"""Smallest clean probability whose certified lower bound reaches ``target``.
+
+    Returns :math:`p^\star = \min\{p : c_{\text{low}}[p, r] \ge t\}`: Gaussian
+    :math:`\Phi(\Phi^{-1}(t) + r/\sigma)`; uniform :math:`t + r/(2\sigma\sqrt{3})` (and 0 at :math:`t = 0`).
+
+    Parameters
+    ----------
+    target : float or array-like
+        Required probability :math:`t \in [0, 1]` under perturbation.
+    radius : float or array-like
+        Perturbation radius :math:`r \ge 0` (ℓ2 for Gaussian noise, ℓ1 for uniform noise); broadcast
+        against the first argument.
+    sigma : float
+        Standard deviation of the smoothing noise per coordinate, ``> 0``.
+    noise : {"gaussian", "uniform"}, default "gaussian"
+        The smoothing distribution (see :mod:`certkit.stats.smoothing`).
+
+    Returns
+    -------
+    numpy.ndarray or numpy.float64
+        :math:`p^\star`, with the broadcast shape of ``target`` and ``radius``.  For uniform noise
+        :math:`t + r/(2\lambda)` can exceed 1, meaning no clean probability suffices (not even
+        :math:`p = 1`); the result is then clipped to 1, so *a returned value of 1 with* ``target < 1``
+        *means "unattainable"* (for a conformal level it yields the trivial, always-covering set).
+        For Gaussian noise the same happens when :math:`\Phi(\cdot)` rounds to 1 in float64.
+
+    Raises
+    ------
+    TypeError, ValueError
+        As :func:`smoothing_lower_bound` (with ``target`` in place of ``p``).
+
+    Examples
+    --------
+    >>> round(float(smoothing_inverse_lower(0.9, radius=0.12, sigma=0.25)), 6)
+    0.960927
+    """
+    arr, rad, scale = _prepare(target, "target", radius, sigma, noise)
+    if noise == "gaussian":
+        return unwrap(_gaussian_shift(arr, rad / scale))
+    return unwrap(np.where(arr == 0, 0.0, np.minimum(arr + rad / scale, 1.0)))
+
+
+def smoothing_inverse_upper(
+    target: Any, *, radius: Any, sigma: float, noise: str = "gaussian"
+) -> np.ndarray | np.float64:
+    r"""Largest clean probability whose certified upper bound stays at or below ``target``.
+
+    Returns :math:`p^\star = \max\{p : c_{\text{up}}[p, r] \le t\}`: Gaussian
+    :math:`\Phi(\Phi^{-1}(t) - r/\sigma)`; uniform :math:`t - r/(2\sigma\sqrt{3})` (and 1 at :math:`t = 1`).
+    Used e.g. by conformal risk control, which calibrates the clean risk at
+    :math:`B \cdot p^\star(\alpha / B)`.
+
+    Parameters
+    ----------
+    target : float or array-like
+        Allowed probability :math:`t \in [0, 1]` under perturbation.
+    radius : float or array-like
+        Perturbation radius :math:`r \ge 0` (ℓ2 for Gaussian noise, ℓ1 for uniform noise); broadcast
+        against the first argument.
+    sigma : float
+        Standard deviation of the smoothing noise per coordinate, ``> 0``.
+    noise : {"gaussian", "uniform"}, default "gaussian"
+        The smoothing distribution (see :mod:`certkit.stats.smoothing`).
+
+    Returns
+    -------
+    numpy.ndarray or numpy.float64
+        :math:`p^\star`.  For uniform noise a negative :math:`t - r/(2\lambda)` (no clean probability
+        works, not even 0) is clipped to 0: *a returned 0 with* ``target > 0`` *means "unattainable"*.
+
+    Raises
+    ------
+    TypeError, ValueError
+        As :func:`smoothing_lower_bound` (with ``target`` in place of ``p``).
+
+    Examples
+    --------
+    >>> round(float(smoothing_inverse_upper(0.1, radius=0.12, sigma=0.25)), 6)
+    0.039073
+    """
+    arr, rad, scale = _prepare(target, "target", radius, sigma, noise)
+    if noise == "gaussian":
+        return unwrap(_gaussian_shift(arr, -rad / scale))
+    return unwrap(np.where(arr == 1, 1.0, np.maximum(arr - rad / scale, 0.0)))
+
+
+def robust_level(confidence_level: float, *, radius: float, sigma: float, noise: str = "gaussian") -> float:
+    r"""Clean calibration level that keeps ``confidence_level`` under attack (RCP1 adjusted level).
+
+    Robust conformal prediction with smoothing calibrates at
+    :math:`1 - \alpha' = p^\star` where :math:`c_{\text{low}}[p^\star, r] = 1 - \alpha`, i.e.
+    ``smoothing_inverse_lower(confidence_level, radius=radius, sigma=sigma, noise=noise)``;
+    Gaussian: :math:`\Phi(\Phi^{-1}(1 - \alpha) + r/\sigma)`.
+
+    Parameters
+    ----------
+    confidence_level : float
+        Target coverage :math:`1 - \alpha` under perturbation, in (0, 1).
+    radius : float
+        Perturbation radius, ``>= 0``.
+    sigma : float
+        Smoothing noise standard deviation, ``> 0``.
+    noise : {"gaussian", "uniform"}, default "gaussian"
+        The smoothing distribution.
+
+    Returns
+    -------
+    float
+        The adjusted level in ``[confidence_level, 1]``; 1.0 means no finite calibration set gives a
+        non-trivial prediction set (the conformal rank exceeds ``n`` for every ``n``).
+
+    Raises
+    ------
+    TypeError, ValueError
+        ``confidence_level`` outside (0, 1), ``radius < 0``, ``sigma <= 0`` or unknown ``noise``.
+
+    Examples
+    --------
+    >>> round(robust_level(0.9, radius=0.12, sigma=0.25), 6)
+    0.960927
+    """
+    level = check_level(confidence_level)
+    return float(smoothing_inverse_lower(level, radius=radius, sigma=sigma, noise=noise))
