@@ -1,0 +1,37 @@
+"""Small real and synthetic data sets used by the examples, benchmarks and tests.
+
+Every loader takes keyword-only options, validates them, is deterministic (synthetic data from ``rng``), and
+returns a frozen dataclass with float64 features, names, and a ``description`` giving source, licence and
+citation:
+
+- :func:`load_two_moons` -> :class:`SplitDataset` (synthetic, fresh train and test samples)
+- :func:`load_iris`, :func:`load_breast_cancer`, :func:`load_digits` -> :class:`Dataset`
+  (scikit-learn's bundled files)
+- :func:`load_sachs` -> :class:`GraphDataset` (flow cytometry with the consensus protein-signalling graph)
+- :func:`load_lalonde` -> :class:`TreatmentDataset` (NSW job-training experiment, optional CPS-1 controls)
+
+The Sachs and LaLonde files live in ``certkit/datasets/data/`` (see ``PROVENANCE.md`` there).
+"""
+
+from certkit.datasets._base import Dataset, GraphDataset, SplitDataset, TreatmentDataset
+from certkit.datasets._loaders import (
+    load_breast_cancer,
+    load_digits,
+    load_iris,
+    load_lalonde,
+    load_sachs,
+    load_two_moons,
+)
+
+__all__ = [
+    "Dataset",
+    "GraphDataset",
+    "SplitDataset",
+    "TreatmentDataset",
+    "load_breast_cancer",
+    "load_digits",
+    "load_iris",
+    "load_lalonde",
+    "load_sachs",
+    "load_two_moons",
+]
