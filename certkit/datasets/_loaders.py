@@ -19,8 +19,8 @@ __all__ = [
 ]
 
 _SKLEARN_NOTE = (
-    "Read from the copy bundled with scikit-learn (BSD-3-Clause); the data originate from the UCI Machine "
-    "Learning Repository (CC BY 4.0)."
+    "Read from the copy bundled with scikit-learn. Licence: the data originate from the UCI Machine Learning "
+    "Repository (CC BY 4.0); scikit-learn, which redistributes them, is BSD-3-Clause."
 )
 
 
