@@ -6,9 +6,13 @@ namespace py = pybind11;
 
 namespace certkit {
 void register_rng(py::module_& m);
+void register_subsample(py::module_& m);
+void register_votes(py::module_& m);
 }  // namespace certkit
 
 PYBIND11_MODULE(_core, m) {
     m.doc() = "certkit compiled kernels (C++17).";
     certkit::register_rng(m);
+    certkit::register_subsample(m);
+    certkit::register_votes(m);
 }

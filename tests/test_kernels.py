@@ -1,0 +1,545 @@
+"""Compiled kernels of certkit._core against pure NumPy references (bit for bit).
+
+The references below re-implement the counter-based generator of csrc/rng.hpp
+and every kernel from its documented definition, in plain NumPy, so that an
+exact equality test pins down both the random draws and the arithmetic.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from certkit import _core
+
+# ----------------------------------------------------------------------------
+# NumPy reference of the generator (csrc/rng.hpp)
+# ----------------------------------------------------------------------------
+
+GAMMA = 0x9E3779B97F4A7C15
+RETRY_SHIFT = 40
+U64 = np.uint64
+
+
+def _u64(x) -> np.ndarray:
+    """Python ints / arrays -> uint64 array, reducing Python ints modulo 2**64."""
+    if isinstance(x, np.ndarray):
+        return x.astype(U64)
+    if isinstance(x, np.generic):
+        x = int(x)
+    return np.asarray(np.array(x, dtype=object) % 2**64, dtype=U64)
+
+
+def mix64(z: np.ndarray) -> np.ndarray:
+    z = _u64(z)
+    with np.errstate(over="ignore"):
+        z = (z ^ (z >> U64(30))) * U64(0xBF58476D1CE4E5B9)
+        z = (z ^ (z >> U64(27))) * U64(0x94D049BB133111EB)
+        return z ^ (z >> U64(31))
+
+
+def stream_key(seed: int, stream) -> np.ndarray:
+    with np.errstate(over="ignore"):
+        return mix64(_u64(seed) + mix64(_u64(stream) + U64(GAMMA)))
+
+
+def draw64(key, counter) -> np.ndarray:
+    with np.errstate(over="ignore"):
+        return mix64(_u64(key) + (_u64(counter) + U64(1)) * U64(GAMMA))
+
+
+def uniform01(key, counter) -> np.ndarray:
+    return (draw64(key, counter) >> U64(11)).astype(np.float64) * 2.0**-53
+
+
+def bounded(key, counter, upper) -> np.ndarray:
+    """Unbiased integers in [0, upper) by rejection (threshold = 2**64 mod upper), elementwise."""
+    key, counter, upper = np.broadcast_arrays(_u64(key), _u64(counter), _u64(upper))
+    threshold = np.array([(2**64 - int(u)) % int(u) for u in upper.ravel()], dtype=U64).reshape(upper.shape)
+    out = np.zeros(upper.shape, dtype=U64)
+    pending = np.ones(upper.shape, dtype=bool)
+    attempt = 0
+    while pending.any():
+        with np.errstate(over="ignore"):
+            r = draw64(key, counter + U64(attempt << RETRY_SHIFT))
+        accept = pending & (r >= threshold)
+        out[accept] = r[accept] % upper[accept]
+        pending &= ~accept
+        attempt += 1
+    return out
+
+
+# ----------------------------------------------------------------------------
+# NumPy references of the kernels
+# ----------------------------------------------------------------------------
+
+
+def keys_for(seed: int, n_subsamples: int) -> np.ndarray:
+    return stream_key(seed, np.arange(n_subsamples, dtype=U64))
+
+
+def ref_subsample_indices(n, m, n_subsamples, replace, seed) -> np.ndarray:
+    keys = keys_for(seed, n_subsamples)
+    if replace:
+        counters = np.arange(m, dtype=U64)
+        return bounded(keys[:, None], counters[None, :], n).astype(np.int64)
+    perm = np.tile(np.arange(n, dtype=np.int64), (n_subsamples, 1))
+    rows = np.arange(n_subsamples)
+    for i in range(m):  # partial Fisher-Yates, all subsamples at once
+        j = i + bounded(keys, i, n - i).astype(np.int64)
+        perm[rows, i], perm[rows, j] = perm[rows, j], perm[rows, i].copy()
+    return perm[:, :m].copy()
+
+
+def ref_deletion_masks(n, keep_prob, n_subsamples, seed) -> np.ndarray:
+    keys = keys_for(seed, n_subsamples)
+    return uniform01(keys[:, None], np.arange(n, dtype=U64)[None, :]) < keep_prob
+
+
+def ref_select(mean: np.ndarray, top_k: int, threshold: float) -> np.ndarray:
+    """Rule on the rows of `mean` (B, N): rank by (mean desc, index asc), or mean >= threshold."""
+    if top_k == -1:
+        return mean >= threshold
+    n_comp = mean.shape[1]
+    idx = np.arange(n_comp)
+    above = (mean[:, None, :] > mean[:, :, None]).sum(axis=2)
+    tied_before = ((mean[:, None, :] == mean[:, :, None]) & (idx[None, :] < idx[:, None])[None]).sum(axis=2)
+    return above + tied_before < top_k
+
+
+def ref_subsample_means(scores, scheme, m, keep_prob, n_subsamples, seed):
+    """Means (B, N) summed from 0.0 row by row in subsample order, and the subsample sizes (B,)."""
+    n, n_comp = scores.shape
+    acc = np.zeros((n_subsamples, n_comp))
+    if scheme == "poisson":
+        masks = ref_deletion_masks(n, keep_prob, n_subsamples, seed)
+        for i in range(n):  # kept rows in increasing index
+            acc[masks[:, i]] += scores[i]
+        sizes = masks.sum(axis=1)
+    else:
+        idx = ref_subsample_indices(n, m, n_subsamples, scheme == "with_replacement", seed)
+        for i in range(m):
+            acc += scores[idx[:, i]]
+        sizes = np.full(n_subsamples, m)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return acc / sizes[:, None], sizes
+
+
+def ref_subsample_votes(
+    scores, *, scheme, m=0, keep_prob=np.nan, n_subsamples, top_k=-1, threshold=np.nan, seed
+):
+    mean, sizes = ref_subsample_means(scores, scheme, m, keep_prob, n_subsamples, seed)
+    selected = ref_select(mean, top_k, threshold) & (sizes > 0)[:, None]
+    return selected.sum(axis=0).astype(np.int64)
+
+
+def ref_partition_votes(scores, n_parts, part_of, *, top_k=-1, threshold=np.nan):
+    acc = np.zeros((n_parts, scores.shape[1]))
+    for i in range(scores.shape[0]):
+        acc[part_of[i]] += scores[i]
+    sizes = np.bincount(part_of, minlength=n_parts)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean = acc / sizes[:, None]
+    return ref_select(np.where(sizes[:, None] > 0, mean, 0.0), top_k, threshold) & (sizes > 0)[:, None]
+
+
+def tied_scores(rng, n, n_comp):
+    """Small-integer scores: many exact ties among component means."""
+    return rng.integers(0, 3, size=(n, n_comp)).astype(np.float64)
+
+
+# ----------------------------------------------------------------------------
+# generator
+# ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2**63 - 1, 123456789])
+@pytest.mark.parametrize("stream", [0, 7, 2**64 - 1])
+def test_random_uint64_matches_reference(seed, stream):
+    counters = np.array([0, 1, 2, 1000, 2**40, 2**64 - 1], dtype=U64)
+    expected = draw64(stream_key(seed, stream), counters)
+    np.testing.assert_array_equal(_core.random_uint64(seed, stream, counters), expected)
+
+
+def test_reference_mix64_known_values():
+    # SplitMix64's finaliser: mix64(GAMMA) is the first SplitMix64 output for state 0.
+    assert int(mix64(GAMMA)) == 0xE220A8397B1DCDAF
+    assert int(mix64(0)) == 0
+
+
+def test_bounded_rejection_rule_is_reproduced():
+    # n = 2**62 + 1 rejects about a quarter of the raw draws (threshold = 2**64 mod n = 2**62 - 3),
+    # so the retries at counter i + (attempt << 40) are exercised.
+    n = 2**62 + 1
+    got = _core.subsample_indices(n, 64, 8, True, 5)
+    np.testing.assert_array_equal(got, ref_subsample_indices(n, 64, 8, True, 5))
+    keys = keys_for(5, 8)
+    raw = draw64(keys[:, None], np.arange(64, dtype=U64)[None, :])
+    rejected = raw < U64((2**64 - n) % n)
+    assert 0.1 < rejected.mean() < 0.4
+    assert np.all((got >= 0) & (got < n))
+
+
+# ----------------------------------------------------------------------------
+# exact agreement with the references
+# ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("n", "m", "n_subsamples", "replace", "seed"),
+    [
+        (1, 1, 3, False, 0),
+        (1, 4, 3, True, 0),
+        (10, 10, 5, False, 1),
+        (10, 3, 40, False, 2),
+        (10, 25, 7, True, 3),
+        (1000, 100, 20, False, 2**62),
+        (1000, 100, 20, True, 11),
+        (7, 1, 50, False, 9),
+    ],
+)
+def test_subsample_indices_match_reference(n, m, n_subsamples, replace, seed):
+    got = _core.subsample_indices(n, m, n_subsamples, replace, seed)
+    assert got.dtype == np.int64 and got.shape == (n_subsamples, m)
+    np.testing.assert_array_equal(got, ref_subsample_indices(n, m, n_subsamples, replace, seed))
+
+
+@pytest.mark.parametrize(
+    ("n", "keep_prob", "n_subsamples", "seed"),
+    [(1, 0.5, 10, 0), (50, 0.0, 4, 1), (50, 1.0, 4, 1), (50, 0.3, 30, 2), (333, 0.9, 5, 2**63 - 1)],
+)
+def test_deletion_masks_match_reference(n, keep_prob, n_subsamples, seed):
+    got = _core.deletion_masks(n, keep_prob, n_subsamples, seed)
+    assert got.dtype == np.bool_ and got.shape == (n_subsamples, n)
+    np.testing.assert_array_equal(got, ref_deletion_masks(n, keep_prob, n_subsamples, seed))
+
+
+VOTE_CASES = [
+    # (n, N, scheme, m, keep_prob, B, top_k, threshold, tied)
+    (20, 9, "without_replacement", 5, np.nan, 60, 3, np.nan, False),
+    (20, 9, "without_replacement", 5, np.nan, 60, 3, np.nan, True),
+    (20, 9, "without_replacement", 20, np.nan, 10, 4, np.nan, True),
+    (20, 9, "without_replacement", 7, np.nan, 60, -1, 1.0, True),
+    (20, 9, "without_replacement", 6, np.nan, 60, -1, 0.1, False),
+    (15, 6, "with_replacement", 9, np.nan, 50, 2, np.nan, True),
+    (15, 6, "with_replacement", 40, np.nan, 50, -1, 1.0, True),
+    (15, 6, "with_replacement", 3, np.nan, 50, 6, np.nan, False),
+    (12, 8, "poisson", 0, 0.2, 80, 3, np.nan, True),  # some subsamples are empty
+    (12, 8, "poisson", 0, 0.6, 80, -1, 1.0, True),
+    (12, 8, "poisson", 0, 0.0, 5, 2, np.nan, False),  # every subsample empty
+    (12, 8, "poisson", 0, 1.0, 5, 1, np.nan, True),
+    (40, 33, "without_replacement", 13, np.nan, 30, 1, np.nan, False),  # N not a multiple of anything
+    (3, 1, "without_replacement", 2, np.nan, 10, 1, np.nan, False),
+    (3, 1, "without_replacement", 2, np.nan, 10, -1, -np.inf, False),
+]
+
+
+@pytest.mark.parametrize(
+    ("n", "n_comp", "scheme", "m", "keep_prob", "n_sub", "top_k", "threshold", "tied"), VOTE_CASES
+)
+def test_subsample_votes_match_reference(n, n_comp, scheme, m, keep_prob, n_sub, top_k, threshold, tied):
+    rng = np.random.default_rng(n * 100 + n_comp)
+    scores = tied_scores(rng, n, n_comp) if tied else rng.normal(size=(n, n_comp))
+    kwargs = dict(
+        scheme=scheme, m=m, keep_prob=keep_prob, n_subsamples=n_sub, top_k=top_k, threshold=threshold
+    )
+    for seed in (0, 17):
+        expected = ref_subsample_votes(scores, seed=seed, **kwargs)
+        for n_threads in (1, 2, 3):
+            got = _core.subsample_votes(scores, seed=seed, n_threads=n_threads, **kwargs)
+            assert got.dtype == np.int64 and got.shape == (n_comp,)
+            np.testing.assert_array_equal(got, expected)
+
+
+def test_votes_use_the_same_subsamples_as_indices_and_masks():
+    rng = np.random.default_rng(3)
+    scores = rng.normal(size=(30, 5))
+    idx = _core.subsample_indices(30, 30, 4, False, 8)  # every subsample is the full set (shuffled)
+    assert all(sorted(row) == list(range(30)) for row in idx)
+    # top-1 of the full-set mean: each subsample selects the same component, so counts are (0, .., B, .., 0)
+    got = _core.subsample_votes(scores, m=30, n_subsamples=4, top_k=1, seed=8)
+    assert got.sum() == 4 and got.max() == 4
+    # a single-row subsample selects the argmax of that row
+    idx = _core.subsample_indices(30, 1, 50, False, 8)[:, 0]
+    expected = np.bincount(np.argmax(scores[idx], axis=1), minlength=5)
+    np.testing.assert_array_equal(
+        _core.subsample_votes(scores, m=1, n_subsamples=50, top_k=1, seed=8), expected
+    )
+    masks = _core.deletion_masks(30, 0.5, 40, 8)
+    means = np.array([scores[mk].mean(axis=0) if mk.any() else np.full(5, -np.inf) for mk in masks])
+    expected = ((means >= 0.0) & masks.any(axis=1)[:, None]).sum(axis=0)
+    got = _core.subsample_votes(
+        scores, scheme="poisson", keep_prob=0.5, n_subsamples=40, threshold=0.0, seed=8
+    )
+    np.testing.assert_array_equal(got, expected)
+
+
+def test_larger_case_matches_reference_and_any_thread_count():
+    rng = np.random.default_rng(0)
+    scores = rng.normal(size=(300, 130))
+    kwargs = dict(m=37, n_subsamples=101, top_k=17, seed=42)
+    expected = ref_subsample_votes(scores, scheme="without_replacement", **kwargs)
+    for n_threads in (1, 2, 3, 0, 200):  # 0: all hardware threads; more threads than subsamples
+        np.testing.assert_array_equal(_core.subsample_votes(scores, n_threads=n_threads, **kwargs), expected)
+
+
+def test_ties_break_towards_lower_index():
+    scores = np.ones((5, 6))
+    got = _core.subsample_votes(scores, m=3, n_subsamples=11, top_k=2, seed=0)
+    np.testing.assert_array_equal(got, [11, 11, 0, 0, 0, 0])
+    # a near-tie must not be broken by index: the strictly larger mean wins
+    scores[:, 5] += 1e-12
+    got = _core.subsample_votes(scores, m=3, n_subsamples=11, top_k=2, seed=0)
+    np.testing.assert_array_equal(got, [11, 0, 0, 0, 0, 11])
+
+
+def test_threshold_is_inclusive():
+    scores = np.array([[1.0, 2.0, 0.5], [1.0, 0.0, 0.5]])
+    got = _core.subsample_votes(scores, m=2, n_subsamples=3, threshold=1.0, seed=1)
+    np.testing.assert_array_equal(got, [3, 3, 0])
+
+
+@pytest.mark.parametrize(("top_k", "threshold"), [(2, np.nan), (-1, 0.5), (-1, 1.0), (5, np.nan)])
+def test_partition_votes_match_reference(top_k, threshold):
+    rng = np.random.default_rng(5)
+    for scores in (rng.normal(size=(40, 5)), tied_scores(rng, 40, 5)):
+        part_of = rng.integers(0, 9, size=40)
+        part_of[part_of == 4] = 5  # part 4 is empty
+        got = _core.partition_votes(scores, 9, part_of, top_k=top_k, threshold=threshold)
+        assert got.dtype == np.bool_ and got.shape == (9, 5)
+        np.testing.assert_array_equal(
+            got, ref_partition_votes(scores, 9, part_of, top_k=top_k, threshold=threshold)
+        )
+        assert not got[4].any()
+
+
+def test_partition_votes_by_hand():
+    scores = np.array([[1.0, 0.0, 3.0], [3.0, 4.0, 3.0], [0.0, 5.0, 1.0]])
+    part_of = np.array([0, 0, 2], dtype=np.int32)  # means: part 0 (2, 2, 3), part 1 empty, part 2 (0, 5, 1)
+    np.testing.assert_array_equal(
+        _core.partition_votes(scores, 3, part_of, top_k=2),
+        [[True, False, True], [False, False, False], [False, True, True]],
+    )
+    np.testing.assert_array_equal(
+        _core.partition_votes(scores, 3, part_of, threshold=2.0),
+        [[True, True, True], [False, False, False], [False, True, False]],
+    )
+
+
+# ----------------------------------------------------------------------------
+# properties
+# ----------------------------------------------------------------------------
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    n=st.integers(1, 60),
+    data=st.data(),
+    n_sub=st.integers(1, 20),
+    replace=st.booleans(),
+    seed=st.integers(0, 2**63 - 1),
+)
+def test_rows_are_valid_index_sets(n, data, n_sub, replace, seed):
+    m = data.draw(st.integers(1, 80 if replace else n))
+    idx = _core.subsample_indices(n, m, n_sub, replace, seed)
+    assert idx.shape == (n_sub, m)
+    assert np.all((idx >= 0) & (idx < n))
+    if not replace:
+        assert all(len(set(row.tolist())) == m for row in idx)
+    np.testing.assert_array_equal(idx[-1:], _core.subsample_indices(n, m, n_sub, replace, seed)[-1:])
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    n=st.integers(1, 25),
+    n_comp=st.integers(1, 12),
+    data=st.data(),
+    n_sub=st.integers(1, 30),
+    scheme=st.sampled_from(["without_replacement", "with_replacement", "poisson"]),
+    seed=st.integers(0, 2**63 - 1),
+    tied=st.booleans(),
+)
+def test_vote_counts_properties(n, n_comp, data, n_sub, scheme, seed, tied):
+    rng = np.random.default_rng(seed % 1000)
+    scores = tied_scores(rng, n, n_comp) if tied else rng.normal(size=(n, n_comp))
+    k = data.draw(st.integers(1, n_comp))
+    if scheme == "poisson":
+        keep_prob = data.draw(st.floats(0.0, 1.0))
+        kwargs = dict(scheme=scheme, keep_prob=keep_prob, n_subsamples=n_sub, seed=seed)
+        n_nonempty = int(_core.deletion_masks(n, keep_prob, n_sub, seed).any(axis=1).sum())
+    else:
+        m = data.draw(st.integers(1, n if scheme == "without_replacement" else 40))
+        kwargs = dict(scheme=scheme, m=m, n_subsamples=n_sub, seed=seed)
+        n_nonempty = n_sub
+    counts = _core.subsample_votes(scores, top_k=k, **kwargs)
+    assert np.all((counts >= 0) & (counts <= n_sub))
+    assert counts.sum() == n_nonempty * k
+    np.testing.assert_array_equal(counts, ref_subsample_votes(scores, top_k=k, **kwargs))
+    np.testing.assert_array_equal(counts, _core.subsample_votes(scores, top_k=k, n_threads=2, **kwargs))
+    tau = float(np.median(scores))
+    counts = _core.subsample_votes(scores, threshold=tau, **kwargs)
+    assert np.all((counts >= 0) & (counts <= n_nonempty))
+    # lowering the threshold can only add components
+    assert np.all(_core.subsample_votes(scores, threshold=tau - 0.5, **kwargs) >= counts)
+
+
+# ----------------------------------------------------------------------------
+# statistical sanity (fixed seeds; 5 standard deviations per index)
+# ----------------------------------------------------------------------------
+
+
+def _within_binomial(counts, trials, p, z=5.0):
+    sd = np.sqrt(trials * p * (1 - p))
+    return np.abs(counts - trials * p) <= z * sd
+
+
+def test_inclusion_frequencies_without_replacement():
+    n, m, n_sub = 50, 10, 20000
+    idx = _core.subsample_indices(n, m, n_sub, False, 2024)
+    incl = np.zeros((n_sub, n), dtype=bool)
+    incl[np.arange(n_sub)[:, None], idx] = True
+    assert np.all(_within_binomial(incl.sum(axis=0), n_sub, m / n))
+    # every position is uniform too, and pairs are included with probability m(m-1)/(n(n-1))
+    for col in (0, m - 1):
+        assert np.all(_within_binomial(np.bincount(idx[:, col], minlength=n), n_sub, 1 / n))
+    pair = incl[:, 0] & incl[:, 1]
+    assert _within_binomial(pair.sum(), n_sub, m * (m - 1) / (n * (n - 1)))
+
+
+def test_inclusion_frequencies_with_replacement_and_poisson():
+    n, m, n_sub = 40, 15, 20000
+    idx = _core.subsample_indices(n, m, n_sub, True, 77)
+    assert np.all(_within_binomial(np.bincount(idx.ravel(), minlength=n), n_sub * m, 1 / n))
+    masks = _core.deletion_masks(n, 0.3, n_sub, 77)
+    assert np.all(_within_binomial(masks.sum(axis=0), n_sub, 0.3))
+    huge = _core.subsample_indices(2**62 + 1, 20000, 1, True, 3).ravel() / float(2**62 + 1)
+    assert abs(huge.mean() - 0.5) <= 5 * np.sqrt(1 / 12 / huge.size)
+
+
+def test_vote_frequencies_match_exact_probability():
+    # one component with score 1 on c of the n rows, threshold "at least t of the m rows":
+    # the vote probability is hypergeometric, P(X >= t) with X ~ Hyp(n, c, m).
+    from scipy.stats import hypergeom
+
+    n, c, m, t, n_sub = 30, 12, 8, 4, 20000
+    scores = np.zeros((n, 1))
+    scores[:c] = 1.0
+    counts = _core.subsample_votes(scores, m=m, n_subsamples=n_sub, threshold=t / m, seed=5)
+    p = hypergeom(n, c, m).sf(t - 1)
+    assert _within_binomial(counts[0], n_sub, p)
+
+
+# ----------------------------------------------------------------------------
+# errors
+# ----------------------------------------------------------------------------
+
+SCORES = np.zeros((10, 4))
+
+
+@pytest.mark.parametrize(
+    ("args", "match"),
+    [
+        ((5, 6, 3, False, 0), "m .* must be <= n"),
+        ((0, 1, 3, True, 0), "n .* must be >= 1"),
+        ((5, 0, 3, True, 0), "m .* must be >= 1"),
+        ((5, 2, 0, True, 0), "n_subsamples must be >= 1"),
+        ((5, 2, 3, True, -1), "seed must be >= 0"),
+    ],
+)
+def test_subsample_indices_errors(args, match):
+    with pytest.raises(ValueError, match=match):
+        _core.subsample_indices(*args)
+
+
+@pytest.mark.parametrize(
+    ("args", "match"),
+    [
+        ((0, 0.5, 3, 0), "n .* must be >= 1"),
+        ((5, -0.1, 3, 0), "keep_prob"),
+        ((5, 1.5, 3, 0), "keep_prob"),
+        ((5, np.nan, 3, 0), "keep_prob"),
+        ((5, 0.5, 0, 0), "n_subsamples"),
+        ((5, 0.5, 3, -2), "seed"),
+    ],
+)
+def test_deletion_masks_errors(args, match):
+    with pytest.raises(ValueError, match=match):
+        _core.deletion_masks(*args)
+
+
+@pytest.mark.parametrize(
+    ("scores", "kwargs", "match"),
+    [
+        (SCORES, dict(m=3, n_subsamples=5, seed=0), "exactly one of top_k and threshold .*neither"),
+        (SCORES, dict(m=3, n_subsamples=5, seed=0, top_k=1, threshold=0.0), "exactly one .*both"),
+        (SCORES, dict(m=3, n_subsamples=5, seed=0, top_k=0), "top_k must be in"),
+        (SCORES, dict(m=3, n_subsamples=5, seed=0, top_k=5), "top_k must be in"),
+        (SCORES, dict(m=11, n_subsamples=5, seed=0, top_k=1), "must be <= n"),
+        (SCORES, dict(m=0, n_subsamples=5, seed=0, top_k=1), "m .* must be >= 1"),
+        (SCORES, dict(m=3, n_subsamples=0, seed=0, top_k=1), "n_subsamples"),
+        (SCORES, dict(m=3, n_subsamples=5, seed=-1, top_k=1), "seed must be >= 0"),
+        (SCORES, dict(m=3, n_subsamples=5, seed=0, top_k=1, n_threads=-1), "n_threads"),
+        (SCORES, dict(m=3, n_subsamples=5, seed=0, top_k=1, scheme="bootstrap"), "scheme must be one of"),
+        (SCORES, dict(m=3, n_subsamples=5, seed=0, top_k=1, keep_prob=0.5), "keep_prob is only used"),
+        (SCORES, dict(scheme="poisson", n_subsamples=5, seed=0, top_k=1), "keep_prob must be"),
+        (SCORES, dict(scheme="poisson", keep_prob=1.2, n_subsamples=5, seed=0, top_k=1), "keep_prob must be"),
+        (
+            SCORES,
+            dict(scheme="poisson", keep_prob=0.5, m=3, n_subsamples=5, seed=0, top_k=1),
+            "m is not used",
+        ),
+        (np.zeros(10), dict(m=3, n_subsamples=5, seed=0, top_k=1), "2-D"),
+        (np.zeros((2, 3, 4)), dict(m=1, n_subsamples=5, seed=0, top_k=1), "2-D"),
+        (np.zeros((0, 4)), dict(m=1, n_subsamples=5, seed=0, top_k=1), "non-empty"),
+        (np.zeros((4, 0)), dict(m=1, n_subsamples=5, seed=0, threshold=0.0), "non-empty"),
+        (np.full((3, 2), np.nan), dict(m=1, n_subsamples=5, seed=0, top_k=1), "finite"),
+        (np.array([[0.0, np.inf]]), dict(m=1, n_subsamples=5, seed=0, top_k=1), "finite"),
+    ],
+)
+def test_subsample_votes_errors(scores, kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        _core.subsample_votes(scores, **kwargs)
+
+
+@pytest.mark.parametrize(
+    ("scores", "n_parts", "part_of", "kwargs", "match"),
+    [
+        (SCORES, 3, np.zeros(10, dtype=np.int64), {}, "exactly one"),
+        (SCORES, 3, np.zeros(10, dtype=np.int64), dict(top_k=2, threshold=0.0), "exactly one"),
+        (SCORES, 3, np.zeros(10, dtype=np.int64), dict(top_k=7), "top_k must be in"),
+        (SCORES, 0, np.zeros(10, dtype=np.int64), dict(top_k=1), "n_parts must be >= 1"),
+        (SCORES, 3, np.zeros(9, dtype=np.int64), dict(top_k=1), "part_of must be a 1-D array"),
+        (SCORES, 3, np.zeros((10, 1), dtype=np.int64), dict(top_k=1), "part_of must be a 1-D array"),
+        (SCORES, 3, np.full(10, 3), dict(top_k=1), r"part labels in \[0, n_parts\)"),
+        (SCORES, 3, np.full(10, -1), dict(top_k=1), "part labels"),
+        (np.full((10, 4), np.nan), 3, np.zeros(10, dtype=np.int64), dict(top_k=1), "finite"),
+    ],
+)
+def test_partition_votes_errors(scores, n_parts, part_of, kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        _core.partition_votes(scores, n_parts, part_of, **kwargs)
+
+
+def test_type_errors():
+    with pytest.raises(TypeError):  # float part labels are not silently truncated
+        _core.partition_votes(SCORES, 3, np.zeros(10), top_k=1)
+    with pytest.raises(TypeError):  # options are keyword-only
+        _core.subsample_votes(SCORES, "without_replacement", 3)
+    with pytest.raises(TypeError):
+        _core.subsample_votes(SCORES, m=3, top_k=1)  # n_subsamples and seed are required
+
+
+def test_accepts_non_contiguous_and_other_dtypes():
+    rng = np.random.default_rng(1)
+    scores = rng.normal(size=(12, 10))
+    expected = _core.subsample_votes(scores[:, ::2].copy(), m=4, n_subsamples=20, top_k=2, seed=3)
+    np.testing.assert_array_equal(
+        _core.subsample_votes(scores[:, ::2], m=4, n_subsamples=20, top_k=2, seed=3), expected
+    )
+    ints = rng.integers(0, 5, size=(12, 3))
+    np.testing.assert_array_equal(
+        _core.subsample_votes(ints, m=4, n_subsamples=20, top_k=2, seed=3),
+        _core.subsample_votes(ints.astype(np.float64), m=4, n_subsamples=20, top_k=2, seed=3),
+    )
