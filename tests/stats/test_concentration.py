@@ -130,7 +130,9 @@ def test_simulated_coverage_continuous_samples(alternative):
     mean, var = x.mean(axis=1), x.var(axis=1, ddof=1)
     se = np.sqrt(level * (1 - level) / reps)
     options = {"confidence_level": level, "value_range": (a, b), "alternative": alternative}
-    for low, high in (hoeffding_bound(mean, n, **options), empirical_bernstein_bound(mean, var, n, **options)):
+    hoeffding = hoeffding_bound(mean, n, **options)
+    bernstein = empirical_bernstein_bound(mean, var, n, **options)
+    for low, high in (hoeffding, bernstein):
         assert np.mean((low <= mu) & (mu <= high)) >= level - 3 * se
 
 
