@@ -1,0 +1,47 @@
+r"""Robust conformal prediction with one noisy forward pass per input (RCP1) and its baselines.
+
+Conformity scores follow one convention everywhere: **higher = more conforming**; prediction sets keep
+the labels whose score reaches the calibrated threshold.
+
+=====================================  ==================================================================
+:class:`RCP1Classifier`                robust sets: one noisy sample, adjusted level (the method)
+:class:`RCP1Regressor`                 robust intervals for regression
+:class:`RCP1RiskControl`               robust conformal risk control for monotone losses
+:class:`SplitConformalClassifier`      vanilla split CP (clean, or noisy without correction)
+:class:`SplitConformalRegressor`       vanilla split CP for regression
+:class:`BinCPClassifier`               BinCP baseline (many samples, binarised scores)
+:class:`RSCPPlusClassifier`            RSCP+ baseline (many samples, smoothed scores)
+:func:`coverage`, :func:`set_size`     metrics for sets; :func:`interval_coverage`, :func:`interval_width`
+:mod:`certkit.conformal.scores`        THR/LAC, APS, RAPS, user callables
+:mod:`certkit.conformal.attacks`       :func:`~certkit.conformal.attacks.smoothed_pgd` (torch)
+=====================================  ==================================================================
+"""
+
+from certkit.conformal import attacks, scores
+from certkit.conformal.baselines import BinCPClassifier, RSCPPlusClassifier
+from certkit.conformal.metrics import coverage, interval_coverage, interval_width, set_size
+from certkit.conformal.rcp1 import RCP1Classifier, RCP1Regressor
+from certkit.conformal.risk import RCP1RiskControl
+from certkit.conformal.scores import APSScore, CallableScore, ConformityScore, RAPSScore, THRScore
+from certkit.conformal.split import SplitConformalClassifier, SplitConformalRegressor
+
+__all__ = [
+    "APSScore",
+    "BinCPClassifier",
+    "CallableScore",
+    "ConformityScore",
+    "RAPSScore",
+    "RCP1Classifier",
+    "RCP1Regressor",
+    "RCP1RiskControl",
+    "RSCPPlusClassifier",
+    "SplitConformalClassifier",
+    "SplitConformalRegressor",
+    "THRScore",
+    "attacks",
+    "coverage",
+    "interval_coverage",
+    "interval_width",
+    "scores",
+    "set_size",
+]

@@ -1,0 +1,316 @@
+"""Shared machinery: parameter checks, smoothing noise, conformal ranks and the estimator bases."""
+
+from __future__ import annotations
+
+import math
+import warnings
+from typing import Any
+
+import numpy as np
+from sklearn.base import BaseEstimator
+
+from certkit._validation import (
+    check_array,
+    check_in_options,
+    check_integer,
+    check_is_fitted,
+    check_level,
+    check_nonnegative,
+    check_positive,
+    check_rng,
+)
+from certkit.conformal._model import OUTPUTS, ModelWrapper, as_probabilities, as_regression
+from certkit.conformal.scores import get_score
+from certkit.stats import conformal_quantile, conformal_rank, robust_level
+
+__all__ = [
+    "NOISES",
+    "check_inputs",
+    "check_labels",
+    "lower_conformal_threshold",
+    "required_calibration_size",
+    "sample_noise",
+]
+
+NOISES = ("gaussian", "uniform")
+
+
+# ---------------------------------------------------------------------------------------------- helpers
+def check_inputs(X: Any, name: str = "X") -> np.ndarray:
+    """Inputs of shape ``(n, ...)`` (at least 2-D), finite, as float64."""
+    arr = check_array(X, name)
+    if arr.ndim < 2:
+        raise ValueError(f"{name} must have shape (n_samples, n_features, ...), got shape {arr.shape}")
+    return arr
+
+
+def check_labels(y: Any, n: int, n_classes: int | None = None) -> np.ndarray:
+    """Integer class labels of length ``n`` in ``[0, n_classes)``."""
+    arr = check_array(y, "y", ndim=1, dtype=int)
+    if arr.shape[0] != n:
+        raise ValueError(f"inconsistent numbers of samples: X has {n}, y has {arr.shape[0]}")
+    if n_classes is not None and (arr.min() < 0 or arr.max() >= n_classes):
+        raise ValueError(
+            f"y must contain class labels in [0, {n_classes - 1}] (the model returns {n_classes} classes), "
+            f"got values in [{arr.min()}, {arr.max()}]"
+        )
+    return arr
+
+
+def sample_noise(rng: np.random.Generator, shape: tuple[int, ...], sigma: float, noise: str) -> np.ndarray:
+    """Smoothing noise with standard deviation ``sigma`` per coordinate.
+
+    ``"gaussian"``: :math:`N(0, \\sigma^2)`; ``"uniform"``: :math:`U[-\\sigma\\sqrt3, \\sigma\\sqrt3]`.
+    """
+    if noise == "gaussian":
+        return rng.standard_normal(shape) * sigma
+    half = sigma * math.sqrt(3.0)
+    return rng.uniform(-half, half, size=shape)
+
+
+def lower_conformal_threshold(scores: np.ndarray, alpha: float) -> float:
+    """The :math:`\\lfloor \\alpha (n + 1) \\rfloor`-th smallest score (``-inf`` when that rank is < 1).
+
+    The rank is computed as :math:`n + 1 - \\lceil (1 - \\alpha)(n + 1) \\rceil` with
+    :func:`certkit.stats.conformal_rank` (same float64 rounding rule as every conformal quantile in
+    certkit), which equals :math:`\\lfloor \\alpha (n + 1) \\rfloor` in exact arithmetic.
+    """
+    n = scores.shape[0]
+    if alpha <= 0.0 or 1.0 - alpha >= 1.0:
+        return -math.inf
+    k = n + 1 - conformal_rank(n, 1.0 - alpha)
+    if k < 1:
+        return -math.inf
+    return float(np.partition(scores, k - 1)[k - 1])
+
+
+def required_calibration_size(alpha: float) -> int | None:
+    """Smallest ``n`` with a non-trivial set at miscoverage ``alpha`` (about ``ceil(1/alpha) - 1``).
+
+    ``None`` when no calibration set suffices (``alpha`` is 0 after the robustness adjustment).
+    """
+    if alpha <= 0.0 or 1.0 - alpha >= 1.0:
+        return None
+    n = max(1, math.ceil(1.0 / alpha) - 1)
+
+    def ok(m: int) -> bool:
+        return conformal_rank(m, 1.0 - alpha) <= m
+
+    while not ok(n):
+        n += 1
+    while n > 1 and ok(n - 1):
+        n -= 1
+    return n
+
+
+def warn_small_calibration(n: int, alpha_adj: float, what: str, detail: str) -> None:
+    """UserWarning for the trivial regime, naming the calibration size needed."""
+    need = required_calibration_size(alpha_adj)
+    if need is None:
+        msg = (f"no calibration set is large enough for a non-trivial {what} ({detail}): the adjusted "
+               "miscoverage is 0; decrease radius or increase sigma")
+    else:
+        msg = (f"the calibration set ({n} points) is too small for a non-trivial {what} ({detail}); "
+               f"need n >= {need} calibration points (n >= ceil(1/alpha') - 1, alpha' = {alpha_adj:.6g}); "
+               "every label / the whole line is returned")
+    warnings.warn(msg, UserWarning, stacklevel=3)
+
+
+def adjusted_alpha(confidence_level: float, radius: float, sigma: float, noise: str) -> float:
+    """RCP1's clean miscoverage :math:`\\alpha'` with :math:`1-\\alpha' = c^{-1}[1-\\alpha, r]`."""
+    return 1.0 - robust_level(confidence_level, radius=radius, sigma=sigma, noise=noise)
+
+
+# ---------------------------------------------------------------------------------------------- bases
+class _ConformalBase(BaseEstimator):
+    """Common parameter handling; subclasses store their parameters in ``__init__`` only."""
+
+    _fitted_attr = "threshold_"
+    _uses_radius = True
+
+    def _check_common(self) -> dict[str, Any]:
+        """Validate the shared parameters; return them in canonical form."""
+        params: dict[str, Any] = {"alpha": 1.0 - check_level(self.confidence_level, "confidence_level")}
+        noise = getattr(self, "noise", None)
+        if noise is not None:
+            check_in_options(noise, "noise", NOISES)
+            params["sigma"] = check_positive(self.sigma, "sigma")
+        params["noise"] = noise
+        params["radius"] = check_nonnegative(self.radius, "radius") if self._uses_radius else 0.0
+        check_integer(self.batch_size, "batch_size", minimum=1)
+        return params
+
+    def _detail(self, params: dict[str, Any]) -> str:
+        return f"confidence_level={self.confidence_level}"
+
+    def _wrapper(self) -> ModelWrapper:
+        return ModelWrapper(self.model, batch_size=self.batch_size, device=self.device)
+
+    def _raw_outputs(self, X: np.ndarray, n_samples: int, noise: str | None, sigma: float | None) -> Any:
+        """Yield ``(start, rows, raw outputs)`` over chunks of inputs (``rows = chunk * n_samples``).
+
+        Every input is repeated ``n_samples`` times (consecutively) with fresh noise from ``rng_``.
+        """
+        n = X.shape[0]
+        chunk = max(1, self.batch_size // n_samples) if n_samples > 1 else n
+        for start in range(0, n, chunk):
+            xb = X[start:start + chunk]
+            if n_samples > 1:
+                xb = np.repeat(xb, n_samples, axis=0)
+            if noise is not None:
+                xb = xb + sample_noise(self.rng_, xb.shape, sigma, noise)
+            yield start, xb.shape[0], self.predictor_(xb)
+
+
+class _ClassifierBase(_ConformalBase):
+    """Classifiers: the score, probability checks and repeated noisy scoring."""
+
+    def _setup(self, X: Any) -> tuple[np.ndarray, dict[str, Any]]:
+        params = self._check_common()
+        check_in_options(self.output, "output", OUTPUTS)
+        params["score"] = get_score(self.score)
+        X = check_inputs(X)
+        self.rng_ = check_rng(self.rng)
+        self.predictor_ = self._wrapper()
+        self.score_ = params["score"]
+        return X, params
+
+    def _noisy_scores(
+        self, X: np.ndarray, n_samples: int, noise: str | None, sigma: float | None
+    ) -> np.ndarray:
+        """Conformity scores of every label at ``n_samples`` noisy copies: shape ``(n, n_samples, K)``."""
+        out = None
+        for start, rows, raw in self._raw_outputs(X, n_samples, noise, sigma):
+            probs = as_probabilities(raw, rows, self.output)
+            if hasattr(self, "n_classes_") and probs.shape[1] != self.n_classes_:
+                raise ValueError(f"the model returned {probs.shape[1]} classes, but it was calibrated "
+                                 f"with {self.n_classes_}")
+            scores = np.asarray(self.score_(probs, self.rng_), dtype=np.float64)
+            if scores.shape != probs.shape or not np.all(np.isfinite(scores)):
+                raise ValueError("the score must return finite values of shape (n, K)")
+            scores = scores.reshape(-1, n_samples, probs.shape[1])
+            if out is None:
+                out = np.empty((X.shape[0], n_samples, probs.shape[1]))
+            out[start:start + scores.shape[0]] = scores
+        return out
+
+    def _check_predict(self, X: Any) -> np.ndarray:
+        check_is_fitted(self, self._fitted_attr)
+        return check_inputs(X)
+
+
+class _SingleSampleClassifier(_ClassifierBase):
+    """Split CP on (optionally noisy) inputs with one sample per point; RCP1 adjusts the level."""
+
+    def _calibration_alpha(self, params: dict[str, Any]) -> float:
+        return params["alpha"]
+
+    def calibrate(self, X: Any, y: Any) -> _SingleSampleClassifier:
+        """Calibrate the threshold on ``(X, y)`` with one fresh noise draw per point.
+
+        Parameters
+        ----------
+        X : array-like or torch.Tensor, shape (n, ...)
+            Calibration inputs (clean; the noise is added here).
+        y : array-like of int, shape (n,)
+            Their labels in ``[0, K)``.
+
+        Returns
+        -------
+        self
+        """
+        X, params = self._setup(X)
+        y = check_labels(y, X.shape[0])
+        scores = self._noisy_scores(X, 1, params["noise"], params.get("sigma"))[:, 0, :]
+        self.n_classes_ = scores.shape[1]
+        check_labels(y, X.shape[0], self.n_classes_)
+        alpha_adj = self._calibration_alpha(params)
+        self.calibration_scores_ = scores[np.arange(X.shape[0]), y]
+        self.n_calibration_ = X.shape[0]
+        self.adjusted_level_ = 1.0 - alpha_adj
+        self.required_calibration_size_ = required_calibration_size(alpha_adj)
+        self.threshold_ = lower_conformal_threshold(self.calibration_scores_, alpha_adj)
+        if self.threshold_ == -math.inf:
+            warn_small_calibration(self.n_calibration_, alpha_adj, "prediction set", self._detail(params))
+        return self
+
+    def conformity_scores(self, X: Any) -> np.ndarray:
+        """Conformity scores of every label at one fresh noisy copy of each input, shape ``(n, K)``."""
+        X = self._check_predict(X)
+        params = self._check_common()
+        return self._noisy_scores(X, 1, params["noise"], params.get("sigma"))[:, 0, :]
+
+    def predict_set(self, X: Any) -> np.ndarray:
+        """Prediction sets ``{y : s(x + eps, y) >= threshold_}`` with fresh noise at every call.
+
+        Parameters
+        ----------
+        X : array-like or torch.Tensor, shape (n, ...)
+            Test inputs (possibly perturbed).
+
+        Returns
+        -------
+        numpy.ndarray of bool, shape (n, K)
+        """
+        return self.conformity_scores(X) >= self.threshold_
+
+
+class _SingleSampleRegressor(_ConformalBase):
+    """Split CP for regression with the absolute residual, on (optionally noisy) inputs."""
+
+    def _calibration_alpha(self, params: dict[str, Any]) -> float:
+        return params["alpha"]
+
+    def _predict_noisy(self, X: np.ndarray, params: dict[str, Any]) -> np.ndarray:
+        chunks = self._raw_outputs(X, 1, params["noise"], params.get("sigma"))
+        return np.concatenate([as_regression(raw, rows) for _, rows, raw in chunks])
+
+    def calibrate(self, X: Any, y: Any) -> _SingleSampleRegressor:
+        """Calibrate the residual quantile on ``(X, y)`` with one fresh noise draw per point.
+
+        Parameters
+        ----------
+        X : array-like or torch.Tensor, shape (n, ...)
+            Calibration inputs.
+        y : array-like, shape (n,)
+            Real targets.
+
+        Returns
+        -------
+        self
+        """
+        params = self._check_common()
+        X = check_inputs(X)
+        y = check_array(y, "y", ndim=1)
+        if y.shape[0] != X.shape[0]:
+            raise ValueError(f"inconsistent numbers of samples: X has {X.shape[0]}, y has {y.shape[0]}")
+        self.rng_ = check_rng(self.rng)
+        self.predictor_ = self._wrapper()
+        alpha_adj = self._calibration_alpha(params)
+        self.calibration_scores_ = np.abs(self._predict_noisy(X, params) - y)
+        self.n_calibration_ = X.shape[0]
+        self.adjusted_level_ = 1.0 - alpha_adj
+        self.required_calibration_size_ = required_calibration_size(alpha_adj)
+        if self.adjusted_level_ >= 1.0:
+            self.threshold_ = math.inf
+        else:
+            self.threshold_ = conformal_quantile(self.calibration_scores_,
+                                                 confidence_level=self.adjusted_level_)
+        if self.threshold_ == math.inf:
+            warn_small_calibration(self.n_calibration_, alpha_adj, "prediction interval",
+                                   self._detail(params))
+        return self
+
+    def predict_interval(self, X: Any) -> tuple[np.ndarray, np.ndarray]:
+        """Intervals ``f(x + eps) -+ threshold_`` with fresh noise at every call.
+
+        Returns
+        -------
+        lo, hi : numpy.ndarray, shape (n,)
+            Infinite when the calibration set is too small.
+        """
+        check_is_fitted(self, self._fitted_attr)
+        params = self._check_common()
+        pred = self._predict_noisy(check_inputs(X), params)
+        return pred - self.threshold_, pred + self.threshold_
+

@@ -1,0 +1,120 @@
+"""Uniform access to a user model: NumPy callables and torch modules, batched, NumPy float64 out."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from certkit._validation import as_numpy, check_array, check_in_options, check_integer
+
+__all__ = ["ModelWrapper", "as_probabilities", "as_regression", "is_torch_module", "softmax"]
+
+OUTPUTS = ("probabilities", "logits")
+
+
+def is_torch_module(model: Any) -> bool:
+    """True for a ``torch.nn.Module`` (checked without importing torch)."""
+    return any(cls.__module__.startswith("torch.nn") and cls.__name__ == "Module"
+               for cls in type(model).__mro__)
+
+
+def softmax(logits: np.ndarray) -> np.ndarray:
+    """Row-wise softmax in float64."""
+    z = logits - logits.max(axis=1, keepdims=True)
+    np.exp(z, out=z)
+    z /= z.sum(axis=1, keepdims=True)
+    return z
+
+
+def _import_torch() -> Any:
+    try:
+        import torch
+    except ImportError as exc:  # pragma: no cover - torch is installed in the test environment
+        raise ImportError('a torch model needs PyTorch: pip install "certkit[torch]"') from exc
+    return torch
+
+
+class ModelWrapper:
+    """Evaluate ``model`` on float64 NumPy inputs in batches and return float64 NumPy outputs.
+
+    Parameters
+    ----------
+    model : callable or torch.nn.Module
+        A NumPy callable ``(n, ...) -> (n, ...)`` or a torch module; torch modules run under
+        ``torch.no_grad()`` in eval mode (their training flag is restored afterwards) on ``device``,
+        with inputs cast to the dtype of their parameters (float32 if they have none).
+    batch_size : int
+        Largest number of inputs per call.
+    device : str or torch.device
+        Where a torch module runs (default ``"cpu"``).
+    """
+
+    def __init__(self, model: Any, *, batch_size: int = 1024, device: Any = "cpu") -> None:
+        if not callable(model):
+            raise TypeError("model must be callable (a function or a torch.nn.Module), "
+                            f"got {type(model).__name__}")
+        self.model = model
+        self.batch_size = check_integer(batch_size, "batch_size", minimum=1)
+        self.device = device
+        self.torch = is_torch_module(model)
+        #: Number of inputs evaluated so far (forward passes), for cost accounting.
+        self.n_forward = 0
+
+    def __call__(self, X: np.ndarray) -> np.ndarray:
+        n = X.shape[0]
+        self.n_forward += n
+        if self.torch:
+            return self._torch_call(X)
+        outs = [as_numpy(self.model(X[i:i + self.batch_size]), "model output")
+                for i in range(0, n, self.batch_size)]
+        return np.concatenate(outs, axis=0).astype(np.float64, copy=False)
+
+    def _torch_call(self, X: np.ndarray) -> np.ndarray:
+        torch = _import_torch()
+        param = next(iter(self.model.parameters()), None)
+        dtype = param.dtype if param is not None else torch.float32
+        was_training = self.model.training
+        self.model.eval()
+        outs = []
+        try:
+            with torch.no_grad():
+                for i in range(0, X.shape[0], self.batch_size):
+                    xb = torch.as_tensor(X[i:i + self.batch_size], dtype=dtype, device=self.device)
+                    outs.append(self.model(xb).detach().to("cpu", torch.float64).numpy())
+        finally:
+            self.model.train(was_training)
+        return np.concatenate(outs, axis=0)
+
+
+def as_probabilities(raw: np.ndarray, n: int, output: str) -> np.ndarray:
+    """Validate model output as class probabilities ``(n, K)``; apply softmax to logits."""
+    check_in_options(output, "output", OUTPUTS)
+    arr = check_array(raw, "model output", ndim=2)
+    if arr.shape[0] != n:
+        raise ValueError(f"model output has {arr.shape[0]} rows for {n} inputs")
+    if arr.shape[1] < 2:
+        raise ValueError(f"model output must have one column per class (K >= 2), got shape {arr.shape}")
+    if output == "logits":
+        return softmax(arr.copy())
+    sums = arr.sum(axis=1)
+    if np.any(arr < -1e-6) or np.any(arr > 1 + 1e-6) or np.any(np.abs(sums - 1.0) > 1e-4):
+        raise ValueError(
+            "model output must be class probabilities (entries in [0, 1], rows summing to 1); "
+            f"got row sums in [{sums.min():.4g}, {sums.max():.4g}] and entries in "
+            f"[{arr.min():.4g}, {arr.max():.4g}]. "
+            "Pass output='logits' if the model returns logits."
+        )
+    return np.clip(arr, 0.0, 1.0)
+
+
+def as_regression(raw: np.ndarray, n: int) -> np.ndarray:
+    """Validate regression model output: ``(n,)`` or ``(n, 1)`` -> ``(n,)``."""
+    arr = check_array(raw, "model output", ndim=(1, 2))
+    if arr.ndim == 2:
+        if arr.shape[1] != 1:
+            raise ValueError(f"a regression model must return shape (n,) or (n, 1), got {arr.shape}")
+        arr = arr[:, 0]
+    if arr.shape[0] != n:
+        raise ValueError(f"model output has {arr.shape[0]} rows for {n} inputs")
+    return arr
