@@ -97,8 +97,12 @@ def check_array(
         if arr.dtype == np.bool_ or not np.issubdtype(arr.dtype, np.integer):
             integral = np.issubdtype(arr.dtype, np.floating) and np.all(np.isfinite(arr))
             if integral and np.all(arr == np.round(arr)):
+                if np.any(np.abs(arr) >= 2.0**63):
+                    raise ValueError(f"{name} has integer values outside the int64 range")
                 return arr.astype(np.int64)
             raise TypeError(f"{name} must contain integers, got dtype {arr.dtype}")
+        if arr.dtype == np.uint64 and np.any(arr > np.iinfo(np.int64).max):
+            raise ValueError(f"{name} has integer values outside the int64 range")
         return arr.astype(np.int64, copy=False)
     if dtype is not None:
         if arr.dtype == np.bool_ or not (
