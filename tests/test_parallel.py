@@ -1,0 +1,137 @@
+"""certkit.parallel: every executor kind gives the serial results, in order."""
+
+import functools
+import math
+import operator
+import os
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+import pytest
+
+from certkit.parallel import parallel_map, resolve_executor
+
+# Functions sent to process pools and Dask workers come from importable modules (the tests directory
+# is not a package, so workers could not import functions defined here).
+FN = functools.partial(operator.mul, 3)
+ITEMS = list(range(-5, 40))
+EXPECTED = [3 * i for i in ITEMS]
+
+
+def _seeded_draws(seed):
+    return np.random.default_rng(seed).normal(size=4)
+
+
+def test_serial_default():
+    assert parallel_map(FN, ITEMS) == EXPECTED
+    assert parallel_map(FN, iter(ITEMS)) == EXPECTED  # any iterable, consumed once
+    assert parallel_map(FN, []) == []
+
+
+def test_int_one_is_serial():
+    with resolve_executor(1) as ex:
+        assert ex is None
+    with resolve_executor(None) as ex:
+        assert ex is None
+    assert parallel_map(_seeded_draws, [0, 1], executor=1)[1].tolist() == _seeded_draws(1).tolist()
+
+
+def test_int_pool_equals_serial_and_is_shut_down():
+    assert parallel_map(math.factorial, range(60), executor=2) == [math.factorial(i) for i in range(60)]
+    with resolve_executor(np.int64(2)) as pool:
+        assert pool.submit(abs, -4).result() == 4
+    with pytest.raises(RuntimeError, match="shutdown"):
+        pool.submit(abs, -4)
+
+
+def test_thread_pool_is_used_and_left_running():
+    with ThreadPoolExecutor(max_workers=3) as pool:
+        out = parallel_map(_seeded_draws, range(20), executor=pool)
+        serial = parallel_map(_seeded_draws, range(20))
+        assert all(np.array_equal(a, b) for a, b in zip(out, serial))
+        assert pool.submit(abs, -1).result() == 1  # not shut down by parallel_map
+
+
+def test_order_is_preserved_when_items_finish_out_of_order():
+    import time
+
+    def slow_first(i):
+        time.sleep(0.02 * (5 - i))
+        return i
+
+    with ThreadPoolExecutor(max_workers=5) as pool:
+        assert parallel_map(slow_first, range(5), executor=pool) == [0, 1, 2, 3, 4]
+
+
+def test_exceptions_propagate():
+    with pytest.raises(ZeroDivisionError):
+        parallel_map(functools.partial(operator.truediv, 1), [1, 0, 2])
+    with ThreadPoolExecutor(max_workers=2) as pool, pytest.raises(ZeroDivisionError):
+        parallel_map(functools.partial(operator.truediv, 1), [1, 0, 2], executor=pool)
+
+
+@pytest.mark.parametrize("executor", [None, 2])
+def test_progress_bar(capsys, executor):
+    out = parallel_map(FN, ITEMS, executor=executor, progress="solving")
+    assert out == EXPECTED
+    err = capsys.readouterr().err
+    assert "solving" in err
+    assert f"/{len(ITEMS)}" in err
+    parallel_map(FN, ITEMS, progress=True)
+    assert f"/{len(ITEMS)}" in capsys.readouterr().err
+    parallel_map(FN, ITEMS, progress=False)
+    assert capsys.readouterr().err == ""
+
+
+@pytest.mark.parametrize(
+    ("executor", "error", "match"),
+    [
+        ("threads", TypeError, "str \\(it has no submit method\\)"),
+        (2.5, TypeError, "float \\(it has no submit method\\)"),
+        (object(), TypeError, "executor must be None, an int number of workers"),
+        (True, TypeError, "executor must be None, an int number of workers"),
+        (0, ValueError, "executor as a number of workers must be >= 1, got 0"),
+        (-3, ValueError, "must be >= 1, got -3"),
+    ],
+)
+def test_bad_executor(executor, error, match):
+    with pytest.raises(error, match=match):
+        parallel_map(FN, ITEMS, executor=executor)
+
+
+def test_executor_is_keyword_only():
+    with pytest.raises(TypeError):
+        parallel_map(FN, ITEMS, None)
+
+
+@pytest.fixture(scope="module")
+def dask_client():
+    distributed = pytest.importorskip("distributed")
+    cluster = distributed.LocalCluster(
+        n_workers=2,
+        threads_per_worker=1,
+        processes=True,
+        dashboard_address=None,
+        host="127.0.0.1",
+        silence_logs=40,
+    )
+    client = distributed.Client(cluster)
+    try:
+        yield client
+    finally:
+        client.close()
+        cluster.close()
+
+
+@pytest.mark.slow
+def test_dask_local_cluster_equals_serial(dask_client):
+    assert parallel_map(FN, ITEMS, executor=dask_client) == EXPECTED
+    factorials = parallel_map(math.factorial, range(50), executor=dask_client, progress="dask")
+    assert factorials == [math.factorial(i) for i in range(50)]
+    arrays = [np.random.default_rng(i).normal(size=(30,)) for i in range(12)]
+    sorted_remote = parallel_map(np.sort, arrays, executor=dask_client)
+    assert all(np.array_equal(a, np.sort(b)) for a, b in zip(sorted_remote, arrays))
+    # the work really ran in the worker processes, and the client is left running
+    pids = parallel_map(operator.methodcaller("__call__"), [os.getpid] * 4, executor=dask_client)
+    assert os.getpid() not in pids
+    assert dask_client.status == "running"
