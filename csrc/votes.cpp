@@ -81,53 +81,126 @@ ScoresArray check_scores(const ScoresArray& scores) {
 }
 
 // acc[j] = sum over r of scores[rows[r], j], added from 0.0 in the order of
-// `rows`.  Four rows are added per pass over the columns; the expression keeps
+// `rows`.  Eight rows are added per pass over the columns; the expression keeps
 // the sequential order of additions for every column, so the result is the
-// same as adding one row at a time, with fewer loads and stores of acc.
+// same as adding one row at a time, with far fewer loads and stores of acc.
 void gather_sum(const double* scores, std::int64_t n_components, const std::int64_t* rows, std::int64_t count,
                 double* __restrict acc) {
     std::fill(acc, acc + n_components, 0.0);
     std::int64_t r = 0;
-    for (; r + 4 <= count; r += 4) {
-        const double* __restrict a = scores + rows[r] * n_components;
-        const double* __restrict b = scores + rows[r + 1] * n_components;
-        const double* __restrict c = scores + rows[r + 2] * n_components;
-        const double* __restrict d = scores + rows[r + 3] * n_components;
+    for (; r + 8 <= count; r += 8) {
+        const double* __restrict s0 = scores + rows[r] * n_components;
+        const double* __restrict s1 = scores + rows[r + 1] * n_components;
+        const double* __restrict s2 = scores + rows[r + 2] * n_components;
+        const double* __restrict s3 = scores + rows[r + 3] * n_components;
+        const double* __restrict s4 = scores + rows[r + 4] * n_components;
+        const double* __restrict s5 = scores + rows[r + 5] * n_components;
+        const double* __restrict s6 = scores + rows[r + 6] * n_components;
+        const double* __restrict s7 = scores + rows[r + 7] * n_components;
         for (std::int64_t j = 0; j < n_components; ++j) {
-            acc[j] = (((acc[j] + a[j]) + b[j]) + c[j]) + d[j];
+            acc[j] = (((((((acc[j] + s0[j]) + s1[j]) + s2[j]) + s3[j]) + s4[j]) + s5[j]) + s6[j]) + s7[j];
         }
     }
     for (; r < count; ++r) {
-        const double* __restrict a = scores + rows[r] * n_components;
+        const double* __restrict s0 = scores + rows[r] * n_components;
         for (std::int64_t j = 0; j < n_components; ++j) {
-            acc[j] += a[j];
+            acc[j] += s0[j];
         }
     }
 }
 
-// Applies the rule to the means in `mean` and writes selected[j] (0/1) through
-// `mark(j)`.  `order` is scratch holding any permutation of 0..N-1.
-template <class Mark>
-void select(const Rule& rule, const double* mean, std::int64_t n_components, std::int64_t* order, Mark&& mark) {
-    if (!rule.top_k) {
+// Selects components by the rule and reports each selected j through mark(j).
+// One Selector per thread, reused across subsamples (no allocation per call).
+//
+// Top-k is the first k components in the strict total order (mean descending,
+// index ascending); means are never NaN because scores are finite, so the
+// selected set is unique and does not depend on how it is found.  To avoid a
+// full selection over all N components per subsample, the selector keeps a
+// pivot: the (k + margin + 1)-th largest mean of an earlier subsample.  If at
+// least k components have mean >= pivot, they contain the top-k set (any
+// component below the pivot is preceded by at least k others), so selecting
+// among those candidates suffices; otherwise it falls back to all N.  (Used
+// when k + margin is at most N / 2; for larger k a plain selection is as fast.)
+class Selector {
+   public:
+    Selector(const Rule& rule, std::int64_t n_components)
+        : rule_(rule),
+          n_(n_components),
+          target_(rule.k + rule.k / 4 + 8),
+          order_(static_cast<std::size_t>(n_components)),
+          candidates_(static_cast<std::size_t>(n_components)) {
         for (std::int64_t j = 0; j < n_components; ++j) {
-            if (mean[j] >= rule.threshold) {
+            order_[static_cast<std::size_t>(j)] = j;
+        }
+    }
+
+    template <class Mark>
+    void operator()(const double* mean, Mark&& mark) {
+        if (!rule_.top_k) {
+            for (std::int64_t j = 0; j < n_; ++j) {
+                if (mean[j] >= rule_.threshold) {
+                    mark(j);
+                }
+            }
+            return;
+        }
+        const std::int64_t k = rule_.k;
+        if (k == n_) {
+            for (std::int64_t j = 0; j < n_; ++j) {
                 mark(j);
             }
+            return;
         }
-        return;
-    }
-    if (rule.k < n_components) {
-        // Strict total order (scores are finite, so means are never NaN): the
-        // first k entries after nth_element are exactly the top-k set.
-        std::nth_element(order, order + rule.k, order + n_components, [mean](std::int64_t x, std::int64_t y) {
+        const auto before = [mean](std::int64_t x, std::int64_t y) {
             return mean[x] > mean[y] || (mean[x] == mean[y] && x < y);
-        });
+        };
+        if (2 * target_ > n_) {  // candidates would not be much fewer than N
+            std::nth_element(order_.begin(), order_.begin() + k, order_.end(), before);
+            mark_first(order_.data(), k, mark);
+            return;
+        }
+        if (has_pivot_) {
+            std::int64_t* cand = candidates_.data();
+            std::int64_t count = 0;
+            for (std::int64_t j = 0; j < n_; ++j) {  // branch-free compaction
+                cand[count] = j;
+                count += static_cast<std::int64_t>(mean[j] >= pivot_);
+            }
+            if (count >= k) {
+                if (count > target_) {  // too many candidates: tighten the pivot for the next subsample
+                    std::nth_element(cand, cand + target_, cand + count, before);
+                    pivot_ = mean[cand[target_]];
+                    count = target_;
+                }
+                std::nth_element(cand, cand + k, cand + count, before);
+                mark_first(cand, k, mark);
+                return;
+            }
+        }
+        std::int64_t* order = order_.data();
+        std::nth_element(order, order + target_, order + n_, before);
+        pivot_ = mean[order[target_]];
+        has_pivot_ = true;
+        std::nth_element(order, order + k, order + target_, before);
+        mark_first(order, k, mark);
     }
-    for (std::int64_t i = 0; i < rule.k; ++i) {
-        mark(order[i]);
+
+   private:
+    template <class Mark>
+    static void mark_first(const std::int64_t* indices, std::int64_t k, Mark& mark) {
+        for (std::int64_t i = 0; i < k; ++i) {
+            mark(indices[i]);
+        }
     }
-}
+
+    Rule rule_;
+    std::int64_t n_;
+    std::int64_t target_;  // rank (0-based) of the component whose mean becomes the pivot
+    std::vector<std::int64_t> order_;
+    std::vector<std::int64_t> candidates_;
+    double pivot_ = 0.0;
+    bool has_pivot_ = false;
+};
 
 // Runs fn(thread_index, begin, end) on n_threads contiguous blocks of
 // [0, total); joins every started thread even if starting another fails.
@@ -224,10 +297,7 @@ py::array_t<std::int64_t> subsample_votes(const ScoresArray& scores_in, const st
                 }
             }
             std::vector<double> mean(static_cast<std::size_t>(n_components));
-            std::vector<std::int64_t> order(static_cast<std::size_t>(n_components));
-            for (std::int64_t j = 0; j < n_components; ++j) {
-                order[static_cast<std::size_t>(j)] = j;
-            }
+            Selector select(rule, n_components);
             std::int64_t* count_data = counts.data();
             for (std::int64_t b = begin; b < end; ++b) {
                 const std::uint64_t key = stream_key(useed, static_cast<std::uint64_t>(b));
@@ -251,7 +321,7 @@ py::array_t<std::int64_t> subsample_votes(const ScoresArray& scores_in, const st
                 for (std::int64_t j = 0; j < n_components; ++j) {
                     mean[static_cast<std::size_t>(j)] /= divisor;
                 }
-                select(rule, mean.data(), n_components, order.data(), [count_data](std::int64_t j) { ++count_data[j]; });
+                select(mean.data(), [count_data](std::int64_t j) { ++count_data[j]; });
             }
         });
         std::fill(total, total + n_components, 0);
@@ -298,10 +368,7 @@ py::array_t<bool> partition_votes(const ScoresArray& scores_in, std::int64_t n_p
             ++sizes[static_cast<std::size_t>(part[i])];
         }
         std::fill(selected, selected + n_parts * n_components, false);
-        std::vector<std::int64_t> order(static_cast<std::size_t>(n_components));
-        for (std::int64_t j = 0; j < n_components; ++j) {
-            order[static_cast<std::size_t>(j)] = j;
-        }
+        Selector select(rule, n_components);
         for (std::int64_t p = 0; p < n_parts; ++p) {
             const std::int64_t size = sizes[static_cast<std::size_t>(p)];
             if (size == 0) {
@@ -313,7 +380,7 @@ py::array_t<bool> partition_votes(const ScoresArray& scores_in, std::int64_t n_p
                 mean[j] /= divisor;
             }
             bool* row = selected + p * n_components;
-            select(rule, mean, n_components, order.data(), [row](std::int64_t j) { row[j] = true; });
+            select(mean, [row](std::int64_t j) { row[j] = true; });
         }
     }
     return out;

@@ -285,6 +285,28 @@ def test_larger_case_matches_reference_and_any_thread_count():
         np.testing.assert_array_equal(_core.subsample_votes(scores, n_threads=n_threads, **kwargs), expected)
 
 
+@pytest.mark.parametrize("m", [1, 4, 60])
+@pytest.mark.parametrize("kind", ["normal", "cauchy", "tied", "shifting"])
+def test_top_k_with_many_components_matches_reference(m, kind):
+    # k well below N: the kernel selects among candidates above a pivot carried over from earlier
+    # subsamples; heavy tails, ties and a few dominant rows make that pivot fail often (fallback path).
+    rng = np.random.default_rng(11)
+    n, n_comp = 60, 200
+    if kind == "normal":
+        scores = rng.normal(size=(n, n_comp))
+    elif kind == "cauchy":
+        scores = rng.standard_cauchy(size=(n, n_comp))
+    elif kind == "tied":
+        scores = tied_scores(rng, n, n_comp)
+    else:
+        scores = rng.normal(size=(n, n_comp)) + 100.0 * (rng.random((n, 1)) < 0.1) * rng.normal(size=(n, 1))
+    for top_k in (1, 7, 40):
+        kwargs = dict(scheme="without_replacement", m=m, n_subsamples=150, top_k=top_k, seed=m)
+        expected = ref_subsample_votes(scores, **kwargs)
+        for n_threads in (1, 2):
+            np.testing.assert_array_equal(_core.subsample_votes(scores, n_threads=n_threads, **kwargs), expected)
+
+
 def test_ties_break_towards_lower_index():
     scores = np.ones((5, 6))
     got = _core.subsample_votes(scores, m=3, n_subsamples=11, top_k=2, seed=0)
@@ -313,6 +335,17 @@ def test_partition_votes_match_reference(top_k, threshold):
             got, ref_partition_votes(scores, 9, part_of, top_k=top_k, threshold=threshold)
         )
         assert not got[4].any()
+
+
+def test_partition_votes_many_components_and_parts():
+    rng = np.random.default_rng(8)
+    scores = np.concatenate([rng.standard_cauchy(size=(150, 120)), tied_scores(rng, 150, 120)])
+    part_of = rng.integers(0, 60, size=300)
+    for top_k in (1, 6, 30, 119):
+        np.testing.assert_array_equal(
+            _core.partition_votes(scores, 60, part_of, top_k=top_k),
+            ref_partition_votes(scores, 60, part_of, top_k=top_k),
+        )
 
 
 def test_partition_votes_by_hand():
