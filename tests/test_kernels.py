@@ -304,7 +304,9 @@ def test_top_k_with_many_components_matches_reference(m, kind):
         kwargs = dict(scheme="without_replacement", m=m, n_subsamples=150, top_k=top_k, seed=m)
         expected = ref_subsample_votes(scores, **kwargs)
         for n_threads in (1, 2):
-            np.testing.assert_array_equal(_core.subsample_votes(scores, n_threads=n_threads, **kwargs), expected)
+            np.testing.assert_array_equal(
+                _core.subsample_votes(scores, n_threads=n_threads, **kwargs), expected
+            )
 
 
 def test_ties_break_towards_lower_index():
