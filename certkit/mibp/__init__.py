@@ -1,0 +1,51 @@
+"""MIBP certified training: provable parameter bounds for gradient descent under training-data perturbations.
+
+Following Lorenz, Kwiatkowska & Fritz (NeurIPS 2025, "MIBP-Cert"), every step of
+full-batch gradient descent on a ReLU network is written as a mixed-integer
+bilinear program over the current parameter box and all allowed perturbed
+datasets; minimising and maximising each new parameter gives a box that holds
+every reachable trajectory.  Exact backends (Gurobi, SCIP), McCormick
+relaxations (MILP / LP through cvxpy) and an interval-arithmetic baseline share
+one program representation.
+
+Examples
+--------
+>>> import numpy as np
+>>> from certkit.mibp import MLP, FeatureBox, certified_training, certify_predictions
+>>> rng = np.random.default_rng(0)
+>>> X = rng.normal(size=(20, 2)); y = np.where(X[:, 0] > 0, 1, -1)
+>>> res = certified_training(MLP.random([2, 4, 1], rng=0), X, y, perturbation=FeatureBox(0.01), epochs=3)
+>>> cert = certify_predictions(res, X)
+"""
+
+from certkit.mibp._certify import PredictionCertificate, certify_predictions
+from certkit.mibp._mlp import MLP
+from certkit.mibp._perturbation import (
+    Budget,
+    Compose,
+    FeatureBox,
+    InputSets,
+    MissingValues,
+    OrdinalShift,
+    Perturbation,
+)
+from certkit.mibp._solvers import GurobiLicenseError
+from certkit.mibp._training import BACKENDS, FORMULATIONS, CertifiedTrainingResult, certified_training
+
+__all__ = [
+    "BACKENDS",
+    "FORMULATIONS",
+    "MLP",
+    "Budget",
+    "CertifiedTrainingResult",
+    "Compose",
+    "FeatureBox",
+    "GurobiLicenseError",
+    "InputSets",
+    "MissingValues",
+    "OrdinalShift",
+    "Perturbation",
+    "PredictionCertificate",
+    "certified_training",
+    "certify_predictions",
+]

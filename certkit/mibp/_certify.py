@@ -1,0 +1,141 @@
+"""``certify_predictions``: predictions that every parameter vector in the final box agrees on."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from certkit._results import ResultMixin, format_table
+from certkit._validation import check_array, check_in_options, check_positive
+from certkit.mibp._interval import interval_forward, pad
+from certkit.mibp._program import Builder, Lin, lin_sum
+from certkit.mibp._solvers import BackendOptions, solve_program
+from certkit.mibp._training import BACKENDS, CertifiedTrainingResult, _check_backend
+from certkit.parallel import parallel_map
+
+__all__ = ["PredictionCertificate", "certify_predictions"]
+
+
+@dataclass(frozen=True)
+class PredictionCertificate(ResultMixin):
+    """Certified test predictions.
+
+    Attributes
+    ----------
+    prediction : ndarray (m,)
+        The nominal model's prediction ({-1, +1} for one output, else the class index).
+    certified : ndarray of bool (m,)
+        True where every parameter vector in the final box predicts ``prediction``.
+    margin_lower : ndarray (m,)
+        A lower bound, over the box, of the prediction margin (``pred * f`` for one output,
+        ``min_{c'} f_pred - f_c'`` otherwise); certified iff > 0.
+    backend : str
+    """
+
+    prediction: np.ndarray
+    certified: np.ndarray
+    margin_lower: np.ndarray
+    backend: str
+
+    def certified_accuracy(self, y: Any) -> float:
+        """Fraction of points that are certified *and* correctly predicted."""
+        y = check_array(y, "y", ndim=1, dtype=None)
+        if len(y) != len(self.prediction):
+            raise ValueError(f"y has {len(y)} labels but {len(self.prediction)} points were certified")
+        return float(np.mean(self.certified & (self.prediction == y)))
+
+    def summary(self) -> str:
+        rows = [
+            ["points", len(self.prediction)],
+            ["certified", int(self.certified.sum())],
+            ["certified fraction", float(np.mean(self.certified))],
+        ]
+        return format_table(
+            ["quantity", "value"], rows, title=f"MIBP prediction certificate ({self.backend})"
+        )
+
+
+def _output_program(lower, upper, x: np.ndarray, pred: int, n_out: int):
+    bld = Builder()
+    W, b = bld.parameters(lower, upper)
+    h = [Lin(const=v) for v in x]
+    for layer in range(len(W)):
+        z = [
+            lin_sum([bld.mul(w, hi) for w, hi in zip(W[layer][o], h)]) + b[layer][o]
+            for o in range(len(W[layer]))
+        ]
+        h = [bld.relu(zo)[0] for zo in z] if layer < len(W) - 1 else z
+    if n_out == 1:
+        objectives = [h[0] * float(pred)]
+    else:
+        objectives = [h[pred] - h[c] for c in range(n_out) if c != pred]
+    return bld.finish(objectives)
+
+
+def _solve_item(item: tuple) -> float:
+    program, options = item
+    res = solve_program(program, [(j, 1) for j in range(len(program.objectives))], options)
+    return float(np.min(res["bounds"]))
+
+
+def certify_predictions(
+    result: CertifiedTrainingResult,
+    X_test: Any,
+    *,
+    backend: str = "interval",
+    epoch: int = -1,
+    time_limit: float | None = None,
+    solver: str | None = None,
+    executor: Any = None,
+    progress: bool | str = False,
+) -> PredictionCertificate:
+    """Certify test predictions against every parameter vector in the box of ``epoch``.
+
+    Binary (one output): certified if ``min f_θ(x) > 0`` (prediction +1) or ``max f_θ(x) < 0``
+    (prediction -1) over the box.  Multi-class: the nominal class ``c`` is certified if
+    ``min_θ f_c - f_c' > 0`` for every ``c' != c``.  Interval bounds are tried first; points they
+    leave undecided are solved with ``backend`` (exact for ``gurobi`` / ``scip``).
+
+    Parameters
+    ----------
+    result : CertifiedTrainingResult
+        Output of :func:`certified_training`.
+    X_test : array (m, d)
+        Test inputs (unperturbed).
+    backend : {"interval", "gurobi", "scip", "milp", "lp"}
+    epoch : int
+        Which epoch's box (default: the last).
+    time_limit, solver, executor, progress
+        As in :func:`certified_training`.
+    """
+    if not isinstance(result, CertifiedTrainingResult):
+        raise TypeError(f"result must be a CertifiedTrainingResult, got {type(result).__name__}")
+    lower, upper = result.lower[epoch], result.upper[epoch]
+    nominal = result.nominal_path[epoch]
+    X_test = check_array(X_test, "X_test", ndim=2, shape=(None, lower.sizes[0]))
+    backend = check_in_options(backend, "backend", BACKENDS)
+    if time_limit is not None:
+        time_limit = check_positive(time_limit, "time_limit")
+    _check_backend(backend, solver)
+    pred = nominal.predict(X_test)
+    _, pre = interval_forward(lower, upper, X_test, X_test)
+    fL, fU = pre[-1]
+    n_out = fL.shape[1]
+    if n_out == 1:
+        margin = np.where(pred > 0, fL[:, 0], -fU[:, 0])
+    else:
+        rows = np.arange(len(X_test))
+        diff = fL[rows, pred][:, None] - fU
+        diff[rows, pred] = np.inf
+        margin = diff.min(axis=1)
+        margin, _ = pad(margin, margin, np.abs(fL).max(axis=1) + np.abs(fU).max(axis=1), 1)
+    undecided = np.flatnonzero(margin <= 0)
+    if backend != "interval" and undecided.size:
+        options = BackendOptions(backend, time_limit, solver)
+        items = [(_output_program(lower, upper, X_test[i], int(pred[i]), n_out), options) for i in undecided]
+        solved = parallel_map(_solve_item, items, executor=executor, progress=progress)
+        margin = margin.copy()
+        margin[undecided] = np.maximum(margin[undecided], solved)
+    return PredictionCertificate(prediction=pred, certified=margin > 0, margin_lower=margin, backend=backend)

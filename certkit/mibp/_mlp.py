@@ -1,0 +1,284 @@
+"""The ReLU multilayer perceptron whose training MIBP certifies, and its plain gradient descent."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from certkit._validation import check_array, check_in_options, check_integer, check_positive, check_rng
+
+__all__ = ["LOSSES", "MLP", "check_labels", "loss_gradient_output"]
+
+LOSSES = ("hinge", "mse")
+
+
+class MLP:
+    """A fully connected ReLU network ``x -> W_L relu(... relu(W_1 x + b_1) ...) + b_L`` in float64.
+
+    Parameters
+    ----------
+    weights : sequence of 2-D arrays
+        ``weights[l]`` has shape ``(sizes[l + 1], sizes[l])`` (PyTorch's ``nn.Linear`` layout).
+    biases : sequence of 1-D arrays
+        ``biases[l]`` has shape ``(sizes[l + 1],)``.
+
+    Notes
+    -----
+    Every hidden layer is followed by a ReLU, the output layer is linear.  The
+    ReLU derivative at 0 is taken as 0 (as in PyTorch).  The same class holds
+    lower and upper parameter bounds in :class:`CertifiedTrainingResult`.
+    """
+
+    def __init__(self, weights: Sequence[Any], biases: Sequence[Any]) -> None:
+        if isinstance(weights, np.ndarray) or isinstance(biases, np.ndarray):
+            raise TypeError("weights and biases must be sequences (one array per layer), not single arrays")
+        weights = list(weights)
+        biases = list(biases)
+        if not weights:
+            raise ValueError("weights must contain at least one layer")
+        if len(weights) != len(biases):
+            raise ValueError(f"weights has {len(weights)} layers but biases has {len(biases)}")
+        ws, bs = [], []
+        for i, (w, b) in enumerate(zip(weights, biases)):
+            w = check_array(w, f"weights[{i}]", ndim=2).copy()
+            b = check_array(b, f"biases[{i}]", ndim=1, shape=(w.shape[0],)).copy()
+            if ws and w.shape[1] != ws[-1].shape[0]:
+                raise ValueError(
+                    f"weights[{i}] has {w.shape[1]} inputs but layer {i - 1} has {ws[-1].shape[0]} outputs"
+                )
+            w.setflags(write=False)
+            b.setflags(write=False)
+            ws.append(w)
+            bs.append(b)
+        self.weights: tuple[np.ndarray, ...] = tuple(ws)
+        self.biases: tuple[np.ndarray, ...] = tuple(bs)
+
+    # ------------------------------------------------------------------ construction
+    @classmethod
+    def random(cls, sizes: Sequence[int], *, rng: Any = None) -> MLP:
+        """He-uniform initialised network with layer widths ``sizes`` (e.g. ``[2, 8, 1]``).
+
+        Weights are uniform in ``±sqrt(6 / fan_in)``, biases uniform in ``±1/sqrt(fan_in)``.
+        """
+        sizes = [check_integer(s, "sizes[i]", minimum=1) for s in sizes]
+        if len(sizes) < 2:
+            raise ValueError(f"sizes must list at least an input and an output width, got {sizes}")
+        gen = check_rng(rng)
+        ws, bs = [], []
+        for fan_in, fan_out in itertools.pairwise(sizes):
+            ws.append(gen.uniform(-1, 1, (fan_out, fan_in)) * np.sqrt(6.0 / fan_in))
+            bs.append(gen.uniform(-1, 1, fan_out) / np.sqrt(fan_in))
+        return cls(ws, bs)
+
+    @classmethod
+    def from_torch(cls, module: Any) -> MLP:
+        """Read an ``nn.Sequential`` of ``Linear`` layers separated by ``ReLU`` (ending with ``Linear``)."""
+        try:
+            from torch import nn
+        except ImportError as exc:  # pragma: no cover - torch is in the test environment
+            raise ImportError('MLP.from_torch needs PyTorch: pip install "certkit[torch]"') from exc
+        if not isinstance(module, nn.Sequential):
+            raise TypeError(f"module must be a torch.nn.Sequential, got {type(module).__name__}")
+        layers = list(module)
+        ws, bs = [], []
+        for i, layer in enumerate(layers):
+            want_linear = i % 2 == 0
+            if want_linear and not isinstance(layer, nn.Linear):
+                raise ValueError(f"module[{i}] must be nn.Linear (Linear and ReLU alternate), got {layer}")
+            if not want_linear and not isinstance(layer, nn.ReLU):
+                raise ValueError(f"module[{i}] must be nn.ReLU (Linear and ReLU alternate), got {layer}")
+            if want_linear:
+                ws.append(layer.weight.detach().cpu().double().numpy())
+                bias = layer.bias
+                bs.append(
+                    np.zeros(layer.out_features) if bias is None else bias.detach().cpu().double().numpy()
+                )
+        if not layers or not isinstance(layers[-1], nn.Linear):
+            raise ValueError("module must end with an nn.Linear layer")
+        return cls(ws, bs)
+
+    def to_torch(self) -> Any:
+        """An equivalent float64 ``nn.Sequential``."""
+        try:
+            import torch
+            from torch import nn
+        except ImportError as exc:  # pragma: no cover
+            raise ImportError('MLP.to_torch needs PyTorch: pip install "certkit[torch]"') from exc
+        layers: list[Any] = []
+        for i, (w, b) in enumerate(zip(self.weights, self.biases)):
+            lin = nn.Linear(w.shape[1], w.shape[0]).double()
+            with torch.no_grad():
+                lin.weight.copy_(torch.from_numpy(np.array(w)))
+                lin.bias.copy_(torch.from_numpy(np.array(b)))
+            layers.append(lin)
+            if i < self.n_layers - 1:
+                layers.append(nn.ReLU())
+        return nn.Sequential(*layers)
+
+    # ------------------------------------------------------------------ structure
+    @property
+    def sizes(self) -> tuple[int, ...]:
+        """Layer widths, input first."""
+        return (self.weights[0].shape[1], *(w.shape[0] for w in self.weights))
+
+    @property
+    def n_layers(self) -> int:
+        """Number of linear layers."""
+        return len(self.weights)
+
+    @property
+    def n_params(self) -> int:
+        """Number of scalar parameters."""
+        return sum(w.size + b.size for w, b in zip(self.weights, self.biases))
+
+    def to_vector(self) -> np.ndarray:
+        """All parameters flattened: layer by layer, ``W.ravel()`` then ``b``."""
+        return np.concatenate([np.concatenate([w.ravel(), b]) for w, b in zip(self.weights, self.biases)])
+
+    @classmethod
+    def from_vector(cls, vector: Any, sizes: Sequence[int]) -> MLP:
+        """Inverse of :meth:`to_vector` for the layer widths ``sizes``."""
+        vector = check_array(vector, "vector", ndim=1)
+        ws, bs, pos = [], [], 0
+        for fan_in, fan_out in itertools.pairwise(sizes):
+            ws.append(vector[pos : pos + fan_in * fan_out].reshape(fan_out, fan_in))
+            pos += fan_in * fan_out
+            bs.append(vector[pos : pos + fan_out])
+            pos += fan_out
+        if pos != vector.size:
+            raise ValueError(f"vector has {vector.size} entries, sizes {list(sizes)} need {pos}")
+        return cls(ws, bs)
+
+    def __repr__(self) -> str:
+        return f"MLP(sizes={list(self.sizes)})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, MLP):
+            return NotImplemented
+        return self.sizes == other.sizes and bool(np.array_equal(self.to_vector(), other.to_vector()))
+
+    __hash__ = None  # type: ignore[assignment]
+
+    # ------------------------------------------------------------------ computation
+    def forward(self, X: Any) -> np.ndarray:
+        """Network outputs for the rows of ``X``: shape ``(n, sizes[-1])``."""
+        X = check_array(X, "X", ndim=2, shape=(None, self.sizes[0]))
+        return self._forward(X)[0][-1]
+
+    __call__ = forward
+
+    def predict(self, X: Any) -> np.ndarray:
+        """Class predictions: ``sign(f)`` in {-1, +1} for one output (0 counts as +1), else ``argmax``."""
+        out = self.forward(X)
+        if out.shape[1] == 1:
+            return np.where(out[:, 0] >= 0, 1, -1)
+        return np.argmax(out, axis=1)
+
+    def _forward(self, X: np.ndarray) -> tuple[list[np.ndarray], list[np.ndarray]]:
+        acts = [X]
+        pre = []
+        h = X
+        for i, (w, b) in enumerate(zip(self.weights, self.biases)):
+            z = h @ w.T + b
+            pre.append(z)
+            h = np.maximum(z, 0.0) if i < self.n_layers - 1 else z
+            acts.append(h)
+        return acts, pre
+
+    def gradients(self, X: Any, y: Any, *, loss: str = "hinge") -> MLP:
+        """Gradient of the mean loss ``J = (1/n) Σ_k ℓ(f(x_k), y_k)``, as an MLP-shaped container."""
+        X = check_array(X, "X", ndim=2, shape=(None, self.sizes[0]))
+        loss = check_in_options(loss, "loss", LOSSES)
+        y = check_labels(y, loss, self.sizes[-1], len(X))
+        acts, pre = self._forward(X)
+        g = loss_gradient_output(acts[-1], y, loss) / len(X)
+        gw, gb = [None] * self.n_layers, [None] * self.n_layers
+        for layer in range(self.n_layers - 1, -1, -1):
+            gw[layer] = g.T @ acts[layer]
+            gb[layer] = g.sum(axis=0)
+            if layer > 0:
+                g = (g @ self.weights[layer]) * (pre[layer - 1] > 0)
+        return MLP(gw, gb)
+
+    def gd_step(self, X: Any, y: Any, *, loss: str = "hinge", learning_rate: float = 0.1) -> MLP:
+        """One full-batch gradient-descent step ``θ - λ ∇J(θ)``; returns a new MLP."""
+        lr = check_positive(learning_rate, "learning_rate")
+        grad = self.gradients(X, y, loss=loss)
+        return MLP(
+            [w - lr * g for w, g in zip(self.weights, grad.weights)],
+            [b - lr * g for b, g in zip(self.biases, grad.biases)],
+        )
+
+    def train(
+        self, X: Any, y: Any, *, loss: str = "hinge", epochs: int = 1, learning_rate: float = 0.1
+    ) -> list[MLP]:
+        """Full-batch gradient descent; returns the models after epochs ``0, 1, ..., epochs``."""
+        epochs = check_integer(epochs, "epochs", minimum=0)
+        path = [self]
+        for _ in range(epochs):
+            path.append(path[-1].gd_step(X, y, loss=loss, learning_rate=learning_rate))
+        return path
+
+
+def check_labels(y: Any, loss: str, n_outputs: int, n: int) -> np.ndarray:
+    """Validate labels for ``loss`` and an ``n_outputs``-output network.
+
+    Binary hinge (one output): labels in {-1, +1}.  Multi-class hinge (``C > 1``
+    outputs): integer labels in ``0 .. C-1``.  MSE: real targets of shape ``(n,)``
+    (one output) or ``(n, C)``.
+    """
+    if loss == "mse":
+        y = check_array(y, "y", ndim=(1, 2))
+        if y.ndim == 1:
+            y = y[:, None]
+        if y.shape != (n, n_outputs):
+            raise ValueError(
+                f"y must have shape ({n},) or ({n}, {n_outputs}) for the MSE loss, got {y.shape}"
+            )
+        return y
+    y = check_array(y, "y", ndim=1, dtype=None)
+    if len(y) != n:
+        raise ValueError(f"inconsistent numbers of samples: X has {n}, y has {len(y)}")
+    if n_outputs == 1:
+        if not np.all(np.isin(y, (-1, 1))):
+            raise ValueError(
+                "labels y must be -1 or +1 for the binary hinge loss (one output); "
+                "map {0, 1} labels with 2*y - 1"
+            )
+        return y.astype(np.float64)
+    if (
+        not np.issubdtype(y.dtype, np.number)
+        or not np.all(y == np.round(y))
+        or y.min() < 0
+        or y.max() >= n_outputs
+    ):
+        raise ValueError(
+            f"labels y must be integers in 0..{n_outputs - 1} for the multi-class hinge loss "
+            f"({n_outputs} outputs)"
+        )
+    return y.astype(np.int64)
+
+
+def loss_gradient_output(f: np.ndarray, y: np.ndarray, loss: str) -> np.ndarray:
+    """``dℓ/df`` for outputs ``f`` (n, C).
+
+    Binary hinge ``max(0, 1 - y f)``: ``-y`` where ``1 - y f > 0``, else 0 (so 0 at the kink).
+    Multi-class (Weston-Watkins) hinge ``Σ_{c≠y} max(0, 1 + f_c - f_y)``: each strictly
+    positive term contributes +1 to ``f_c`` and -1 to ``f_y`` (0 at the kink).  MSE
+    ``Σ_c (f_c - y_c)^2``: ``2 (f - y)``.
+    """
+    if loss == "mse":
+        return 2.0 * (f - y)
+    if f.shape[1] == 1:
+        active = (1.0 - y * f[:, 0]) > 0
+        return (-y * active)[:, None]
+    n = len(f)
+    fy = f[np.arange(n), y]
+    active = (1.0 + f - fy[:, None]) > 0
+    active[np.arange(n), y] = False
+    g = active.astype(np.float64)
+    g[np.arange(n), y] = -active.sum(axis=1)
+    return g

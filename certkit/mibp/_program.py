@@ -1,0 +1,423 @@
+"""Backend-neutral program for one certified gradient-descent step (the MIBP encoding).
+
+A :class:`Program` has continuous and binary variables with finite bounds,
+linear constraints (``<=`` and ``==``), bilinear equalities ``s = a * b`` and
+a list of linear objectives (one per bound to compute).  :class:`Builder`
+writes it from the network, the parameter box and the input sets:
+
+* linear layer ``z = W h + b``: a product of two varying factors becomes a
+  variable ``s`` with ``s = W_ij * h_j`` (bilinear); a constant factor is a
+  coefficient;
+* ReLU with interval bounds ``l < 0 < u``: big-M with a binary ``δ``
+  (``h >= 0, h >= z, h <= z - l (1 - δ), h <= u δ``); fixed when ``l > 0`` or ``u <= 0``;
+* hinge derivative: binary ``a`` with ``a = 1`` iff the hinge term is positive
+  (both values allowed exactly at the kink, which contains the nominal choice 0);
+  MSE derivative ``2 (f - y)`` is linear;
+* backward: products with expressions made of binaries are linearised exactly
+  (``s = δ b`` by four big-M inequalities); other products are bilinear;
+* update ``θ' = θ - (λ/n) Σ_k g_k`` is linear.
+
+Every variable gets sound bounds from interval arithmetic over its defining
+expression (padded outward for rounding), which is what big-M and McCormick use.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import scipy.sparse as sp
+
+from certkit.mibp._interval import pad
+
+__all__ = ["Builder", "Lin", "Program", "build_decomposed", "build_joint"]
+
+
+class Lin:
+    """A linear expression ``Σ coef_i x_i + const`` over program variables."""
+
+    __slots__ = ("const", "terms")
+
+    def __init__(self, terms: dict[int, float] | None = None, const: float = 0.0) -> None:
+        self.terms = terms or {}
+        self.const = float(const)
+
+    @property
+    def is_const(self) -> bool:
+        return not self.terms
+
+    def __add__(self, other: Lin | float) -> Lin:
+        if not isinstance(other, Lin):
+            return Lin(dict(self.terms), self.const + other)
+        terms = dict(self.terms)
+        for k, v in other.terms.items():
+            terms[k] = terms.get(k, 0.0) + v
+        return Lin({k: v for k, v in terms.items() if v != 0.0}, self.const + other.const)
+
+    __radd__ = __add__
+
+    def __mul__(self, c: float) -> Lin:
+        c = float(c)
+        if c == 0.0:
+            return Lin()
+        return Lin({k: v * c for k, v in self.terms.items()}, self.const * c)
+
+    __rmul__ = __mul__
+
+    def __neg__(self) -> Lin:
+        return self * -1.0
+
+    def __sub__(self, other: Lin | float) -> Lin:
+        return self + (-other if isinstance(other, Lin) else -float(other))
+
+
+def lin_sum(items: list[Lin]) -> Lin:
+    terms: dict[int, float] = {}
+    const = 0.0
+    for e in items:
+        const += e.const
+        for k, v in e.terms.items():
+            terms[k] = terms.get(k, 0.0) + v
+    return Lin({k: v for k, v in terms.items() if v != 0.0}, const)
+
+
+@dataclass
+class Program:
+    """A finished program (see the module docstring); arrays are float64 / int64 / bool."""
+
+    lb: np.ndarray
+    ub: np.ndarray
+    binary: np.ndarray
+    A: sp.csr_matrix
+    is_eq: np.ndarray
+    rhs: np.ndarray
+    bilinear: np.ndarray
+    objectives: list[tuple[np.ndarray, np.ndarray, float]] = field(default_factory=list)
+    objective_bounds: np.ndarray = field(default_factory=lambda: np.zeros((0, 2)))
+
+    @property
+    def n_vars(self) -> int:
+        return len(self.lb)
+
+    @property
+    def n_constraints(self) -> int:
+        return self.A.shape[0] + len(self.bilinear)
+
+
+class Builder:
+    """Accumulates variables and constraints; see the module docstring."""
+
+    def __init__(self) -> None:
+        self.lb: list[float] = []
+        self.ub: list[float] = []
+        self.is_binary: list[bool] = []
+        self.rows: list[tuple[dict[int, float], bool, float]] = []
+        self.bilinear: list[tuple[int, int, int]] = []
+
+    # -- variables and bounds ---------------------------------------------------------
+    def var(self, lo: float, hi: float, *, binary: bool = False) -> Lin:
+        if not lo <= hi:
+            raise RuntimeError(f"internal error: empty variable bounds [{lo}, {hi}]")
+        self.lb.append(float(lo))
+        self.ub.append(float(hi))
+        self.is_binary.append(binary)
+        return Lin({len(self.lb) - 1: 1.0})
+
+    def binary(self) -> Lin:
+        return self.var(0.0, 1.0, binary=True)
+
+    def bounds(self, e: Lin) -> tuple[float, float]:
+        """Sound interval of ``e`` over the variable bounds (padded for rounding)."""
+        if e.is_const:
+            return e.const, e.const
+        lo = hi = mag = 0.0
+        for k, c in e.terms.items():
+            a, b = c * self.lb[k], c * self.ub[k]
+            if a > b:
+                a, b = b, a
+            lo += a
+            hi += b
+            mag += max(abs(a), abs(b))
+        lo, hi = pad(np.float64(lo + e.const), np.float64(hi + e.const), mag + abs(e.const), len(e.terms) + 1)
+        return float(lo), float(hi)
+
+    def add_row(self, terms: dict[int, float], rhs: float, *, eq: bool = False) -> None:
+        """``Σ terms <= rhs`` (or ``== rhs``)."""
+        self.rows.append((terms, eq, float(rhs)))
+
+    def _all_binary(self, e: Lin) -> bool:
+        return bool(e.terms) and all(self.is_binary[k] for k in e.terms)
+
+    def as_var(self, e: Lin) -> Lin:
+        """A single variable equal to ``e`` (``e`` itself when it already is one)."""
+        if e.is_const or (len(e.terms) == 1 and e.const == 0.0 and next(iter(e.terms.values())) == 1.0):
+            return e
+        lo, hi = self.bounds(e)
+        v = self.var(lo, hi)
+        (k,) = v.terms
+        terms = {key: -c for key, c in e.terms.items()}
+        terms[k] = 1.0
+        self.add_row(terms, e.const, eq=True)
+        return v
+
+    def shared(self, e: Lin) -> Lin:
+        """``e`` prepared for use in several products (materialised unless constant or all-binary)."""
+        if e.is_const or self._all_binary(e):
+            return e
+        return self.as_var(e)
+
+    # -- nonlinear pieces ---------------------------------------------------------------
+    def _binary_times(self, d: int, e: Lin) -> Lin:
+        b = self.as_var(e)
+        if b.is_const:
+            return Lin({d: b.const})
+        (bi,) = b.terms
+        bL, bU = self.lb[bi], self.ub[bi]
+        s = self.var(min(0.0, bL), max(0.0, bU))
+        (si,) = s.terms
+        self.add_row({si: 1.0, d: -bU}, 0.0)
+        self.add_row({si: -1.0, d: bL}, 0.0)
+        self.add_row({si: 1.0, bi: -1.0, d: -bL}, -bL)
+        self.add_row({si: -1.0, bi: 1.0, d: bU}, bU)
+        return s
+
+    def mul(self, e1: Lin, e2: Lin) -> Lin:
+        """``e1 * e2``: linear, exact big-M (binary factor) or a bilinear variable."""
+        if e1.is_const:
+            return e2 * e1.const
+        if e2.is_const:
+            return e1 * e2.const
+        if not self._all_binary(e1) and self._all_binary(e2):
+            e1, e2 = e2, e1
+        if self._all_binary(e1):
+            parts = [e2 * e1.const] + [self._binary_times(d, e2) * c for d, c in e1.terms.items()]
+            return lin_sum(parts)
+        a, b = self.as_var(e1), self.as_var(e2)
+        (ai,), (bi,) = a.terms, b.terms
+        p = np.array(
+            [
+                self.lb[ai] * self.lb[bi],
+                self.lb[ai] * self.ub[bi],
+                self.ub[ai] * self.lb[bi],
+                self.ub[ai] * self.ub[bi],
+            ]
+        )
+        lo, hi = pad(p.min(), p.max(), np.abs(p).max(), 0)
+        s = self.var(float(lo), float(hi))
+        self.bilinear.append((next(iter(s.terms)), ai, bi))
+        return s
+
+    def relu(self, z: Lin) -> tuple[Lin, Lin]:
+        """``h = max(z, 0)`` and the derivative indicator ``δ = [z > 0]`` (either value at ``z = 0``)."""
+        zv = self.as_var(z)
+        lo, hi = self.bounds(zv)
+        if lo > 0:
+            return zv, Lin(const=1.0)
+        if hi <= 0:
+            return Lin(), Lin()
+        (zi,) = zv.terms
+        d = self.binary()
+        h = self.var(0.0, hi)
+        (di,), (hi_,) = d.terms, h.terms
+        self.add_row({zi: 1.0, hi_: -1.0}, 0.0)  # h >= z
+        self.add_row({hi_: 1.0, zi: -1.0, di: -lo}, -lo)  # h <= z - l (1 - δ)
+        self.add_row({hi_: 1.0, di: -hi}, 0.0)  # h <= u δ
+        return h, d
+
+    def positive(self, v: Lin) -> Lin:
+        """Indicator ``a = [v > 0]`` (either value at ``v = 0``)."""
+        lo, hi = self.bounds(v)
+        if lo > 0:
+            return Lin(const=1.0)
+        if hi <= 0:
+            return Lin()
+        a = self.binary()
+        (ai,) = a.terms
+        terms = dict(v.terms)
+        terms[ai] = terms.get(ai, 0.0) - hi
+        self.add_row(terms, -v.const)  # v <= u a
+        terms = {k: -c for k, c in v.terms.items()}
+        terms[ai] = terms.get(ai, 0.0) - lo
+        self.add_row(terms, v.const - lo)  # v >= l (1 - a)
+        return a
+
+    # -- network pieces -----------------------------------------------------------------
+    def parameters(self, lower, upper) -> tuple[list, list]:
+        """Parameter expressions ``W[l][o][i]``, ``b[l][o]`` (constants where the box is a point)."""
+
+        def one(lo: float, hi: float) -> Lin:
+            return Lin(const=lo) if lo == hi else self.var(lo, hi)
+
+        W = [
+            [[one(wl[o, i], wu[o, i]) for i in range(wl.shape[1])] for o in range(wl.shape[0])]
+            for wl, wu in zip(lower.weights, upper.weights)
+        ]
+        b = [[one(bl[o], bu[o]) for o in range(len(bl))] for bl, bu in zip(lower.biases, upper.biases)]
+        return W, b
+
+    def inputs(self, sets, k: int, deviate: Lin | None) -> list[Lin]:
+        """Input expressions of point ``k``; ``deviate`` is the budget binary (None: no budget)."""
+        xs = []
+        nominal = sets.nominal[k]
+        for f in range(len(nominal)):
+            if not sets.varies[k, f]:
+                xs.append(Lin(const=nominal[f]))
+                continue
+            vals = sets.options[k, f, : sets.n_options[k, f]]
+            eL, eU = sets.offset_lo[k, f], sets.offset_hi[k, f]
+            x0 = 0.0 if deviate is None else nominal[f]
+            if len(vals) == 1:
+                base = Lin(const=vals[0]) if deviate is None else Lin(const=x0) + deviate * (vals[0] - x0)
+            else:
+                sig = [self.binary() for _ in vals]
+                terms = {next(iter(s.terms)): 1.0 for s in sig}
+                if deviate is None:
+                    self.add_row(terms, 1.0, eq=True)
+                else:
+                    terms[next(iter(deviate.terms))] = -1.0
+                    self.add_row(terms, 0.0, eq=True)
+                base = Lin(const=x0) + lin_sum([s * (v - x0) for s, v in zip(sig, vals)])
+            if deviate is None and len(vals) == 1:
+                lo, hi = pad(
+                    np.float64(vals[0] + eL), np.float64(vals[0] + eU), abs(vals[0]) + abs(eL) + abs(eU), 1
+                )
+                xs.append(self.var(float(lo), float(hi)))
+                continue
+            if eL == eU == 0.0:
+                off = Lin()
+            elif deviate is None:
+                off = Lin(const=eL) if eL == eU else self.var(eL, eU)
+            else:
+                off = self.var(min(eL, 0.0), max(eU, 0.0))
+                (oi,), (ui,) = off.terms, deviate.terms
+                self.add_row({oi: 1.0, ui: -eU}, 0.0)
+                self.add_row({oi: -1.0, ui: eL}, 0.0)
+            xs.append(self.shared(base + off))
+        return xs
+
+    def sample_gradient(self, W: list, b: list, x: list[Lin], y, loss: str) -> list[Lin]:
+        """Gradient of ``ℓ(f_θ(x), y)`` in :meth:`MLP.to_vector` order."""
+        n_layers = len(W)
+        acts, deltas = [x], []
+        h = x
+        for layer in range(n_layers):
+            z = [
+                lin_sum([self.mul(w, hi) for w, hi in zip(W[layer][o], h)]) + b[layer][o]
+                for o in range(len(W[layer]))
+            ]
+            if layer < n_layers - 1:
+                pairs = [self.relu(zo) for zo in z]
+                h = [p[0] for p in pairs]
+                deltas.append([p[1] for p in pairs])
+                acts.append(h)
+            else:
+                f = z
+        gz = [self.shared(g) for g in self.loss_derivative(f, y, loss)]
+        grads: list[list[Lin]] = [None] * n_layers  # type: ignore[list-item]
+        for layer in range(n_layers - 1, -1, -1):
+            hp = acts[layer]
+            grads[layer] = [self.mul(gz[o], hp[i]) for o in range(len(gz)) for i in range(len(hp))] + list(gz)
+            if layer > 0:
+                new = []
+                for i, d in enumerate(deltas[layer - 1]):
+                    if d.is_const and d.const == 0.0:
+                        new.append(Lin())
+                        continue
+                    gh = lin_sum([self.mul(W[layer][o][i], gz[o]) for o in range(len(gz))])
+                    new.append(self.shared(self.mul(d, gh)))
+                gz = new
+        return [g for part in grads for g in part]
+
+    def loss_derivative(self, f: list[Lin], y, loss: str) -> list[Lin]:
+        if loss == "mse":
+            return [(fo - float(yo)) * 2.0 for fo, yo in zip(f, np.atleast_1d(y))]
+        if len(f) == 1:
+            yv = float(y)
+            a = self.positive((f[0] * -yv) + 1.0)
+            return [a * -yv]
+        yc = int(y)
+        g = [Lin() for _ in f]
+        for c in range(len(f)):
+            if c != yc:
+                a = self.positive(f[c] - f[yc] + 1.0)
+                g[c] = a
+                g[yc] = g[yc] - a
+        return g
+
+    # -- output -------------------------------------------------------------------------
+    def finish(self, objectives: list[Lin]) -> Program:
+        n = len(self.lb)
+        data, cols, ptr, rhs, eq = [], [], [0], [], []
+        for terms, is_eq, r in self.rows:
+            cols.extend(terms.keys())
+            data.extend(terms.values())
+            ptr.append(len(cols))
+            rhs.append(r)
+            eq.append(is_eq)
+        A = sp.csr_matrix(
+            (
+                np.asarray(data, dtype=np.float64),
+                np.asarray(cols, dtype=np.int64),
+                np.asarray(ptr, dtype=np.int64),
+            ),
+            shape=(len(self.rows), n),
+        )
+        objs = []
+        obounds = []
+        for e in objectives:
+            idx = np.fromiter(e.terms.keys(), dtype=np.int64, count=len(e.terms))
+            coef = np.fromiter(e.terms.values(), dtype=np.float64, count=len(e.terms))
+            objs.append((idx, coef, e.const))
+            obounds.append(self.bounds(e))
+        return Program(
+            lb=np.asarray(self.lb, dtype=np.float64),
+            ub=np.asarray(self.ub, dtype=np.float64),
+            binary=np.asarray(self.is_binary, dtype=bool),
+            A=A,
+            is_eq=np.asarray(eq, dtype=bool),
+            rhs=np.asarray(rhs, dtype=np.float64),
+            bilinear=np.asarray(self.bilinear, dtype=np.int64).reshape(-1, 3),
+            objectives=objs,
+            objective_bounds=np.asarray(obounds, dtype=np.float64).reshape(-1, 2),
+        )
+
+
+def _flat(W: list, b: list) -> list[Lin]:
+    theta: list[Lin] = []
+    for layer_w, layer_b in zip(W, b):
+        theta.extend(w for row in layer_w for w in row)
+        theta.extend(layer_b)
+    return theta
+
+
+def build_joint(lower, upper, sets, y, loss: str, learning_rate: float) -> Program:
+    """One program over all samples with shared θ; objective ``p`` is ``θ'_p``."""
+    bld = Builder()
+    W, b = bld.parameters(lower, upper)
+    theta = _flat(W, b)
+    n = len(y)
+    budget = sets.budget if sets.budget is not None and sets.budget < n else None
+    us = []
+    total = [Lin() for _ in theta]
+    for k in range(n):
+        dev = None
+        if budget is not None and sets.varies[k].any():
+            dev = bld.binary()
+            us.append(next(iter(dev.terms)))
+        x = bld.inputs(sets, k, dev)
+        g = bld.sample_gradient(W, b, x, y[k], loss)
+        total = [t + gk for t, gk in zip(total, g)]
+    if us:
+        bld.add_row(dict.fromkeys(us, 1.0), float(budget))
+    c = learning_rate / n
+    return bld.finish([t - s * c for t, s in zip(theta, total)])
+
+
+def build_decomposed(lower, upper, sets, k: int, y_k, loss: str, learning_rate: float) -> Program:
+    """Program for sample ``k`` alone (own copy of θ); objective ``p`` is ``θ_p - λ g_{k,p}``."""
+    bld = Builder()
+    W, b = bld.parameters(lower, upper)
+    theta = _flat(W, b)
+    x = bld.inputs(sets, k, None)
+    g = bld.sample_gradient(W, b, x, y_k, loss)
+    return bld.finish([t - gk * learning_rate for t, gk in zip(theta, g)])

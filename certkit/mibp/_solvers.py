@@ -1,0 +1,354 @@
+"""Translators from :class:`Program` to solvers, each returning sound objective bounds.
+
+For every objective and sense the returned number is a bound that the true
+optimum cannot beat: the solver's *dual* bound (never an incumbent when the
+solve is not proven optimal), padded outward by the solver tolerances, and
+never looser than the interval bound of the objective (both are sound, so
+their intersection is too).
+"""
+
+from __future__ import annotations
+
+import functools
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from certkit.mibp._program import Program
+
+__all__ = [
+    "GUROBI_SIZE_LIMIT",
+    "BackendOptions",
+    "GurobiLicenseError",
+    "gurobi_size_limited",
+    "solve_program",
+]
+
+GUROBI_SIZE_LIMIT = 200
+_FEAS_TOL = 1e-9
+_PAD_REL = 1e-8
+
+
+class GurobiLicenseError(RuntimeError):
+    """The model is larger than the installed (size-limited) Gurobi licence allows."""
+
+
+@dataclass(frozen=True)
+class BackendOptions:
+    """Solver settings shared by all solves of one certified-training call."""
+
+    backend: str
+    time_limit: float | None = None
+    solver: str | None = None
+
+
+def _pad_bound(value: float, sense: int, extra: float = 0.0) -> float:
+    """Move ``value`` outward (down for min, up for max) by the tolerance padding."""
+    slack = _PAD_REL * (1.0 + abs(value)) + extra
+    return value - slack if sense > 0 else value + slack
+
+
+def solve_program(program: Program, tasks: list[tuple[int, int]], options: BackendOptions) -> dict:
+    """Bounds for ``tasks`` = [(objective index, +1 for min / -1 for max)].
+
+    Returns ``{"bounds": array, "not_optimal": int, "solves": int, "seconds": float,
+    "n_vars": int, "n_bilinear": int}``.
+    """
+    start = time.perf_counter()
+    out = np.empty(len(tasks))
+    todo = []
+    for t, (j, sense) in enumerate(tasks):
+        idx, _coef, _const = program.objectives[j]
+        lo, hi = program.objective_bounds[j]
+        if idx.size == 0 or lo == hi:
+            out[t] = lo if sense > 0 else hi
+        else:
+            todo.append(t)
+    not_optimal = 0
+    if todo:
+        solver = {"scip": _solve_scip, "gurobi": _solve_gurobi, "milp": _solve_cvxpy, "lp": _solve_cvxpy}[
+            options.backend
+        ]
+        values, flags = solver(program, [tasks[t] for t in todo], options)
+        for t, v, ok in zip(todo, values, flags):
+            j, sense = tasks[t]
+            lo, hi = program.objective_bounds[j]
+            not_optimal += not ok
+            v = v + program.objectives[j][2]
+            out[t] = max(lo, v) if sense > 0 else min(hi, v)
+    return {
+        "bounds": out,
+        "not_optimal": not_optimal,
+        "solves": len(todo),
+        "seconds": time.perf_counter() - start,
+        "n_vars": program.n_vars,
+        "n_bilinear": len(program.bilinear),
+    }
+
+
+# ---------------------------------------------------------------------------- SCIP
+def _solve_scip(program: Program, tasks, options: BackendOptions):
+    try:
+        from pyscipopt import Model, quicksum
+    except ImportError as exc:
+        raise ImportError('backend="scip" needs PySCIPOpt: pip install "certkit[scip]"') from exc
+    m = Model()
+    m.hideOutput()
+    m.setParam("numerics/feastol", _FEAS_TOL)
+    m.setParam("limits/gap", 0.0)
+    m.setParam("limits/absgap", 0.0)
+    if options.time_limit is not None:
+        m.setParam("limits/time", float(options.time_limit))
+    x = [
+        m.addVar(lb=lo, ub=hi, vtype="B" if b else "C")
+        for lo, hi, b in zip(program.lb, program.ub, program.binary)
+    ]
+    A = program.A
+    for r in range(A.shape[0]):
+        sl = slice(A.indptr[r], A.indptr[r + 1])
+        expr = quicksum(c * x[j] for j, c in zip(A.indices[sl], A.data[sl]))
+        m.addCons(expr == program.rhs[r] if program.is_eq[r] else expr <= program.rhs[r])
+    for s, a, b in program.bilinear:
+        m.addCons(x[s] == x[a] * x[b])
+    values, flags = [], []
+    for j, sense in tasks:
+        idx, coef, _ = program.objectives[j]
+        m.setObjective(
+            quicksum(float(c) * x[i] for i, c in zip(idx, coef)),
+            sense="minimize" if sense > 0 else "maximize",
+        )
+        m.optimize()
+        status = m.getStatus()
+        if status == "infeasible":
+            raise RuntimeError(
+                "SCIP reported an infeasible step program; this indicates a numerical problem "
+                "(the unperturbed data are always feasible). Try backend='milp' or 'interval'."
+            )
+        bound = m.getDualbound()
+        flags.append(status == "optimal")
+        values.append(_pad_bound(bound, sense) if np.isfinite(bound) else -np.inf * sense)
+        m.freeTransform()
+    return values, flags
+
+
+# ---------------------------------------------------------------------------- Gurobi
+@functools.lru_cache(maxsize=1)
+def gurobi_size_limited() -> bool:
+    """Whether the installed Gurobi licence is size-limited (probed once, 201-variable bilinear model)."""
+    import gurobipy as gp
+
+    with gp.Env(params={"OutputFlag": 0}) as env, gp.Model(env=env) as m:
+        x = m.addVars(GUROBI_SIZE_LIMIT + 1, lb=-1, ub=1)
+        m.addConstr(x[0] == x[1] * x[2])
+        m.Params.NonConvex = 2
+        m.Params.TimeLimit = 1.0
+        try:
+            m.optimize()
+        except gp.GurobiError as exc:
+            if exc.errno == 10010:
+                return True
+            raise
+    return False
+
+
+def _license_error(program: Program) -> GurobiLicenseError:
+    return GurobiLicenseError(
+        f"the Gurobi licence is size-limited (at most {GUROBI_SIZE_LIMIT} variables once a model has "
+        f"bilinear terms, 2000 variables/constraints otherwise) but this step program has "
+        f"{program.n_vars} variables, {program.n_constraints} constraints and {len(program.bilinear)} "
+        "bilinear terms. Use "
+        'formulation="decomposed" (one small program per sample), backend="scip" (no size limit), '
+        "or a full Gurobi licence."
+    )
+
+
+def _solve_gurobi(program: Program, tasks, options: BackendOptions):
+    try:
+        import gurobipy as gp
+    except ImportError as exc:
+        raise ImportError('backend="gurobi" needs gurobipy: pip install "certkit[gurobi]"') from exc
+    too_big = (len(program.bilinear) > 0 and program.n_vars > GUROBI_SIZE_LIMIT) or max(
+        program.n_vars, program.n_constraints
+    ) > 2000
+    if too_big and gurobi_size_limited():
+        raise _license_error(program)
+    with gp.Env(params={"OutputFlag": 0}) as env, gp.Model(env=env) as m:
+        m.Params.NonConvex = 2
+        m.Params.FeasibilityTol = _FEAS_TOL
+        m.Params.OptimalityTol = _FEAS_TOL
+        m.Params.IntFeasTol = _FEAS_TOL
+        m.Params.MIPGap = 0.0
+        m.Params.MIPGapAbs = 0.0
+        m.Params.Threads = 1
+        if options.time_limit is not None:
+            m.Params.TimeLimit = float(options.time_limit)
+        vt = np.where(program.binary, gp.GRB.BINARY, gp.GRB.CONTINUOUS)
+        x = m.addMVar(program.n_vars, lb=program.lb, ub=program.ub, vtype=vt)
+        A = program.A
+        if A.shape[0]:
+            eq, le = program.is_eq, ~program.is_eq
+            if eq.any():
+                m.addConstr(A[eq] @ x == program.rhs[eq])
+            if le.any():
+                m.addConstr(A[le] @ x <= program.rhs[le])
+        for s, a, b in program.bilinear:
+            m.addConstr(x[int(s)] == x[int(a)] * x[int(b)])
+        values, flags = [], []
+        for j, sense in tasks:
+            idx, coef, _ = program.objectives[j]
+            m.setObjective(
+                gp.quicksum(float(c) * x[int(i)] for i, c in zip(idx, coef)),
+                gp.GRB.MINIMIZE if sense > 0 else gp.GRB.MAXIMIZE,
+            )
+            try:
+                m.optimize()
+            except gp.GurobiError as exc:
+                if exc.errno == 10010:
+                    raise _license_error(program) from exc
+                raise
+            if m.Status in (gp.GRB.INFEASIBLE, gp.GRB.INF_OR_UNBD):
+                raise RuntimeError(
+                    "Gurobi reported an infeasible step program; this indicates a numerical "
+                    "problem. Try backend='scip' or 'interval'."
+                )
+            optimal = m.Status == gp.GRB.OPTIMAL
+            if m.IsMIP or m.IsQCP:
+                bound = m.ObjBound
+            elif optimal:
+                bound = m.ObjVal
+            else:
+                bound = -np.inf * sense
+            flags.append(optimal)
+            values.append(_pad_bound(bound, sense) if np.isfinite(bound) else -np.inf * sense)
+    return values, flags
+
+
+# ---------------------------------------------------------------------------- cvxpy (McCormick)
+def _relaxation_rows(program: Program):
+    """Linear rows (A_ub, b_ub) of the McCormick envelopes of all bilinear terms."""
+    import scipy.sparse as sp
+
+    rows, cols, vals, rhs = [], [], [], []
+    r = 0
+    lb, ub = program.lb, program.ub
+    for s, a, b in program.bilinear:
+        aL, aU, bL, bU = lb[a], ub[a], lb[b], ub[b]
+        # s >= aL b + bL a - aL bL ; s >= aU b + bU a - aU bU
+        # s <= aU b + bL a - aU bL ; s <= aL b + bU a - aL bU
+        for sign, ca, cb in ((-1, aL, bL), (-1, aU, bU), (1, aU, bL), (1, aL, bU)):
+            if a == b:
+                rows += [r, r]
+                cols += [s, a]
+                vals += [float(sign), -sign * (ca + cb)]
+            else:
+                rows += [r, r, r]
+                cols += [s, b, a]
+                vals += [float(sign), -sign * ca, -sign * cb]
+            rhs.append(-sign * ca * cb)
+            r += 1
+    M = sp.csr_matrix((vals, (rows, cols)), shape=(r, program.n_vars))
+    return M, np.asarray(rhs, dtype=np.float64)
+
+
+def _solve_cvxpy(program: Program, tasks, options: BackendOptions):
+    try:
+        import cvxpy as cp
+    except ImportError as exc:
+        raise ImportError(f'backend="{options.backend}" needs cvxpy: pip install "certkit[cvxpy]"') from exc
+    import scipy.sparse as sp
+
+    solver = options.solver or "HIGHS"
+    integral = options.backend == "milp" and bool(program.binary.any())
+    M, mrhs = _relaxation_rows(program)
+    A = program.A
+    le = ~program.is_eq
+    A_ub = sp.vstack([A[le], M]).tocsr()
+    b_ub = np.concatenate([program.rhs[le], mrhs])
+    x = cp.Variable(program.n_vars)
+    cons = [x >= program.lb, x <= program.ub]
+    if A_ub.shape[0]:
+        cons.append(A_ub @ x <= b_ub)
+    if program.is_eq.any():
+        cons.append(A[program.is_eq] @ x == program.rhs[program.is_eq])
+    if integral:
+        z = cp.Variable(int(program.binary.sum()), boolean=True)
+        cons.append(x[np.flatnonzero(program.binary)] == z)
+    c = cp.Parameter(program.n_vars)
+    prob = cp.Problem(cp.Minimize(c @ x), cons)
+    kwargs = _cvxpy_options(solver, options.time_limit, integral)
+    values, flags = [], []
+    for j, sense in tasks:
+        idx, coef, _ = program.objectives[j]
+        vec = np.zeros(program.n_vars)
+        np.add.at(vec, idx, coef * sense)
+        c.value = vec
+        try:
+            prob.solve(solver=solver, **kwargs)
+        except cp.error.SolverError as exc:
+            raise RuntimeError(
+                f"cvxpy solver {solver} failed on a step program ({exc}); "
+                "try another solver= or backend='interval'"
+            ) from exc
+        status = prob.status
+        if status in ("infeasible", "infeasible_inaccurate"):
+            raise RuntimeError(
+                f"{solver} reported an infeasible step program; this indicates a numerical "
+                "problem. Try backend='interval'."
+            )
+        bound = -np.inf
+        optimal = status == "optimal"
+        if integral:
+            stats = prob.solver_stats.extra_stats
+            dual = getattr(stats, "mip_dual_bound", None) if solver == "HIGHS" else None
+            if dual is not None and np.isfinite(dual):
+                bound = float(dual)
+            elif optimal:
+                bound = float(prob.value) - _DEFAULT_GAP * (1.0 + abs(prob.value))
+        elif optimal:
+            bound = float(prob.value)
+        if not np.isfinite(bound) and integral:
+            # not proven optimal without a dual bound: fall back to the LP relaxation (sound, looser)
+            relaxed = _solve_cvxpy(
+                program, [(j, sense)], BackendOptions("lp", options.time_limit, options.solver)
+            )
+            bound, optimal = relaxed[0][0] * sense, False
+        values.append(
+            _pad_bound(sense * bound, sense, 1e-7 * (1.0 + abs(bound)))
+            if np.isfinite(bound)
+            else -np.inf * sense
+        )
+        flags.append(optimal)
+    return values, flags
+
+
+_DEFAULT_GAP = 1e-4
+
+
+def _cvxpy_options(solver: str, time_limit: float | None, integral: bool) -> dict:
+    kw: dict = {"verbose": False}
+    if solver == "HIGHS":
+        kw.update(
+            primal_feasibility_tolerance=_FEAS_TOL,
+            dual_feasibility_tolerance=_FEAS_TOL,
+            log_to_console=False,
+            output_flag=False,
+        )
+        if integral:
+            kw.update(mip_rel_gap=0.0, mip_abs_gap=0.0, mip_feasibility_tolerance=_FEAS_TOL)
+        if time_limit is not None:
+            kw["time_limit"] = float(time_limit)
+    elif solver == "GUROBI":
+        kw.update(FeasibilityTol=_FEAS_TOL, OptimalityTol=_FEAS_TOL, MIPGap=_DEFAULT_GAP, Threads=1)
+        if time_limit is not None:
+            kw["TimeLimit"] = float(time_limit)
+    elif solver == "SCIP":
+        params = {"limits/gap": _DEFAULT_GAP}
+        if time_limit is not None:
+            params["limits/time"] = float(time_limit)
+        kw["scip_params"] = params
+    elif time_limit is not None:
+        raise ValueError(
+            f"time_limit is supported with the cvxpy solvers HIGHS, GUROBI and SCIP, not {solver}"
+        )
+    return kw

@@ -1,0 +1,316 @@
+"""``certified_training``: per-epoch parameter boxes that contain every reachable training trajectory."""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from certkit._results import ResultMixin, format_table
+from certkit._validation import check_array, check_in_options, check_integer, check_positive
+from certkit.mibp._interval import interval_step, magnitude, pad, sum_with_budget
+from certkit.mibp._mlp import LOSSES, MLP, check_labels
+from certkit.mibp._perturbation import InputSets, Perturbation
+from certkit.mibp._program import build_decomposed, build_joint
+from certkit.mibp._solvers import BackendOptions, solve_program
+from certkit.parallel import parallel_map
+
+__all__ = ["BACKENDS", "FORMULATIONS", "CertifiedTrainingResult", "certified_training"]
+
+BACKENDS = ("interval", "gurobi", "scip", "milp", "lp")
+FORMULATIONS = ("joint", "decomposed")
+
+
+@dataclass(frozen=True)
+class CertifiedTrainingResult(ResultMixin):
+    """Per-epoch parameter bounds of certified training.
+
+    Attributes
+    ----------
+    lower, upper : tuple of MLP
+        ``lower[t]`` / ``upper[t]`` bound every parameter after ``t`` epochs for every
+        dataset allowed by the perturbation model (``t = 0`` is the initial model).
+    nominal : MLP
+        The model trained on the observed data with the same schedule.
+    nominal_path : tuple of MLP
+        The nominal model after each epoch (``nominal_path[-1] is nominal``).
+    epoch_seconds : ndarray
+        Wall time of each certified epoch.
+    solver_stats : tuple of dict
+        Per epoch: ``solves``, ``not_optimal`` (solves that stopped early and used the dual
+        bound), ``max_vars``, ``max_bilinear``, ``programs``.
+    backend, formulation, loss : str
+    learning_rate : float
+    """
+
+    lower: tuple[MLP, ...]
+    upper: tuple[MLP, ...]
+    nominal: MLP
+    nominal_path: tuple[MLP, ...]
+    epoch_seconds: np.ndarray
+    solver_stats: tuple[dict, ...]
+    backend: str
+    formulation: str
+    loss: str
+    learning_rate: float
+
+    @property
+    def bounds(self) -> list[tuple[MLP, MLP]]:
+        """``[(lower[t], upper[t]) for t in 0..epochs]``."""
+        return list(zip(self.lower, self.upper))
+
+    @property
+    def epochs(self) -> int:
+        return len(self.lower) - 1
+
+    def widths(self) -> np.ndarray:
+        """Largest parameter interval width after each epoch (index 0 = initial, i.e. 0)."""
+        return np.array([np.max(u.to_vector() - lo.to_vector()) for lo, u in zip(self.lower, self.upper)])
+
+    def mean_widths(self) -> np.ndarray:
+        """Mean parameter interval width after each epoch."""
+        return np.array([np.mean(u.to_vector() - lo.to_vector()) for lo, u in zip(self.lower, self.upper)])
+
+    def contains(self, model: MLP, epoch: int = -1) -> bool:
+        """Whether ``model``'s parameters lie in the box of ``epoch``."""
+        v = model.to_vector()
+        return bool(np.all(self.lower[epoch].to_vector() <= v) and np.all(v <= self.upper[epoch].to_vector()))
+
+    def summary(self) -> str:
+        rows = []
+        maxw, meanw = self.widths(), self.mean_widths()
+        for t in range(1, self.epochs + 1):
+            st = self.solver_stats[t - 1]
+            rows.append(
+                [
+                    t,
+                    float(maxw[t]),
+                    float(meanw[t]),
+                    float(self.epoch_seconds[t - 1]),
+                    st["solves"],
+                    st["not_optimal"],
+                    st["max_vars"],
+                ]
+            )
+        title = (
+            f"MIBP certified training: backend={self.backend}, formulation={self.formulation}, "
+            f"loss={self.loss}, lr={self.learning_rate}, model {list(self.nominal.sizes)}"
+        )
+        return format_table(
+            ["epoch", "max width", "mean width", "seconds", "solves", "not optimal", "max vars"],
+            rows,
+            title=title,
+        )
+
+
+def _check_backend(backend: str, solver: str | None) -> None:
+    """Fail early, naming the extra, when the backend's optional dependency is missing."""
+    import importlib
+
+    module, extra = {
+        "gurobi": ("gurobipy", "gurobi"),
+        "scip": ("pyscipopt", "scip"),
+        "milp": ("cvxpy", "cvxpy"),
+        "lp": ("cvxpy", "cvxpy"),
+    }.get(backend, (None, None))
+    if module is None:
+        if solver is not None:
+            raise ValueError(f"solver= applies to the cvxpy backends 'milp' and 'lp', not {backend!r}")
+        return
+    try:
+        importlib.import_module(module)
+    except ImportError as exc:
+        raise ImportError(f'backend="{backend}" needs {module}: pip install "certkit[{extra}]"') from exc
+    if solver is not None:
+        if backend not in ("milp", "lp"):
+            raise ValueError(f"solver= applies to the cvxpy backends 'milp' and 'lp', not {backend!r}")
+        import cvxpy as cp
+
+        if solver not in cp.installed_solvers():
+            raise ValueError(f"cvxpy solver {solver!r} is not installed; installed: {cp.installed_solvers()}")
+
+
+def _solve_item(item: tuple) -> dict:
+    program, tasks, options = item
+    return solve_program(program, tasks, options)
+
+
+def _chunks(m: int, parts: int) -> list[list[tuple[int, int]]]:
+    tasks = [(p, s) for p in range(m) for s in (1, -1)]
+    size = math.ceil(len(tasks) / max(1, parts))
+    return [tasks[i : i + size] for i in range(0, len(tasks), size)]
+
+
+def certified_training(
+    model: MLP,
+    X: Any,
+    y: Any,
+    *,
+    perturbation: Perturbation,
+    loss: str = "hinge",
+    epochs: int = 1,
+    learning_rate: float = 0.1,
+    backend: str = "interval",
+    formulation: str = "decomposed",
+    time_limit: float | None = None,
+    solver: str | None = None,
+    executor: Any = None,
+    progress: bool | str = False,
+) -> CertifiedTrainingResult:
+    """Bound every parameter of full-batch gradient descent over all datasets allowed by ``perturbation``.
+
+    Parameters
+    ----------
+    model : MLP
+        The initial network θ_0 (fixed, not perturbed).
+    X : array (n, d)
+        Observed training inputs.
+    y : array (n,) or (n, C)
+        Labels: {-1, +1} for the binary hinge (one output), integers ``0..C-1`` for the
+        multi-class hinge, real targets for ``loss="mse"``.
+    perturbation : Perturbation
+        Which inputs could have been observed instead (:class:`FeatureBox`, :class:`MissingValues`,
+        :class:`OrdinalShift`, :class:`Budget`, or a composition ``a & b``).
+    loss : {"hinge", "mse"}
+        Mean training loss ``J = (1/n) Σ_k ℓ_k``.
+    epochs : int
+        Number of full-batch gradient-descent steps ``θ_{t+1} = θ_t - λ ∇J(θ_t)``.
+    learning_rate : float
+        λ > 0.
+    backend : {"interval", "gurobi", "scip", "milp", "lp"}
+        ``interval``: interval arithmetic (fast, loosest). ``gurobi`` / ``scip``: exact mixed-integer
+        bilinear programs. ``milp``: McCormick envelopes + binaries (cvxpy). ``lp``: its LP relaxation.
+    formulation : {"decomposed", "joint"}
+        ``joint``: one program over all samples with shared θ (tightest); ``decomposed``: one program
+        per sample with its own copy of θ (a sound relaxation that scales linearly in n).
+        Ignored by ``interval``.
+    time_limit : float, optional
+        Seconds per solve; a solve stopped early contributes its dual bound.
+    solver : str, optional
+        cvxpy solver for ``milp`` / ``lp`` (default ``"HIGHS"``).
+    executor : None, int or executor-like
+        Runs the independent solves in parallel (see :mod:`certkit.parallel`).
+    progress : bool or str
+        Show a progress bar per epoch.
+
+    Returns
+    -------
+    CertifiedTrainingResult
+        Per-epoch boxes with ``lower[t] <= θ_t(D') <= upper[t]`` for every allowed ``D'``.
+    """
+    if not isinstance(model, MLP):
+        raise TypeError(f"model must be a certkit.mibp.MLP (use MLP.from_torch), got {type(model).__name__}")
+    if not isinstance(perturbation, Perturbation):
+        raise TypeError(
+            f"perturbation must be a Perturbation (e.g. FeatureBox(0.01)), got {type(perturbation).__name__}"
+        )
+    X = check_array(X, "X", ndim=2)
+    if X.shape[1] != model.sizes[0]:
+        raise ValueError(f"X has {X.shape[1]} features but the model expects {model.sizes[0]}")
+    loss = check_in_options(loss, "loss", LOSSES)
+    y = check_labels(y, loss, model.sizes[-1], len(X))
+    y_fit = y[:, 0] if loss == "mse" and y.shape[1] == 1 else y
+    epochs = check_integer(epochs, "epochs", minimum=1)
+    lr = check_positive(learning_rate, "learning_rate")
+    backend = check_in_options(backend, "backend", BACKENDS)
+    formulation = check_in_options(formulation, "formulation", FORMULATIONS)
+    if time_limit is not None:
+        time_limit = check_positive(time_limit, "time_limit")
+    _check_backend(backend, solver)
+    sets = perturbation.sets(X)
+    options = BackendOptions(backend, time_limit, solver)
+
+    nominal_path = model.train(X, y_fit, loss=loss, epochs=epochs, learning_rate=lr)
+    lowers, uppers, seconds, stats = [model], [model], [], []
+    sizes = model.sizes
+    for t in range(epochs):
+        start = time.perf_counter()
+        desc: bool | str = False
+        if progress:
+            desc = (
+                f"epoch {t + 1}/{epochs}"
+                if isinstance(progress, bool)
+                else f"{progress} epoch {t + 1}/{epochs}"
+            )
+        newL, newU, st = _step(
+            lowers[-1], uppers[-1], sets, y, loss, lr, formulation, options, executor, desc
+        )
+        if np.any(newL > newU):
+            raise RuntimeError("internal error: empty parameter box; please report this with the inputs")
+        lowers.append(MLP.from_vector(newL, sizes))
+        uppers.append(MLP.from_vector(newU, sizes))
+        seconds.append(time.perf_counter() - start)
+        stats.append(st)
+    return CertifiedTrainingResult(
+        lower=tuple(lowers),
+        upper=tuple(uppers),
+        nominal=nominal_path[-1],
+        nominal_path=tuple(nominal_path),
+        epoch_seconds=np.asarray(seconds),
+        solver_stats=tuple(stats),
+        backend=backend,
+        formulation=formulation if backend != "interval" else "interval",
+        loss=loss,
+        learning_rate=lr,
+    )
+
+
+def _step(lower, upper, sets, y, loss, lr, formulation, options, executor=None, desc=False):
+    """Bounds (vectors) on the parameters after one step from the box [lower, upper], plus solver stats."""
+    iL, iU = interval_step(lower, upper, sets, y, loss, lr)
+    if options.backend == "interval":
+        return iL, iU, {"solves": 0, "not_optimal": 0, "max_vars": 0, "max_bilinear": 0, "programs": 0}
+    solve = _solve_epoch_joint if formulation == "joint" else _solve_epoch_decomposed
+    (sL, sU), st = solve(lower, upper, sets, y, loss, lr, options, executor, desc)
+    return np.maximum(sL, iL), np.minimum(sU, iU), st
+
+
+def _stats(results: list[dict], programs: int) -> dict:
+    return {
+        "solves": sum(r["solves"] for r in results),
+        "not_optimal": sum(r["not_optimal"] for r in results),
+        "max_vars": max(r["n_vars"] for r in results),
+        "max_bilinear": max(r["n_bilinear"] for r in results),
+        "programs": programs,
+    }
+
+
+def _solve_epoch_joint(lower, upper, sets, y, loss, lr, options, executor, desc):
+    m = lower.n_params
+    program = build_joint(lower, upper, sets, y, loss, lr)
+    parts = 1 if executor is None else min(2 * m, 32)
+    chunks = _chunks(m, parts)
+    results = parallel_map(
+        _solve_item, [(program, c, options) for c in chunks], executor=executor, progress=desc
+    )
+    L, U = np.empty(m), np.empty(m)
+    for chunk, res in zip(chunks, results):
+        for (p, s), v in zip(chunk, res["bounds"]):
+            (L if s > 0 else U)[p] = v
+    return (L, U), _stats(results, 1)
+
+
+def _solve_epoch_decomposed(lower, upper, sets, y, loss, lr, options, executor, desc):
+    m = lower.n_params
+    n = len(y)
+    budgeted = sets.budget is not None and sets.budget < n
+    exact = InputSets.exact(sets.nominal)
+    programs = [build_decomposed(lower, upper, sets, k, y[k], loss, lr) for k in range(n)]
+    if budgeted:
+        programs += [build_decomposed(lower, upper, exact, k, y[k], loss, lr) for k in range(n)]
+    tasks = _chunks(m, 1)[0]
+    results = parallel_map(
+        _solve_item, [(p, tasks, options) for p in programs], executor=executor, progress=desc
+    )
+    lo = np.empty((len(programs), m))
+    hi = np.empty((len(programs), m))
+    for r, res in enumerate(results):
+        for (p, s), v in zip(tasks, res["bounds"]):
+            (lo if s > 0 else hi)[r, p] = v
+    PL, PU = lo[:n], hi[:n]
+    NL, NU = (lo[n:], hi[n:]) if budgeted else (PL, PU)
+    SL, SU = sum_with_budget(PL, PU, NL, NU, sets.budget)
+    return pad(SL / n, SU / n, magnitude(SL, SU) / n, 1), _stats(results, len(programs))
