@@ -265,7 +265,7 @@ def test_exact_monotone_in_epsilon():
 
 @pytest.mark.parametrize("backend", EXACT)
 def test_exact_output_bounds_equal_vertex_enumeration(backend):
-    lower, upper, X, y, eps, _ = _fixed_pattern_box()
+    lower, upper, *_ = _fixed_pattern_box()
     x = np.array([0.2, 0.1])
     _, pre = interval_forward(lower, upper, x[None], x[None])
     assert np.all(pre[0][0] > 0)
