@@ -203,7 +203,9 @@ class Selector {
 };
 
 // Runs fn(thread_index, begin, end) on n_threads contiguous blocks of
-// [0, total); joins every started thread even if starting another fails.
+// [0, total).  Every started thread is joined, and the first exception (from
+// starting a thread or thrown inside one, e.g. std::bad_alloc) is rethrown in
+// the calling thread after all have finished.
 template <class Fn>
 void run_blocks(std::int64_t total, int n_threads, Fn&& fn) {
     if (n_threads == 1) {
@@ -212,21 +214,29 @@ void run_blocks(std::int64_t total, int n_threads, Fn&& fn) {
     }
     std::vector<std::thread> threads;
     threads.reserve(static_cast<std::size_t>(n_threads));
-    std::exception_ptr error;
+    std::vector<std::exception_ptr> errors(static_cast<std::size_t>(n_threads) + 1);
     try {
         for (int t = 0; t < n_threads; ++t) {
             const std::int64_t begin = total * t / n_threads;
             const std::int64_t end = total * (t + 1) / n_threads;
-            threads.emplace_back([&fn, t, begin, end] { fn(t, begin, end); });
+            threads.emplace_back([&fn, &errors, t, begin, end] {
+                try {
+                    fn(t, begin, end);
+                } catch (...) {
+                    errors[static_cast<std::size_t>(t)] = std::current_exception();
+                }
+            });
         }
     } catch (...) {
-        error = std::current_exception();
+        errors.back() = std::current_exception();
     }
     for (auto& thread : threads) {
         thread.join();
     }
-    if (error) {
-        std::rethrow_exception(error);
+    for (const auto& error : errors) {
+        if (error) {
+            std::rethrow_exception(error);
+        }
     }
 }
 
