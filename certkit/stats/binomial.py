@@ -8,7 +8,7 @@ import numpy as np
 from scipy import special
 
 from certkit._validation import check_array, check_in_options, check_integer, check_level
-from certkit.stats._common import broadcast, unwrap
+from certkit.stats._common import broadcast, pad_down, pad_up, unwrap
 
 __all__ = ["clopper_pearson"]
 
@@ -77,7 +77,9 @@ def clopper_pearson(
     (SciPy finds the same quantiles with a root finder, to about 1e-12); this function evaluates the
     Beta quantiles directly with :func:`scipy.special.betaincinv`, vectorised, and computes the upper
     bound as ``1 - B^{-1}(alpha_u; n-k, k+1)`` so that very small ``alpha_u`` (large ``n_tests``)
-    keeps full precision.  At ``k = n`` the one-sided lower bound is :math:`\alpha^{1/n}`.
+    keeps full precision.  At ``k = n`` the one-sided lower bound is :math:`\alpha^{1/n}`.  Computed bounds
+    are padded outward by :math:`10^{-13}` relative (plus 8 machine epsilons) to cover the rounding error of
+    the Beta quantile; the exact edges 0 (at ``k = 0``) and 1 (at ``k = n``) are not padded.
 
     Examples
     --------
@@ -107,9 +109,10 @@ def clopper_pearson(
         low = np.zeros(k.shape)
     else:
         # betaincinv(0, ., .) is undefined: guard the shape parameter, then set k = 0 to 0.
-        low = np.where(k > 0, special.betaincinv(np.maximum(kf, 1.0), nf - kf + 1.0, tail), 0.0)
+        low = np.where(k > 0, pad_down(special.betaincinv(np.maximum(kf, 1.0), nf - kf + 1.0, tail)), 0.0)
     if alternative == "greater":
         high = np.ones(k.shape)
     else:
-        high = np.where(k < n, 1.0 - special.betaincinv(np.maximum(nf - kf, 1.0), kf + 1.0, tail), 1.0)
+        complement = special.betaincinv(np.maximum(nf - kf, 1.0), kf + 1.0, tail)
+        high = np.where(k < n, pad_up(1.0 - complement), 1.0)
     return unwrap(low), unwrap(high)

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from certkit._validation import check_in_options, check_level
-from certkit.stats._common import bounded_array, broadcast, unwrap
+from certkit.stats._common import bounded_array, broadcast, pad_down, pad_up, unwrap
 
 __all__ = ["empirical_bernstein_bound", "hoeffding_bound"]
 
@@ -42,8 +42,13 @@ def _tail(confidence_level: Any, alternative: Any) -> float:
 def _interval(
     mean: np.ndarray, width: np.ndarray, low: float, high: float, alternative: str
 ) -> tuple[np.ndarray | np.float64, np.ndarray | np.float64]:
-    lo = np.full(mean.shape, low) if alternative == "less" else np.maximum(mean - width, low)
-    hi = np.full(mean.shape, high) if alternative == "greater" else np.minimum(mean + width, high)
+    scale = high - low
+    lo = np.full(mean.shape, low) if alternative == "less" else pad_down(mean - width, floor=low, scale=scale)
+    hi = (
+        np.full(mean.shape, high)
+        if alternative == "greater"
+        else pad_up(mean + width, ceil=high, scale=scale)
+    )
     return unwrap(lo), unwrap(hi)
 
 
@@ -68,7 +73,8 @@ def hoeffding_bound(
 
     each with probability at least :math:`1 - \delta`; :math:`\delta = 1 - \text{level}` for a one-sided
     bound and :math:`(1 - \text{level})/2` per side for a two-sided interval.  Bounds are clipped to
-    :math:`[a, b]` (which contains the mean anyway).
+    :math:`[a, b]` (which contains the mean anyway) and padded outward by :math:`10^{-13}` relative to cover
+    rounding.
 
     Parameters
     ----------
@@ -130,7 +136,7 @@ def empirical_bernstein_bound(
 
     and symmetrically for the lower bound.  :math:`\delta = 1 - \text{level}` for a one-sided bound
     and :math:`(1 - \text{level})/2` per side for a two-sided interval.  Bounds are clipped to
-    :math:`[a, b]`.
+    :math:`[a, b]` and padded outward by :math:`10^{-13}` relative to cover rounding.
 
     Parameters
     ----------

@@ -16,6 +16,12 @@ then every perturbation :math:`\delta` within the threat model of radius :math:`
   :math:`c_{\text{low}}[p, r] = \max(0, p - r/(2\lambda))`,
   :math:`c_{\text{up}}[p, r] = \min(1, p + r/(2\lambda))`
   (total-variation distance between shifted boxes).
+
+The inverses answer "how large must the clean probability be" (or "how small") for a target to be
+certified.  Every computed value is padded outward (lower bounds and :func:`smoothing_inverse_upper` down,
+upper bounds and :func:`smoothing_inverse_lower` up) by :math:`10^{-13}` relative plus 8 machine epsilons,
+which covers the rounding of ``ndtr``/``ndtri``; values that are exact by definition are returned exactly
+(``radius=0`` gives ``p`` back, and the edges 0 and 1 stay put where the map fixes them).
 """
 
 from __future__ import annotations
@@ -26,7 +32,7 @@ import numpy as np
 from scipy import special
 
 from certkit._validation import check_in_options, check_level, check_positive
-from certkit.stats._common import bounded_array, broadcast, unwrap
+from certkit.stats._common import bounded_array, broadcast, pad_down, pad_up, unwrap
 
 __all__ = [
     "robust_level",
@@ -54,9 +60,9 @@ def _prepare(x: Any, name: str, radius: Any, sigma: Any, noise: Any) -> tuple[np
 def _gaussian_shift(p: np.ndarray, shift: np.ndarray) -> np.ndarray:
     """Phi(Phi^-1(p) + shift), exact at p in {0, 1} and at shift = 0."""
     out = special.ndtr(special.ndtri(p) + shift)
-    # Rounding in ndtr(ndtri(p)) can move the result an ulp to the wrong side of p for tiny shifts;
-    # the exact map is >= p for shift >= 0 and <= p for shift <= 0, so clamp to keep bounds sound.
-    out = np.where(shift > 0, np.maximum(out, p), np.minimum(out, p))
+    # The exact map is >= p for shift > 0 and <= p for shift < 0: clamp (rounding in ndtr(ndtri(p)) can
+    # land an ulp on the wrong side of p for tiny shifts) and pad outward in the direction of the shift.
+    out = np.where(shift > 0, pad_up(np.maximum(out, p)), pad_down(np.minimum(out, p)))
     # ndtri(0) = -inf and ndtri(1) = +inf propagate to 0 and 1; keep p itself where nothing moves.
     return np.where((shift == 0) | (p == 0) | (p == 1), p, out)
 
@@ -97,13 +103,13 @@ def smoothing_lower_bound(
     --------
     >>> round(float(smoothing_lower_bound(0.9, radius=0.25, sigma=0.5)), 6)
     0.782761
-    >>> float(smoothing_lower_bound(0.9, radius=0.5, sigma=1 / 3**0.5, noise="uniform"))
+    >>> round(float(smoothing_lower_bound(0.9, radius=0.5, sigma=1 / 3**0.5, noise="uniform")), 6)
     0.65
     """
     arr, rad, scale = _prepare(p, "p", radius, sigma, noise)
     if noise == "gaussian":
         return unwrap(_gaussian_shift(arr, -rad / scale))
-    return unwrap(np.clip(arr - rad / scale, 0.0, 1.0))
+    return unwrap(np.where(rad == 0, arr, pad_down(arr - rad / scale)))
 
 
 def smoothing_upper_bound(
@@ -142,7 +148,7 @@ def smoothing_upper_bound(
     arr, rad, scale = _prepare(p, "p", radius, sigma, noise)
     if noise == "gaussian":
         return unwrap(_gaussian_shift(arr, rad / scale))
-    return unwrap(np.clip(arr + rad / scale, 0.0, 1.0))
+    return unwrap(np.where(rad == 0, arr, pad_up(arr + rad / scale)))
 
 
 def smoothing_inverse_lower(
@@ -187,7 +193,7 @@ def smoothing_inverse_lower(
     arr, rad, scale = _prepare(target, "target", radius, sigma, noise)
     if noise == "gaussian":
         return unwrap(_gaussian_shift(arr, rad / scale))
-    return unwrap(np.where(arr == 0, 0.0, np.minimum(arr + rad / scale, 1.0)))
+    return unwrap(np.where((rad == 0) | (arr == 0), arr, pad_up(arr + rad / scale)))
 
 
 def smoothing_inverse_upper(
@@ -231,7 +237,7 @@ def smoothing_inverse_upper(
     arr, rad, scale = _prepare(target, "target", radius, sigma, noise)
     if noise == "gaussian":
         return unwrap(_gaussian_shift(arr, -rad / scale))
-    return unwrap(np.where(arr == 1, 1.0, np.maximum(arr - rad / scale, 0.0)))
+    return unwrap(np.where((rad == 0) | (arr == 1), arr, pad_down(arr - rad / scale)))
 
 
 def robust_level(confidence_level: float, *, radius: float, sigma: float, noise: str = "gaussian") -> float:
