@@ -4,17 +4,17 @@ concentration inequalities.
 Every function is vectorised over NumPy float64 arrays (inputs broadcast against each other; scalar
 inputs give ``numpy.float64`` scalars), validates its arguments and takes its options by keyword.
 
-==================================  =====================================================================
-:func:`clopper_pearson`             exact binomial confidence bounds (optionally Bonferroni over a family)
-:func:`smoothing_lower_bound`       :math:`c[p, r]`: certified probability after a perturbation
-:func:`smoothing_upper_bound`       the mirrored upper bound
-:func:`smoothing_inverse_lower`     smallest clean probability certified to stay above a target
-:func:`smoothing_inverse_upper`     largest clean probability certified to stay below a target
-:func:`robust_level`                RCP1's adjusted calibration level
-:func:`conformal_quantile`          finite-sample conformal quantile (and :func:`conformal_rank`)
-:func:`hoeffding_bound`             Hoeffding confidence bounds for a bounded mean
-:func:`empirical_bernstein_bound`   Maurer–Pontil empirical-Bernstein bounds for a bounded mean
-==================================  =====================================================================
+| function | what it gives |
+|---|---|
+| ``clopper_pearson`` | exact binomial confidence bounds (optionally Bonferroni over a family) |
+| ``smoothing_lower_bound`` | c[p, r]: certified probability after a perturbation |
+| ``smoothing_upper_bound`` | the mirrored upper bound |
+| ``smoothing_inverse_lower`` | smallest clean probability certified to stay above a target |
+| ``smoothing_inverse_upper`` | largest clean probability certified to stay below a target |
+| ``robust_level`` | RCP1's adjusted calibration level |
+| ``conformal_quantile`` | finite-sample conformal quantile (and ``conformal_rank``) |
+| ``hoeffding_bound`` | Hoeffding confidence bounds for a bounded mean |
+| ``empirical_bernstein_bound`` | Maurer–Pontil empirical-Bernstein bounds for a bounded mean |
 """
 
 from certkit.stats.binomial import clopper_pearson

@@ -1,4 +1,4 @@
-"""Private helpers shared by the :mod:`certkit.stats` modules."""
+"""Private helpers shared by the ``certkit.stats`` modules."""
 
 from __future__ import annotations
 

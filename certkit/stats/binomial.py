@@ -23,22 +23,17 @@ def clopper_pearson(
     alternative: str = "two-sided",
     n_tests: int = 1,
 ) -> tuple[np.ndarray | np.float64, np.ndarray | np.float64]:
-    r"""Exact Clopper–Pearson confidence interval for a binomial success probability.
+    """Exact Clopper–Pearson confidence interval for a binomial success probability.
 
-    For :math:`k` successes in :math:`n` trials and :math:`\alpha = 1 - \text{confidence\_level}`,
+    For ``k`` successes in ``n`` trials and α = 1 − ``confidence_level``:
 
-    .. math::
+        low  = BetaQuantile(α_low;      k,     n − k + 1)    (0 when k = 0)
+        high = BetaQuantile(1 − α_high; k + 1, n − k)        (1 when k = n)
 
-        p_{\text{low}} = B^{-1}(\alpha_\ell;\, k,\, n-k+1), \qquad
-        p_{\text{high}} = B^{-1}(1-\alpha_u;\, k+1,\, n-k),
-
-    where :math:`B^{-1}(\cdot; a, b)` is the Beta quantile, with :math:`p_{\text{low}} = 0` at
-    :math:`k = 0` and :math:`p_{\text{high}} = 1` at :math:`k = n`.  Two-sided:
-    :math:`\alpha_\ell = \alpha_u = \alpha/2`; ``"greater"`` (a lower confidence bound, the alternative
-    hypothesis being that the proportion is greater): :math:`\alpha_\ell = \alpha` and
-    :math:`p_{\text{high}} = 1`; ``"less"`` (an upper confidence bound): :math:`\alpha_u = \alpha` and
-    :math:`p_{\text{low}} = 0`.  The interval covers the true proportion with probability at least
-    ``confidence_level`` for every proportion and every ``trials`` (it is conservative, never liberal).
+    Two-sided: α_low = α_high = α/2.  ``"greater"`` (a lower confidence bound; the alternative hypothesis
+    is that the proportion is greater): α_low = α and ``high = 1``.  ``"less"`` (an upper confidence
+    bound): α_high = α and ``low = 0``.  The interval covers the true proportion with probability at least
+    ``confidence_level`` for every proportion and every ``trials`` (conservative, never liberal).
 
     Parameters
     ----------
@@ -49,7 +44,7 @@ def clopper_pearson(
     confidence_level : float, default 0.95
         Coverage of each interval (or of all of them jointly when ``n_tests > 1``), in (0, 1).
     alternative : {"two-sided", "greater", "less"}, default "two-sided"
-        Which side(s) are bounded, with the naming of :func:`scipy.stats.binomtest`.
+        Which side(s) are bounded, with the naming of ``scipy.stats.binomtest``.
     n_tests : int, default 1
         Family-wise (Bonferroni) correction: each interval is computed at level
         ``1 - (1 - confidence_level) / n_tests``, so that ``n_tests`` intervals cover their
@@ -74,12 +69,12 @@ def clopper_pearson(
     Notes
     -----
     Equals ``scipy.stats.binomtest(k, n, alternative=...).proportion_ci(confidence_level, method="exact")``
-    (SciPy finds the same quantiles with a root finder, to about 1e-12); this function evaluates the
-    Beta quantiles directly with :func:`scipy.special.betaincinv`, vectorised, and computes the upper
-    bound as ``1 - B^{-1}(alpha_u; n-k, k+1)`` so that very small ``alpha_u`` (large ``n_tests``)
-    keeps full precision.  At ``k = n`` the one-sided lower bound is :math:`\alpha^{1/n}`.  Computed bounds
-    are padded outward by :math:`10^{-13}` relative (plus 8 machine epsilons) to cover the rounding error of
-    the Beta quantile; the exact edges 0 (at ``k = 0``) and 1 (at ``k = n``) are not padded.
+    (SciPy finds the same quantiles with a root finder, to about 1e-12); this function evaluates the Beta
+    quantiles directly with ``scipy.special.betaincinv``, vectorised, and computes the upper bound as
+    ``1 − BetaQuantile(α_high; n − k, k + 1)`` so that a very small α_high (large ``n_tests``) keeps full
+    precision.  At ``k = n`` the one-sided lower bound is α^(1/n).  Computed bounds are padded outward by
+    1e-13 relative (plus 8 machine epsilons) to cover the rounding of the Beta quantile; the exact edges
+    0 (at ``k = 0``) and 1 (at ``k = n``) are not padded.
 
     Examples
     --------

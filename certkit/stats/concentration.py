@@ -1,10 +1,9 @@
-r"""Distribution-free confidence bounds for the mean of bounded random variables.
+"""Distribution-free confidence bounds for the mean of bounded random variables.
 
-Both bounds hold for i.i.d. samples :math:`X_1, \dots, X_n \in [a, b]` whatever their distribution.
-Hoeffding's uses only the range; the empirical-Bernstein bound of Maurer & Pontil (2009, Theorem 4)
-adapts to the sample variance and is much tighter when the variance is small (e.g. Monte-Carlo
-estimates of a smoothed score that is nearly constant under noise), at the price of a
-:math:`O(1/n)` term.
+Both bounds hold for i.i.d. samples X₁, …, Xₙ in [a, b] whatever their distribution.  Hoeffding's uses only
+the range; the empirical-Bernstein bound of Maurer & Pontil (2009, Theorem 4) adapts to the sample variance
+and is much tighter when the variance is small (e.g. Monte-Carlo estimates of a smoothed score that is
+nearly constant under noise), at the price of an O(1/n) term.
 """
 
 from __future__ import annotations
@@ -60,21 +59,15 @@ def hoeffding_bound(
     value_range: tuple[float, float] = (0.0, 1.0),
     alternative: str = "two-sided",
 ) -> tuple[np.ndarray | np.float64, np.ndarray | np.float64]:
-    r"""Hoeffding confidence interval for the mean of i.i.d. variables in ``value_range``.
+    """Hoeffding confidence interval for the mean of i.i.d. variables in ``value_range``.
 
-    With :math:`\bar X` the sample mean of :math:`n` samples in :math:`[a, b]` and tail probability
-    :math:`\delta` per bounded side,
+    With X̄ the sample mean of n samples in [a, b] and tail probability δ per bounded side:
 
-    .. math::
+        μ ≥ X̄ − (b − a) √(ln(1/δ) / (2n))    and/or    μ ≤ X̄ + (b − a) √(ln(1/δ) / (2n)),
 
-        \mu \ge \bar X - (b - a)\sqrt{\frac{\ln(1/\delta)}{2n}}
-        \quad\text{and/or}\quad
-        \mu \le \bar X + (b - a)\sqrt{\frac{\ln(1/\delta)}{2n}},
-
-    each with probability at least :math:`1 - \delta`; :math:`\delta = 1 - \text{level}` for a one-sided
-    bound and :math:`(1 - \text{level})/2` per side for a two-sided interval.  Bounds are clipped to
-    :math:`[a, b]` (which contains the mean anyway) and padded outward by :math:`10^{-13}` relative to cover
-    rounding.
+    each with probability at least 1 − δ; δ = 1 − level for a one-sided bound and (1 − level)/2 per side
+    for a two-sided interval.  Bounds are clipped to [a, b] (which contains the mean anyway) and padded
+    outward by 1e-13 relative to cover rounding.
 
     Parameters
     ----------
@@ -85,10 +78,10 @@ def hoeffding_bound(
     confidence_level : float, default 0.95
         Coverage in (0, 1).
     value_range : (float, float), default (0, 1)
-        Almost-sure range :math:`[a, b]` of each sample.
+        Almost-sure range [a, b] of each sample.
     alternative : {"two-sided", "greater", "less"}, default "two-sided"
         ``"greater"``: a lower confidence bound (``high`` is ``b``); ``"less"``: an upper confidence
-        bound (``low`` is ``a``) - the naming of :func:`clopper_pearson`.
+        bound (``low`` is ``a``) - the naming of ``clopper_pearson``.
 
     Returns
     -------
@@ -125,18 +118,16 @@ def empirical_bernstein_bound(
     value_range: tuple[float, float] = (0.0, 1.0),
     alternative: str = "two-sided",
 ) -> tuple[np.ndarray | np.float64, np.ndarray | np.float64]:
-    r"""Empirical-Bernstein confidence interval (Maurer & Pontil 2009, Theorem 4).
+    """Empirical-Bernstein confidence interval (Maurer & Pontil 2009, Theorem 4).
 
-    For :math:`n \ge 2` i.i.d. samples in :math:`[a, b]` with sample mean :math:`\bar X` and unbiased
-    sample variance :math:`V_n` (``ddof=1``), with probability at least :math:`1 - \delta`,
+    For n ≥ 2 i.i.d. samples in [a, b] with sample mean X̄ and unbiased sample variance Vₙ (``ddof=1``),
+    with probability at least 1 − δ:
 
-    .. math::
+        μ ≤ X̄ + √(2 Vₙ ln(2/δ) / n) + 7 (b − a) ln(2/δ) / (3 (n − 1)),
 
-        \mu \le \bar X + \sqrt{\frac{2 V_n \ln(2/\delta)}{n}} + \frac{7 (b - a) \ln(2/\delta)}{3 (n - 1)},
-
-    and symmetrically for the lower bound.  :math:`\delta = 1 - \text{level}` for a one-sided bound
-    and :math:`(1 - \text{level})/2` per side for a two-sided interval.  Bounds are clipped to
-    :math:`[a, b]` and padded outward by :math:`10^{-13}` relative to cover rounding.
+    and symmetrically for the lower bound.  δ = 1 − level for a one-sided bound and (1 − level)/2 per side
+    for a two-sided interval.  Bounds are clipped to [a, b] and padded outward by 1e-13 relative to cover
+    rounding.
 
     Parameters
     ----------
@@ -149,7 +140,7 @@ def empirical_bernstein_bound(
     confidence_level : float, default 0.95
         Coverage in (0, 1).
     value_range : (float, float), default (0, 1)
-        Almost-sure range :math:`[a, b]` of each sample.
+        Almost-sure range [a, b] of each sample.
     alternative : {"two-sided", "greater", "less"}, default "two-sided"
         ``"greater"``: a lower confidence bound (``high`` is ``b``); ``"less"``: an upper confidence
         bound (``low`` is ``a``).
@@ -167,8 +158,8 @@ def empirical_bernstein_bound(
 
     Notes
     -----
-    Prefer it to :func:`hoeffding_bound` when the variance is well below :math:`(b - a)^2/4`; for
-    :math:`V_n` near the maximum the :math:`7/(3(n-1))` term makes it looser than Hoeffding.
+    Prefer it to ``hoeffding_bound`` when the variance is well below (b − a)²/4; for Vₙ near that maximum
+    the 7/(3(n − 1)) term makes it looser than Hoeffding.
 
     Examples
     --------

@@ -16,7 +16,7 @@ _RANK_SLACK = 4.0 * np.finfo(np.float64).eps
 
 
 def conformal_rank(n: int, confidence_level: float) -> int:
-    r"""The rank :math:`\lceil (n + 1)\,\text{level} \rceil` of the conformal quantile among ``n`` scores.
+    """The rank ⌈(n + 1)·level⌉ of the conformal quantile among ``n`` scores.
 
     Parameters
     ----------
@@ -28,18 +28,17 @@ def conformal_rank(n: int, confidence_level: float) -> int:
     Returns
     -------
     int
-        The 1-based rank; a value ``> n`` means the quantile is :math:`+\infty`.
+        The 1-based rank; a value ``> n`` means the quantile is +∞.
 
     Notes
     -----
-    Levels such as 0.9 or 0.07 are not representable in binary, so :math:`(n + 1)\,\text{level}` computed
-    in float64 can land one rounding error *above* the integer the user meant (``100 * 0.07`` is
-    ``7.000000000000001``, and the float nearest 0.9 times 10 exceeds 9 in exact arithmetic), which would
-    make a naive ceiling jump to the next rank (or to :math:`+\infty` for ``n = 9``, level 0.9).  The
-    ceiling is therefore taken of :math:`x (1 - 4\epsilon)` with :math:`\epsilon` the float64 machine
-    epsilon: values within four relative rounding errors of an integer count as that integer.  This is
-    below the precision with which a float64 level can be specified at all (its own representation
-    error is :math:`\epsilon/2` relative), so the coverage guarantee holds for the level the user wrote.
+    Levels such as 0.9 or 0.07 are not representable in binary, so (n + 1)·level computed in float64 can
+    land one rounding error *above* the integer the user meant (``100 * 0.07`` is ``7.000000000000001``, and
+    the float nearest 0.9 times 10 exceeds 9 in exact arithmetic), which would make a naive ceiling jump to
+    the next rank (or to +∞ for ``n = 9``, level 0.9).  The ceiling is therefore taken of x·(1 − 4ε) with ε
+    the float64 machine epsilon: values within four relative rounding errors of an integer count as that
+    integer.  This is below the precision with which a float64 level can be specified at all (its own
+    representation error is ε/2 relative), so the coverage guarantee holds for the level the user wrote.
 
     Examples
     --------
@@ -57,12 +56,11 @@ def conformal_rank(n: int, confidence_level: float) -> int:
 
 
 def conformal_quantile(scores: Any, *, confidence_level: float) -> float:
-    r"""Finite-sample conformal quantile of calibration scores.
+    """Finite-sample conformal quantile of calibration scores.
 
-    Returns :math:`\hat q`, the :math:`\lceil (n + 1)\,\text{level} \rceil`-th smallest of the ``n``
-    scores (1-based), or :math:`+\infty` when that rank exceeds ``n``.  If the calibration scores and
-    a test score :math:`S_{n+1}` are exchangeable, :math:`P(S_{n+1} \le \hat q) \ge \text{level}`
-    (and :math:`\le \text{level} + 1/(n+1)` when there are no ties).
+    Returns q̂, the ⌈(n + 1)·level⌉-th smallest of the ``n`` scores (1-based), or +∞ when that rank exceeds
+    ``n``.  If the calibration scores and a test score Sₙ₊₁ are exchangeable, P(Sₙ₊₁ ≤ q̂) ≥ level (and
+    ≤ level + 1/(n + 1) when there are no ties).
 
     Parameters
     ----------

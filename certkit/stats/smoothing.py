@@ -1,26 +1,20 @@
-r"""Randomized-smoothing certificates :math:`c[p, r]` and their inverses.
+"""Randomized-smoothing certificates c[p, r] and their inverses.
 
-If :math:`h(x) = P_\varepsilon[\text{event at } x + \varepsilon]` for smoothing noise :math:`\varepsilon`,
-then every perturbation :math:`\delta` within the threat model of radius :math:`r` satisfies
+If h(x) = P_ε[event at x + ε] for smoothing noise ε, then every perturbation δ within the threat model of
+radius r satisfies
 
-.. math::
+    c_low[h(x), r]  ≤  h(x + δ)  ≤  c_up[h(x), r].
 
-    c_{\text{low}}[h(x), r] \le h(x + \delta) \le c_{\text{up}}[h(x), r].
-
-* ``noise="gaussian"``: :math:`\varepsilon \sim N(0, \sigma^2 I)`, threat :math:`\|\delta\|_2 \le r`;
-  :math:`c_{\text{low}}[p, r] = \Phi(\Phi^{-1}(p) - r/\sigma)`,
-  :math:`c_{\text{up}}[p, r] = \Phi(\Phi^{-1}(p) + r/\sigma)`
-  (Neyman–Pearson; Cohen et al. 2019).
-* ``noise="uniform"``: :math:`\varepsilon \sim U[-\lambda, \lambda]^d` with standard deviation :math:`\sigma`
-  (:math:`\lambda = \sigma\sqrt{3}`), threat :math:`\|\delta\|_1 \le r`;
-  :math:`c_{\text{low}}[p, r] = \max(0, p - r/(2\lambda))`,
-  :math:`c_{\text{up}}[p, r] = \min(1, p + r/(2\lambda))`
-  (total-variation distance between shifted boxes).
+* ``noise="gaussian"``: ε ~ N(0, σ² I), threat ‖δ‖₂ ≤ r;
+  c_low[p, r] = Φ(Φ⁻¹(p) − r/σ) and c_up[p, r] = Φ(Φ⁻¹(p) + r/σ) (Neyman–Pearson; Cohen et al. 2019).
+* ``noise="uniform"``: ε ~ U[−λ, λ]^d with standard deviation σ (λ = σ√3), threat ‖δ‖₁ ≤ r;
+  c_low[p, r] = max(0, p − r/(2λ)) and c_up[p, r] = min(1, p + r/(2λ)) (total-variation distance between
+  shifted boxes).
 
 The inverses answer "how large must the clean probability be" (or "how small") for a target to be
-certified.  Every computed value is padded outward (lower bounds and :func:`smoothing_inverse_upper` down,
-upper bounds and :func:`smoothing_inverse_lower` up) by :math:`10^{-13}` relative plus 8 machine epsilons,
-which covers the rounding of ``ndtr``/``ndtri``; values that are exact by definition are returned exactly
+certified.  Every computed value is padded outward (lower bounds and ``smoothing_inverse_upper`` down,
+upper bounds and ``smoothing_inverse_lower`` up) by 1e-13 relative plus 8 machine epsilons, which covers
+the rounding of ``ndtr``/``ndtri``; values that are exact by definition are returned exactly
 (``radius=0`` gives ``p`` back, and the edges 0 and 1 stay put where the map fixes them).
 """
 
@@ -70,28 +64,26 @@ def _gaussian_shift(p: np.ndarray, shift: np.ndarray) -> np.ndarray:
 def smoothing_lower_bound(
     p: Any, *, radius: Any, sigma: float, noise: str = "gaussian"
 ) -> np.ndarray | np.float64:
-    r"""Certified lower bound :math:`c_{\text{low}}[p, r]` on a smoothed probability after a perturbation.
+    """Certified lower bound c_low[p, r] on a smoothed probability after a perturbation.
 
     Parameters
     ----------
     p : float or array-like
-        Clean smoothed probability :math:`h(x) \in [0, 1]` (or a lower confidence bound on it;
-        the bound is increasing in ``p``).
+        Clean smoothed probability h(x) in [0, 1] (or a lower confidence bound on it; the bound is
+        increasing in ``p``).
     radius : float or array-like
-        Perturbation radius :math:`r \ge 0` (ℓ2 for Gaussian noise, ℓ1 for uniform noise); broadcast
-        against the first argument.
+        Perturbation radius r ≥ 0 (ℓ2 for Gaussian noise, ℓ1 for uniform noise); broadcast against ``p``.
     sigma : float
-        Standard deviation of the smoothing noise per coordinate, ``> 0``.
+        Standard deviation σ > 0 of the smoothing noise per coordinate.
     noise : {"gaussian", "uniform"}, default "gaussian"
-        The smoothing distribution (see :mod:`certkit.stats.smoothing`).
+        The smoothing distribution (see ``certkit.stats.smoothing``).
 
     Returns
     -------
     numpy.ndarray or numpy.float64
-        :math:`c_{\text{low}}[p, r]` with the broadcast shape of ``p`` and ``radius`` (a scalar for
-        scalar inputs): Gaussian :math:`\Phi(\Phi^{-1}(p) - r/\sigma)`, uniform
-        :math:`\max(0, p - r/(2\sigma\sqrt{3}))`.  Equals ``p`` at ``radius=0``; 0 at ``p=0``; for
-        Gaussian noise 1 at ``p=1``.
+        c_low[p, r] with the broadcast shape of ``p`` and ``radius`` (a scalar for scalar inputs):
+        Gaussian Φ(Φ⁻¹(p) − r/σ), uniform max(0, p − r/(2σ√3)).  Equals ``p`` at ``radius=0`` and 0 at
+        ``p=0``; for Gaussian noise it is 1 at ``p=1``.
 
     Raises
     ------
@@ -115,30 +107,29 @@ def smoothing_lower_bound(
 def smoothing_upper_bound(
     p: Any, *, radius: Any, sigma: float, noise: str = "gaussian"
 ) -> np.ndarray | np.float64:
-    r"""Certified upper bound :math:`c_{\text{up}}[p, r]` on a smoothed probability after a perturbation.
+    """Certified upper bound c_up[p, r] on a smoothed probability after a perturbation.
 
     Parameters
     ----------
     p : float or array-like
-        Clean smoothed probability :math:`h(x) \in [0, 1]` (or an upper confidence bound on it).
+        Clean smoothed probability h(x) in [0, 1] (or an upper confidence bound on it).
     radius : float or array-like
-        Perturbation radius :math:`r \ge 0` (ℓ2 for Gaussian noise, ℓ1 for uniform noise); broadcast
-        against the first argument.
+        Perturbation radius r ≥ 0 (ℓ2 for Gaussian noise, ℓ1 for uniform noise); broadcast against ``p``.
     sigma : float
-        Standard deviation of the smoothing noise per coordinate, ``> 0``.
+        Standard deviation σ > 0 of the smoothing noise per coordinate.
     noise : {"gaussian", "uniform"}, default "gaussian"
-        The smoothing distribution (see :mod:`certkit.stats.smoothing`).
+        The smoothing distribution.
 
     Returns
     -------
     numpy.ndarray or numpy.float64
-        Gaussian :math:`\Phi(\Phi^{-1}(p) + r/\sigma)`, uniform :math:`\min(1, p + r/(2\sigma\sqrt{3}))`;
-        equals ``1 - smoothing_lower_bound(1 - p, ...)``.
+        Gaussian Φ(Φ⁻¹(p) + r/σ), uniform min(1, p + r/(2σ√3)); equals
+        ``1 - smoothing_lower_bound(1 - p, ...)`` (up to the outward padding).
 
     Raises
     ------
     TypeError, ValueError
-        As :func:`smoothing_lower_bound`.
+        As ``smoothing_lower_bound``.
 
     Examples
     --------
@@ -154,36 +145,33 @@ def smoothing_upper_bound(
 def smoothing_inverse_lower(
     target: Any, *, radius: Any, sigma: float, noise: str = "gaussian"
 ) -> np.ndarray | np.float64:
-    r"""Smallest clean probability whose certified lower bound reaches ``target``.
+    """Smallest clean probability whose certified lower bound reaches ``target``.
 
-    Returns :math:`p^\star = \min\{p : c_{\text{low}}[p, r] \ge t\}`: Gaussian
-    :math:`\Phi(\Phi^{-1}(t) + r/\sigma)`; uniform :math:`t + r/(2\sigma\sqrt{3})` (and 0 at :math:`t = 0`).
+    Returns p* = min{p : c_low[p, r] ≥ t}: Gaussian Φ(Φ⁻¹(t) + r/σ); uniform t + r/(2σ√3) (and 0 at t = 0).
 
     Parameters
     ----------
     target : float or array-like
-        Required probability :math:`t \in [0, 1]` under perturbation.
+        Required probability t in [0, 1] under perturbation.
     radius : float or array-like
-        Perturbation radius :math:`r \ge 0` (ℓ2 for Gaussian noise, ℓ1 for uniform noise); broadcast
-        against the first argument.
+        Perturbation radius r ≥ 0; broadcast against ``target``.
     sigma : float
-        Standard deviation of the smoothing noise per coordinate, ``> 0``.
+        Standard deviation σ > 0 of the smoothing noise per coordinate.
     noise : {"gaussian", "uniform"}, default "gaussian"
-        The smoothing distribution (see :mod:`certkit.stats.smoothing`).
+        The smoothing distribution.
 
     Returns
     -------
     numpy.ndarray or numpy.float64
-        :math:`p^\star`, with the broadcast shape of ``target`` and ``radius``.  For uniform noise
-        :math:`t + r/(2\lambda)` can exceed 1, meaning no clean probability suffices (not even
-        :math:`p = 1`); the result is then clipped to 1, so *a returned value of 1 with* ``target < 1``
-        *means "unattainable"* (for a conformal level it yields the trivial, always-covering set).
-        For Gaussian noise the same happens when :math:`\Phi(\cdot)` rounds to 1 in float64.
+        p*, with the broadcast shape of ``target`` and ``radius``.  For uniform noise t + r/(2λ) can
+        exceed 1, meaning no clean probability suffices (not even p = 1); the result is then clipped to 1,
+        so *a returned 1 with* ``target < 1`` *means "unattainable"* (as a conformal level it yields the
+        trivial, always-covering set).  For Gaussian noise the same happens when Φ rounds to 1 in float64.
 
     Raises
     ------
     TypeError, ValueError
-        As :func:`smoothing_lower_bound` (with ``target`` in place of ``p``).
+        As ``smoothing_lower_bound`` (with ``target`` in place of ``p``).
 
     Examples
     --------
@@ -199,35 +187,32 @@ def smoothing_inverse_lower(
 def smoothing_inverse_upper(
     target: Any, *, radius: Any, sigma: float, noise: str = "gaussian"
 ) -> np.ndarray | np.float64:
-    r"""Largest clean probability whose certified upper bound stays at or below ``target``.
+    """Largest clean probability whose certified upper bound stays at or below ``target``.
 
-    Returns :math:`p^\star = \max\{p : c_{\text{up}}[p, r] \le t\}`: Gaussian
-    :math:`\Phi(\Phi^{-1}(t) - r/\sigma)`; uniform :math:`t - r/(2\sigma\sqrt{3})` (and 1 at :math:`t = 1`).
-    Used e.g. by conformal risk control, which calibrates the clean risk at
-    :math:`B \cdot p^\star(\alpha / B)`.
+    Returns p* = max{p : c_up[p, r] ≤ t}: Gaussian Φ(Φ⁻¹(t) − r/σ); uniform t − r/(2σ√3) (and 1 at t = 1).
+    Used e.g. by conformal risk control, which calibrates the clean risk at B·p*(α/B).
 
     Parameters
     ----------
     target : float or array-like
-        Allowed probability :math:`t \in [0, 1]` under perturbation.
+        Allowed probability t in [0, 1] under perturbation.
     radius : float or array-like
-        Perturbation radius :math:`r \ge 0` (ℓ2 for Gaussian noise, ℓ1 for uniform noise); broadcast
-        against the first argument.
+        Perturbation radius r ≥ 0; broadcast against ``target``.
     sigma : float
-        Standard deviation of the smoothing noise per coordinate, ``> 0``.
+        Standard deviation σ > 0 of the smoothing noise per coordinate.
     noise : {"gaussian", "uniform"}, default "gaussian"
-        The smoothing distribution (see :mod:`certkit.stats.smoothing`).
+        The smoothing distribution.
 
     Returns
     -------
     numpy.ndarray or numpy.float64
-        :math:`p^\star`.  For uniform noise a negative :math:`t - r/(2\lambda)` (no clean probability
-        works, not even 0) is clipped to 0: *a returned 0 with* ``target > 0`` *means "unattainable"*.
+        p*.  For uniform noise a negative t − r/(2λ) (no clean probability works, not even 0) is clipped
+        to 0: *a returned 0 with* ``target > 0`` *means "unattainable"*.
 
     Raises
     ------
     TypeError, ValueError
-        As :func:`smoothing_lower_bound` (with ``target`` in place of ``p``).
+        As ``smoothing_lower_bound`` (with ``target`` in place of ``p``).
 
     Examples
     --------
@@ -241,17 +226,16 @@ def smoothing_inverse_upper(
 
 
 def robust_level(confidence_level: float, *, radius: float, sigma: float, noise: str = "gaussian") -> float:
-    r"""Clean calibration level that keeps ``confidence_level`` under attack (RCP1 adjusted level).
+    """Clean calibration level that keeps ``confidence_level`` under attack (RCP1's adjusted level).
 
-    Robust conformal prediction with smoothing calibrates at
-    :math:`1 - \alpha' = p^\star` where :math:`c_{\text{low}}[p^\star, r] = 1 - \alpha`, i.e.
-    ``smoothing_inverse_lower(confidence_level, radius=radius, sigma=sigma, noise=noise)``;
-    Gaussian: :math:`\Phi(\Phi^{-1}(1 - \alpha) + r/\sigma)`.
+    Robust conformal prediction with smoothing calibrates at 1 − α' = p* where c_low[p*, r] = 1 − α, i.e.
+    ``smoothing_inverse_lower(confidence_level, radius=radius, sigma=sigma, noise=noise)``; for Gaussian
+    noise 1 − α' = Φ(Φ⁻¹(1 − α) + r/σ).
 
     Parameters
     ----------
     confidence_level : float
-        Target coverage :math:`1 - \alpha` under perturbation, in (0, 1).
+        Target coverage 1 − α under perturbation, in (0, 1).
     radius : float
         Perturbation radius, ``>= 0``.
     sigma : float
@@ -262,8 +246,9 @@ def robust_level(confidence_level: float, *, radius: float, sigma: float, noise:
     Returns
     -------
     float
-        The adjusted level in ``[confidence_level, 1]``; 1.0 means no finite calibration set gives a
-        non-trivial prediction set (the conformal rank exceeds ``n`` for every ``n``).
+        The adjusted level in ``[confidence_level, 1]`` (exactly ``confidence_level`` at ``radius=0``);
+        1.0 means no finite calibration set gives a non-trivial prediction set (the conformal rank
+        exceeds ``n`` for every ``n``).
 
     Raises
     ------
