@@ -15,6 +15,7 @@ with the largest edit distance of the concept dataset under which its decision p
 :func:`neuron_scores`                       per-example activation / attribution-patching scores (torch)
 :class:`AblationDiscovery`                  ablation-based black-box discovery (torch)
 :func:`circuit_accuracy`                    accuracy with every non-circuit neuron mean- or zero-ablated
+:func:`layer_mean`                          mean activations of a layer (for repeated mean ablation)
 ==========================================  ==============================================================
 """
 
@@ -27,7 +28,7 @@ from certkit.circuits.certify import (
     example_parts,
 )
 from certkit.circuits.discovery import AblationDiscovery, neuron_scores
-from certkit.circuits.evaluation import circuit_accuracy
+from certkit.circuits.evaluation import circuit_accuracy, layer_mean
 
 __all__ = [
     "AblationDiscovery",
@@ -39,6 +40,7 @@ __all__ = [
     "circuit_accuracy",
     "edit_bounds",
     "example_parts",
+    "layer_mean",
     "neuron_scores",
     "partition_radius",
 ]

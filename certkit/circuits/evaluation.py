@@ -21,7 +21,29 @@ from certkit.circuits.discovery import (
     _torch,
 )
 
-__all__ = ["circuit_accuracy"]
+__all__ = ["circuit_accuracy", "layer_mean"]
+
+
+def layer_mean(model: Any, layer: Any, X: Any, *, batch_size: int = 512) -> np.ndarray:
+    """Per-element mean of the output of ``layer`` over the examples ``X`` (for mean ablation).
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+    layer : str or torch.nn.Module
+    X : array-like or torch.Tensor
+        Reference inputs.
+    batch_size : int, default 512
+
+    Returns
+    -------
+    numpy.ndarray of float64
+        Shape of one example's layer output, e.g. (C, H, W) for a convolution.
+    """
+    model = _check_model(model)
+    name = _layer_name(model, layer)
+    batch_size = check_integer(batch_size, "batch_size", minimum=1)
+    return _mean_activation(model, name, _as_input(model, X), batch_size).cpu().numpy()
 
 
 def circuit_accuracy(
@@ -33,6 +55,7 @@ def circuit_accuracy(
     *,
     ablation: str = "mean",
     reference: Any = None,
+    reference_mean: Any = None,
     neuron_dim: int = 1,
     batch_size: int = 512,
 ) -> float:
@@ -58,6 +81,9 @@ def circuit_accuracy(
     ablation : {"mean", "zero"}, default "mean"
     reference : array-like or torch.Tensor, optional
         Data for the mean activations (default: ``X``).
+    reference_mean : array-like, optional
+        The mean activations themselves, from :func:`layer_mean` (saves recomputing them when
+        many circuits are evaluated); overrides ``reference``.
     neuron_dim : int, default 1
         Axis of the layer output indexing the neurons.
     batch_size : int, default 512
@@ -79,7 +105,9 @@ def circuit_accuracy(
     if labels.shape[0] != inputs.shape[0]:
         raise ValueError(f"X has {inputs.shape[0]} examples but y has {labels.shape[0]}")
     fill = None
-    if ablation == "mean":
+    if ablation == "mean" and reference_mean is not None:
+        fill = torch.from_numpy(check_array(reference_mean, "reference_mean"))
+    elif ablation == "mean":
         ref = inputs if reference is None else _as_input(model, reference, "reference")
         fill = _mean_activation(model, name, ref, batch_size)
     keep_t = torch.from_numpy(keep)
@@ -92,6 +120,11 @@ def circuit_accuracy(
                 f"keep_mask has {keep.size} entries but layer {name!r} has {output.shape[axis]} neurons"
             )
         mask = keep_t.to(output.device).reshape(_neuron_mask_shape(tuple(output.shape), axis))
+        if fill is not None and tuple(fill.shape) != tuple(output.shape[1:]):
+            raise ValueError(
+                f"reference_mean has shape {tuple(fill.shape)} but one example's output of layer {name!r} "
+                f"has shape {tuple(output.shape[1:])}"
+            )
         value = torch.zeros((), dtype=output.dtype, device=output.device) if fill is None else fill.to(output)
         return torch.where(mask, output, value)
 
