@@ -12,6 +12,7 @@ the labels whose score reaches the calibrated threshold.
 :class:`BinCPClassifier`               BinCP baseline (many samples, binarised scores)
 :class:`RSCPPlusClassifier`            RSCP+ baseline (many samples, smoothed scores)
 :func:`coverage`, :func:`set_size`     metrics for sets; :func:`interval_coverage`, :func:`interval_width`
+:func:`evaluate_sets`                  coverage, size and cost on clean and attacked inputs
 :mod:`certkit.conformal.scores`        THR/LAC, APS, RAPS, user callables
 :mod:`certkit.conformal.attacks`       :func:`~certkit.conformal.attacks.smoothed_pgd` (torch)
 =====================================  ==================================================================
@@ -19,7 +20,15 @@ the labels whose score reaches the calibrated threshold.
 
 from certkit.conformal import attacks, scores
 from certkit.conformal.baselines import BinCPClassifier, RSCPPlusClassifier
-from certkit.conformal.metrics import coverage, interval_coverage, interval_width, set_size
+from certkit.conformal.metrics import (
+    SetEvaluation,
+    coverage,
+    evaluate_sets,
+    evaluation_table,
+    interval_coverage,
+    interval_width,
+    set_size,
+)
 from certkit.conformal.rcp1 import RCP1Classifier, RCP1Regressor
 from certkit.conformal.risk import RCP1RiskControl
 from certkit.conformal.scores import APSScore, CallableScore, ConformityScore, RAPSScore, THRScore
@@ -35,11 +44,14 @@ __all__ = [
     "RCP1Regressor",
     "RCP1RiskControl",
     "RSCPPlusClassifier",
+    "SetEvaluation",
     "SplitConformalClassifier",
     "SplitConformalRegressor",
     "THRScore",
     "attacks",
     "coverage",
+    "evaluate_sets",
+    "evaluation_table",
     "interval_coverage",
     "interval_width",
     "scores",

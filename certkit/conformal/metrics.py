@@ -2,13 +2,26 @@
 
 from __future__ import annotations
 
+import math
+import time
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from certkit._results import ResultMixin, format_table
 from certkit._validation import check_array
 
-__all__ = ["coverage", "interval_coverage", "interval_width", "set_size"]
+__all__ = [
+    "EVALUATION_HEADERS",
+    "SetEvaluation",
+    "coverage",
+    "evaluate_sets",
+    "evaluation_table",
+    "interval_coverage",
+    "interval_width",
+    "set_size",
+]
 
 
 def _check_sets(sets: Any) -> np.ndarray:
@@ -77,3 +90,83 @@ def interval_coverage(lo: Any, hi: Any, y: Any) -> float:
     if y.shape != lo.shape:
         raise ValueError(f"inconsistent numbers of samples: intervals have {lo.shape[0]}, y has {y.shape[0]}")
     return float(np.mean((lo <= y) & (y <= hi)))
+
+
+@dataclass(frozen=True)
+class SetEvaluation(ResultMixin):
+    """Coverage, size and cost of one calibrated set predictor on clean and attacked inputs.
+
+    Attributes
+    ----------
+    method : str
+        Label of the predictor.
+    coverage, set_size : float
+        On clean test inputs.
+    attacked_coverage, attacked_set_size : float
+        On perturbed test inputs (NaN when none were given).
+    forward_passes : float
+        Model evaluations per test input at prediction time.
+    seconds_per_input : float
+        Wall time of ``predict_set`` per test input (clean inputs).
+    """
+
+    method: str
+    coverage: float
+    set_size: float
+    attacked_coverage: float
+    attacked_set_size: float
+    forward_passes: float
+    seconds_per_input: float
+
+    def row(self) -> list:
+        """The values in the order of :data:`EVALUATION_HEADERS`."""
+        return [self.method, self.set_size, self.coverage, self.attacked_set_size, self.attacked_coverage,
+                self.forward_passes, 1e3 * self.seconds_per_input]
+
+    def summary(self) -> str:
+        return format_table(EVALUATION_HEADERS, [self.row()])
+
+
+#: Column names of :meth:`SetEvaluation.row` (and of :func:`evaluation_table`).
+EVALUATION_HEADERS = ("method", "size", "coverage", "size (attacked)", "coverage (attacked)",
+                      "passes/input", "ms/input")
+
+
+def evaluate_sets(estimator: Any, X: Any, y: Any, *, X_attacked: Any = None, method: str | None = None
+                  ) -> SetEvaluation:
+    """Evaluate a calibrated set predictor (``predict_set``) on clean and optionally attacked inputs.
+
+    Parameters
+    ----------
+    estimator : calibrated classifier
+        Any certkit conformal classifier after ``calibrate``.
+    X : array-like, shape (n, ...)
+        Clean test inputs.
+    y : array-like of int, shape (n,)
+        Labels.
+    X_attacked : array-like, optional
+        Perturbed versions of ``X`` (e.g. from :func:`certkit.conformal.attacks.smoothed_pgd`).
+    method : str, optional
+        Label (default: the class name).
+
+    Returns
+    -------
+    SetEvaluation
+    """
+    n = len(y)
+    before = estimator.predictor_.n_forward
+    start = time.perf_counter()
+    sets = estimator.predict_set(X)
+    elapsed = time.perf_counter() - start
+    passes = (estimator.predictor_.n_forward - before) / n
+    att_cov = att_size = math.nan
+    if X_attacked is not None:
+        att = estimator.predict_set(X_attacked)
+        att_cov, att_size = coverage(att, y), set_size(att)
+    return SetEvaluation(method or type(estimator).__name__, coverage(sets, y), set_size(sets), att_cov,
+                         att_size, passes, elapsed / n)
+
+
+def evaluation_table(results: Any, *, title: str | None = None) -> str:
+    """A plain-text table of several :class:`SetEvaluation` results."""
+    return format_table(EVALUATION_HEADERS, [r.row() for r in results], title=title)

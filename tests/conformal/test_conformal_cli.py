@@ -1,0 +1,41 @@
+"""The ``certkit conformal`` subcommand module and its demo section."""
+
+from __future__ import annotations
+
+import argparse
+
+import numpy as np
+
+from certkit.conformal import _cli
+
+
+def _rows(text):
+    return {line.split("  ")[0].strip(): line for line in text.splitlines() if "  " in line}
+
+
+def test_cli_module_shape_and_run(capsys):
+    assert _cli.NAME == "conformal" and _cli.HELP
+    parser = argparse.ArgumentParser()
+    _cli.add_arguments(parser)
+    args = parser.parse_args(["--method", "rcp1", "--method", "noisy", "--radius", "0.1",
+                              "--attack-steps", "2", "--seed", "1"])
+    assert _cli.run(args) == 0
+    out = capsys.readouterr().out
+    assert "radius=0.1" in out
+    rows = [line.split() for line in out.splitlines() if line.strip().startswith(("RCP1", "noisy"))]
+    assert len(rows) == 2
+    rcp1 = next(r for r in rows if r[0] == "RCP1")
+    size, cov, passes = float(rcp1[1]), float(rcp1[2]), float(rcp1[5])
+    assert 1.0 <= size <= 10.0 and 0.0 <= cov <= 1.0 and passes == 1.0
+
+
+def test_demo_is_deterministic_and_lists_methods():
+    a = _cli.demo(np.random.default_rng(0))
+    b = _cli.demo(np.random.default_rng(0))
+    # timing columns differ between runs; compare everything else
+    def strip(text):
+        return [line.split()[:-1] for line in text.splitlines()[3:]]
+
+    assert strip(a) == strip(b)
+    for name in ("RCP1", "noisy CP", "BinCP"):
+        assert name in a
