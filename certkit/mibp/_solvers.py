@@ -152,6 +152,17 @@ def gurobi_size_limited() -> bool:
     return False
 
 
+@functools.lru_cache(maxsize=1)
+def _gurobi_env():
+    """One quiet Gurobi environment per process (creating one per model is slow)."""
+    import gurobipy as gp
+
+    env = gp.Env(empty=True)
+    env.setParam("OutputFlag", 0)
+    env.start()
+    return env
+
+
 def _license_error(program: Program) -> GurobiLicenseError:
     return GurobiLicenseError(
         f"the Gurobi licence is size-limited (at most {GUROBI_SIZE_LIMIT} variables once a model has "
@@ -173,7 +184,7 @@ def _solve_gurobi(program: Program, tasks, options: BackendOptions):
     ) > 2000
     if too_big and gurobi_size_limited():
         raise _license_error(program)
-    with gp.Env(params={"OutputFlag": 0}) as env, gp.Model(env=env) as m:
+    with gp.Model(env=_gurobi_env()) as m:
         m.Params.NonConvex = 2
         m.Params.FeasibilityTol = _FEAS_TOL
         m.Params.OptimalityTol = _FEAS_TOL
@@ -183,24 +194,21 @@ def _solve_gurobi(program: Program, tasks, options: BackendOptions):
         m.Params.Threads = 1
         if options.time_limit is not None:
             m.Params.TimeLimit = float(options.time_limit)
-        vt = np.where(program.binary, gp.GRB.BINARY, gp.GRB.CONTINUOUS)
-        x = m.addMVar(program.n_vars, lb=program.lb, ub=program.ub, vtype=vt)
+        vt = [gp.GRB.BINARY if b else gp.GRB.CONTINUOUS for b in program.binary]
+        xd = m.addVars(program.n_vars, lb=program.lb.tolist(), ub=program.ub.tolist(), vtype=vt)
+        x = [xd[i] for i in range(program.n_vars)]
         A = program.A
-        if A.shape[0]:
-            eq, le = program.is_eq, ~program.is_eq
-            if eq.any():
-                m.addConstr(A[eq] @ x == program.rhs[eq])
-            if le.any():
-                m.addConstr(A[le] @ x <= program.rhs[le])
+        for r in range(A.shape[0]):
+            sl = slice(A.indptr[r], A.indptr[r + 1])
+            expr = gp.LinExpr(A.data[sl].tolist(), [x[j] for j in A.indices[sl]])
+            m.addLConstr(expr, gp.GRB.EQUAL if program.is_eq[r] else gp.GRB.LESS_EQUAL, float(program.rhs[r]))
         for s, a, b in program.bilinear:
-            m.addConstr(x[int(s)] == x[int(a)] * x[int(b)])
+            m.addQConstr(x[s] == x[a] * x[b])
         values, flags = [], []
         for j, sense in tasks:
             idx, coef, _ = program.objectives[j]
-            m.setObjective(
-                gp.quicksum(float(c) * x[int(i)] for i, c in zip(idx, coef)),
-                gp.GRB.MINIMIZE if sense > 0 else gp.GRB.MAXIMIZE,
-            )
+            m.setObjective(gp.LinExpr(coef.tolist(), [x[i] for i in idx]),
+                           gp.GRB.MINIMIZE if sense > 0 else gp.GRB.MAXIMIZE)
             try:
                 m.optimize()
             except gp.GurobiError as exc:

@@ -1,0 +1,55 @@
+"""The ``certkit mibp`` subcommand, its demo section, the data helper and the plot helper."""
+
+import argparse
+
+import numpy as np
+import pytest
+
+from certkit.mibp import _cli
+from certkit.mibp.plot import plot_certified_accuracy
+
+
+def test_run_prints_summary(capsys):
+    parser = argparse.ArgumentParser()
+    _cli.add_arguments(parser)
+    args = parser.parse_args(["--dataset", "iris2", "--epochs", "2", "--epsilon", "0.001", "--hidden", "4"])
+    assert _cli.run(args) == 0
+    out = capsys.readouterr().out
+    assert "certified accuracy" in out and "max width" in out
+    acc = float(out.split("certified accuracy")[1].split()[0])
+    assert 0.0 <= acc <= 1.0
+
+
+def test_demo_section():
+    text = _cli.demo(np.random.default_rng(0))
+    assert "certified acc" in text and "interval" in text
+    assert _cli.NAME == "mibp" and _cli.HELP
+
+
+@pytest.mark.parametrize("name", _cli.DATASETS)
+def test_load_data(name):
+    data = _cli.load_data(name, rng=0)
+    assert data.X.shape[0] == len(data.y) and data.X_test.shape[1] == data.X.shape[1]
+    if data.n_outputs == 1:
+        assert set(np.unique(data.y)) <= {-1, 1}
+    else:
+        assert set(np.unique(data.y)) == {0, 1, 2}
+    if name != "two_moons":
+        assert data.X.min() == 0.0 and data.X.max() == 1.0
+    with pytest.raises(ValueError, match="unknown dataset"):
+        _cli.load_data("mnist")
+
+
+def test_plot_certified_accuracy():
+    matplotlib = pytest.importorskip("matplotlib")
+    matplotlib.use("Agg")
+    ax = plot_certified_accuracy([1e-3, 1e-2], {"interval": [0.8, 0.5], "gurobi": [0.85, 0.6]}, title="t")
+    assert len(ax.lines) == 2 and ax.get_xscale() == "log" and ax.get_title() == "t"
+    with pytest.raises(ValueError, match="shape"):
+        plot_certified_accuracy([1e-3, 1e-2], {"a": [0.5]})
+    with pytest.raises(ValueError, match=r"\[0, 1\]"):
+        plot_certified_accuracy([1e-3], {"a": [1.5]})
+    with pytest.raises(ValueError, match="at least one"):
+        plot_certified_accuracy([1e-3], {})
+    with pytest.raises(ValueError, match=">= 0"):
+        plot_certified_accuracy([-1.0], {"a": [0.5]})
