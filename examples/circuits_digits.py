@@ -42,11 +42,12 @@ def load_digit_images(seed: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray
 
 def make_cnn(n_channels: int = 32):
     """conv(1->8) - ReLU - pool - conv(8->n_channels) - ReLU ("relu2") - pool - linear(-> 10)."""
-    import torch
+    from collections import OrderedDict
+
     from torch import nn
 
     return nn.Sequential(
-        dict_to_ordered(
+        OrderedDict(
             conv1=nn.Conv2d(1, 8, 3, padding=1),
             relu1=nn.ReLU(),
             pool1=nn.MaxPool2d(2),
@@ -56,13 +57,7 @@ def make_cnn(n_channels: int = 32):
             flat=nn.Flatten(),
             fc=nn.Linear(n_channels * 4, 10),
         )
-    ).to(torch.float32)
-
-
-def dict_to_ordered(**modules):
-    from collections import OrderedDict
-
-    return OrderedDict(modules)
+    )
 
 
 def train_cnn(X: np.ndarray, y: np.ndarray, *, seed: int = 0, epochs: int = 40):
@@ -130,6 +125,11 @@ def discover_circuits(
         masks = {"uncertified": rule.discover(), "smoothed": res.smoothed}
         for r in RADII:
             masks[f"certified r={r}"] = res.at_radius(r)[0]
+        # size-matched baseline: the top |certified r=max| channels by full-data score
+        size = int(masks[f"certified r={RADII[-1]}"].sum())
+        masks[f"full-data top-k, k = size of r={RADII[-1]}"] = (
+            ScoreRule(scores, top_k=size).discover() if size else np.zeros(scores.shape[1], bool)
+        )
         out.append(ClassCircuits(digit, masks, res.vote_fraction, res.certified_radius))
     return out
 
