@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import argparse
+import itertools
 import pickle
+import sys
 from collections import OrderedDict
 
 import numpy as np
 import pytest
 
 torch = pytest.importorskip("torch")
+
 from torch import nn  # noqa: E402
 
 from certkit.circuits import (  # noqa: E402
@@ -212,3 +215,27 @@ def test_cli_module_shape_and_demo(tmp_path, capsys):
     assert "components N" in out and "Decisions by radius" in out and "20" in out
     assert _cli.run(parser.parse_args(["--deletion-prob", "0.9", "--threshold", "1.0", "--radius", "2"])) == 0
     assert "poisson" in capsys.readouterr().out
+
+
+@pytest.mark.slow
+def test_digits_example_runs_end_to_end(tmp_path):
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[2] / "examples" / "circuits_digits.py"
+    spec = importlib.util.spec_from_file_location("circuits_digits_example", path)
+    example = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = example  # dataclasses need their module registered
+    try:
+        spec.loader.exec_module(example)
+    finally:
+        del sys.modules[spec.name]
+    plot = tmp_path / "circuits.png"
+    headers, rows = example.run(n_subsamples=300, plot_path=str(plot))
+    assert headers == ["circuit", "neurons", "clean", "noise", "rotation", "shift"]
+    table = {row[0]: row[1:] for row in rows}
+    assert table["full model"][1] > 0.9  # the CNN trains
+    sizes = [table[name][0] for name in ("smoothed", "certified r=1", "certified r=2", "certified r=5")]
+    assert all(a >= b for a, b in itertools.pairwise(sizes))  # certified circuits shrink with the radius
+    assert all(0.0 <= v <= 1.0 for row in rows for v in row[2:])
+    assert plot.stat().st_size > 10_000
