@@ -80,11 +80,20 @@ ScoresArray check_scores(const ScoresArray& scores) {
     return scores;
 }
 
+// With GCC on x86-64 Linux, gather_sum is also compiled for AVX2 and the
+// variant is picked at load time (ifunc).  Wider vectors change nothing in the
+// result: every column is still summed element by element in the same order.
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
+#define CERTKIT_AVX2_CLONE __attribute__((target_clones("avx2", "default")))
+#else
+#define CERTKIT_AVX2_CLONE
+#endif
+
 // acc[j] = sum over r of scores[rows[r], j], added from 0.0 in the order of
 // `rows`.  Eight rows are added per pass over the columns; the expression keeps
 // the sequential order of additions for every column, so the result is the
 // same as adding one row at a time, with far fewer loads and stores of acc.
-void gather_sum(const double* scores, std::int64_t n_components, const std::int64_t* rows, std::int64_t count,
+CERTKIT_AVX2_CLONE void gather_sum(const double* scores, std::int64_t n_components, const std::int64_t* rows, std::int64_t count,
                 double* __restrict acc) {
     std::fill(acc, acc + n_components, 0.0);
     std::int64_t r = 0;
