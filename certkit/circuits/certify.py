@@ -470,7 +470,9 @@ def certify_circuit(
 
     Notes
     -----
-    The certificate assumes ``discover`` is deterministic (fix its seeds inside).  The guarantee
+    The certificate assumes ``discover`` is deterministic (fix its seeds inside) and a function
+    of the *multiset* of examples it receives: their order (draw order for uniform subsamples,
+    dataset order for Poisson deletion) must not matter beyond floating-point rounding.  The guarantee
     is on the *smoothed* circuit: with probability ``confidence_level`` over the subsamples, for
     every component with ``certified_radius >= r`` and every concept dataset :math:`S'` within
     edit distance :math:`r`, the smoothed decision on :math:`S'` equals the reported one.
