@@ -39,3 +39,15 @@ def test_demo_is_deterministic_and_lists_methods():
     assert strip(a) == strip(b)
     for name in ("RCP1", "noisy CP", "BinCP"):
         assert name in a
+
+
+def test_plugs_into_the_certkit_command(monkeypatch, capsys):
+    from certkit import cli
+
+    monkeypatch.setattr(cli, "_COMMANDS", (*cli._COMMANDS, "certkit.conformal._cli"))
+    assert cli.main(["conformal", "--method", "rcp1", "--attack-steps", "0", "--sigma", "0.5",
+                     "--radius", "0.25", "--confidence-level", "0.8"]) == 0
+    out = capsys.readouterr().out
+    assert "RCP1" in out and "confidence_level=0.8" in out and "no attack" in out
+    assert cli.main(["demo", "--only", "conformal"]) == 0
+    assert "== conformal" in capsys.readouterr().out

@@ -162,3 +162,39 @@ def test_multi_sample_baselines_hold_under_worst_case(method):
                                            label_scale=10.0)
     assert mean >= 1 - ALPHA - 3 * se
     assert size < 2.0
+
+
+@pytest.mark.slow
+def test_three_class_linear_under_smoothed_pgd():
+    # the spec's reference setting: 3 classes, linear model, sigma = 0.5, alpha = 0.1, attacked by EOT-PGD
+    torch = pytest.importorskip("torch")
+    from certkit.conformal.attacks import smoothed_pgd
+
+    sigma, radius = 0.5, 0.5
+    rng = np.random.default_rng(7)
+    W = rng.normal(size=(3, 4))
+    net = torch.nn.Linear(4, 3, bias=False).double()
+    with torch.no_grad():
+        net.weight.copy_(torch.as_tensor(1.5 * W))
+
+    def sample(n):
+        X = rng.normal(size=(n, 4))
+        logits = 1.5 * X @ W.T
+        p = np.exp(logits - logits.max(1, keepdims=True))
+        p /= p.sum(1, keepdims=True)
+        return X, (rng.uniform(size=(n, 1)) > np.cumsum(p, axis=1)).sum(axis=1)
+
+    covs, covs_u = [], []
+    for _ in range(40):
+        Xc, yc = sample(400)
+        Xt, yt = sample(500)
+        Xa = smoothed_pgd(net, Xt, yt, radius, sigma, steps=10, n_noise=8, output="logits", rng=rng)
+        rcp = RCP1Classifier(net, output="logits", sigma=sigma, radius=radius, rng=rng).calibrate(Xc, yc)
+        cp = SplitConformalClassifier(net, output="logits", noise="gaussian", sigma=sigma, rng=rng)
+        cp.calibrate(Xc, yc)
+        covs.append(coverage(rcp.predict_set(Xa), yt))
+        covs_u.append(coverage(cp.predict_set(Xa), yt))
+    se = np.std(covs, ddof=1) / np.sqrt(len(covs))
+    se_u = np.std(covs_u, ddof=1) / np.sqrt(len(covs_u))
+    assert np.mean(covs) >= 1 - ALPHA - 3 * se
+    assert np.mean(covs_u) < 1 - ALPHA - 3 * se_u
