@@ -167,18 +167,36 @@ class Builder:
         return self.as_var(e)
 
     # -- nonlinear pieces ---------------------------------------------------------------
+    @staticmethod
+    def _row(*parts: tuple[Lin | int, float]) -> tuple[dict[int, float], float]:
+        """Terms and constant of ``Σ c * part`` (a part is an expression or a variable index)."""
+        terms: dict[int, float] = {}
+        const = 0.0
+        for part, c in parts:
+            if isinstance(part, Lin):
+                const += c * part.const
+                for k, v in part.terms.items():
+                    terms[k] = terms.get(k, 0.0) + c * v
+            else:
+                terms[part] = terms.get(part, 0.0) + c
+        return terms, const
+
+    def _le(self, *parts: tuple[Lin | int, float], rhs: float = 0.0) -> None:
+        """``Σ c * part <= rhs``."""
+        terms, const = self._row(*parts)
+        self.add_row(terms, rhs - const)
+
     def _binary_times(self, d: int, e: Lin) -> Lin:
-        b = self.as_var(e)
-        if b.is_const:
-            return Lin({d: b.const})
-        (bi,) = b.terms
-        bL, bU = self.lb[bi], self.ub[bi]
+        """``s = δ e`` for a binary ``δ`` by four big-M inequalities (exact)."""
+        if e.is_const:
+            return Lin({d: e.const})
+        bL, bU = self.bounds(e)
         s = self.var(min(0.0, bL), max(0.0, bU))
         (si,) = s.terms
-        self.add_row({si: 1.0, d: -bU}, 0.0)
-        self.add_row({si: -1.0, d: bL}, 0.0)
-        self.add_row({si: 1.0, bi: -1.0, d: -bL}, -bL)
-        self.add_row({si: -1.0, bi: 1.0, d: bU}, bU)
+        self._le((si, 1.0), (d, -bU))  # s <= u δ
+        self._le((si, -1.0), (d, bL))  # s >= l δ
+        self._le((si, 1.0), (e, -1.0), (d, -bL), rhs=-bL)  # s <= e - l (1 - δ)
+        self._le((si, -1.0), (e, 1.0), (d, bU), rhs=bU)  # s >= e - u (1 - δ)
         return s
 
     def mul(self, e1: Lin, e2: Lin) -> Lin:
@@ -209,19 +227,17 @@ class Builder:
 
     def relu(self, z: Lin) -> tuple[Lin, Lin]:
         """``h = max(z, 0)`` and the derivative indicator ``δ = [z > 0]`` (either value at ``z = 0``)."""
-        zv = self.as_var(z)
-        lo, hi = self.bounds(zv)
+        lo, hi = self.bounds(z)
         if lo > 0:
-            return zv, Lin(const=1.0)
+            return self.as_var(z), Lin(const=1.0)
         if hi <= 0:
             return Lin(), Lin()
-        (zi,) = zv.terms
         d = self.binary()
         h = self.var(0.0, hi)
-        (di,), (hi_,) = d.terms, h.terms
-        self.add_row({zi: 1.0, hi_: -1.0}, 0.0)  # h >= z
-        self.add_row({hi_: 1.0, zi: -1.0, di: -lo}, -lo)  # h <= z - l (1 - δ)
-        self.add_row({hi_: 1.0, di: -hi}, 0.0)  # h <= u δ
+        (di,), (hv,) = d.terms, h.terms
+        self._le((z, 1.0), (hv, -1.0))  # h >= z
+        self._le((hv, 1.0), (z, -1.0), (di, -lo), rhs=-lo)  # h <= z - l (1 - δ)
+        self._le((hv, 1.0), (di, -hi))  # h <= u δ
         return h, d
 
     def positive(self, v: Lin) -> Lin:

@@ -5,7 +5,15 @@ import itertools
 import numpy as np
 import pytest
 
-from certkit.mibp import MLP, Budget, FeatureBox, GurobiLicenseError, OrdinalShift, certified_training
+from certkit.mibp import (
+    MLP,
+    Budget,
+    FeatureBox,
+    GurobiLicenseError,
+    MissingValues,
+    OrdinalShift,
+    certified_training,
+)
 from certkit.mibp._certify import _output_program
 from certkit.mibp._interval import interval_forward
 from certkit.mibp._solvers import BackendOptions, gurobi_size_limited, solve_program
@@ -196,6 +204,7 @@ def test_backends_sound_monte_carlo(backend, formulation, assert_sound):
         ([2, 3, 1], "mse", FeatureBox(0.05)),
         ([2, 3, 1], "hinge", Budget(FeatureBox(0.2), 1)),
         ([2, 3, 1], "hinge", OrdinalShift([0], shifts=(0, 1), points=[0, 2]) & FeatureBox(0.02)),
+        ([2, 3, 1], "hinge", MissingValues(np.eye(4, 2, dtype=bool), lower=-1.0, upper=1.0)),
     ],
 )
 @pytest.mark.parametrize("formulation", ["joint", "decomposed"])
@@ -277,8 +286,8 @@ def test_exact_output_bounds_equal_vertex_enumeration(backend):
 
 
 def _large_joint_args():
-    X, y = _data(12, rng=0)
-    return MLP.random([2, 4, 1], rng=0), X, y
+    X, y = _data(30, rng=0)
+    return MLP.random([2, 6, 1], rng=0), X, y
 
 
 def test_gurobi_licence_limit_gives_clear_error():
@@ -342,3 +351,15 @@ def test_time_limit_uses_dual_bound():
     # an early stop can only loosen the box (dual bounds), never cut into the exact one
     assert np.all(res.lower[2].to_vector() <= full.lower[2].to_vector() + SOLVER_TOL)
     assert np.all(res.upper[2].to_vector() >= full.upper[2].to_vector() - SOLVER_TOL)
+
+
+def test_parallel_executor_matches_serial():
+    X, y = _data(4, rng=8)
+    model = MLP.random([2, 3, 1], rng=8)
+    kwargs = dict(perturbation=FeatureBox(0.05), epochs=2, learning_rate=0.3, backend="gurobi")
+    for formulation in ("decomposed", "joint"):
+        serial = certified_training(model, X, y, formulation=formulation, **kwargs)
+        parallel = certified_training(model, X, y, formulation=formulation, executor=2, **kwargs)
+        for a, b in zip(serial.bounds, parallel.bounds):
+            np.testing.assert_array_equal(a[0].to_vector(), b[0].to_vector())
+            np.testing.assert_array_equal(a[1].to_vector(), b[1].to_vector())
