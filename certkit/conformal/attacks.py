@@ -19,6 +19,14 @@ from certkit.conformal._model import OUTPUTS, _import_torch
 __all__ = ["smoothed_pgd"]
 
 
+def _is_logits(raw: Any, output: str) -> bool:
+    if output != "auto":
+        return output == "logits"
+    with _import_torch().no_grad():
+        is_prob = bool((raw >= 0).all() and (raw <= 1).all() and ((raw.sum(dim=1) - 1).abs() < 1e-4).all())
+    return not is_prob
+
+
 def smoothed_pgd(
     model: Any,
     X: Any,
@@ -29,7 +37,7 @@ def smoothed_pgd(
     steps: int = 20,
     n_noise: int = 16,
     step_size: float | None = None,
-    output: str = "probabilities",
+    output: str = "auto",
     clip: tuple[float, float] | None = None,
     batch_size: int = 256,
     device: Any = "cpu",
@@ -64,8 +72,9 @@ def smoothed_pgd(
         Noise draws per step (expectation over transformation).
     step_size : float, optional
         ℓ2 length of each step; default ``2.5 * radius / steps``.
-    output : {"probabilities", "logits"}, default "probabilities"
-        What the model returns.
+    output : {"auto", "probabilities", "logits"}, default "auto"
+        What the model returns; ``"auto"`` treats outputs with entries in [0, 1] and rows summing to 1
+        as probabilities and anything else as logits.
     clip : (float, float), optional
         Box the perturbed inputs must stay in (e.g. ``(0, 1)`` for images).
     batch_size : int, default 256
@@ -89,7 +98,7 @@ def smoothed_pgd(
     steps = check_integer(steps, "steps", minimum=1)
     n_noise = check_integer(n_noise, "n_noise", minimum=1)
     batch_size = check_integer(batch_size, "batch_size", minimum=1)
-    check_in_options(output, "output", OUTPUTS)
+    check_in_options(output, "output", ("auto", *OUTPUTS))
     step = 2.5 * radius / steps if step_size is None else check_positive(step_size, "step_size")
     if clip is not None:
         lo, hi = (float(c) for c in clip)
@@ -118,7 +127,7 @@ def smoothed_pgd(
                 eps = (torch.randn((n_noise, *x0.shape), generator=gen, dtype=dtype) * sigma).to(device)
                 inputs = ((x0 + delta).unsqueeze(0) + eps).reshape(n_noise * b, *feat)
                 raw = model(inputs)
-                probs = torch.softmax(raw, dim=1) if output == "logits" else raw
+                probs = torch.softmax(raw, dim=1) if _is_logits(raw, output) else raw
                 p_true = probs.reshape(n_noise, b, -1).gather(2, yb.view(1, b, 1).expand(n_noise, b, 1))
                 loss = -torch.log(p_true.mean(dim=0).clamp_min(1e-12)).sum()
                 (grad,) = torch.autograd.grad(loss, delta)

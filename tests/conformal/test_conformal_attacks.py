@@ -69,3 +69,18 @@ def test_attack_radius_zero_clip_and_errors():
         smoothed_pgd(net, X, y, 0.1, 0.1, clip=(1.0, 0.0))
     with pytest.raises(ValueError, match="inconsistent"):
         smoothed_pgd(net, X, y[:3], 0.1, 0.1)
+
+
+def test_output_auto_detects_logits_and_probabilities():
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(16, 3))
+    y = (X @ W > 0).astype(int)
+    net = _linear_net()
+    prob_net = torch.nn.Sequential(_linear_net(), torch.nn.Softmax(dim=1))
+    a = smoothed_pgd(net, X, y, 0.3, 0.2, steps=5, n_noise=4, rng=0)
+    b = smoothed_pgd(net, X, y, 0.3, 0.2, steps=5, n_noise=4, output="logits", rng=0)
+    c = smoothed_pgd(prob_net, X, y, 0.3, 0.2, steps=5, n_noise=4, rng=0)
+    np.testing.assert_array_equal(a, b)
+    np.testing.assert_allclose(a, c, atol=1e-5)
+    with pytest.raises(ValueError, match="output"):
+        smoothed_pgd(net, X, y, 0.3, 0.2, output="scores")
