@@ -197,3 +197,16 @@ def test_regressor_and_risk_bad_inputs():
     crc = make().calibrate(X, y)
     assert crc.predict(X).shape == (200, 2)
     assert 0 <= crc.risk(X, y) <= 1
+
+
+def test_evaluate_sets_counts_passes_and_matches_metrics():
+    from certkit.conformal import evaluate_sets, evaluation_table
+
+    X, y = _data(300)
+    est = BinCPClassifier(MODEL, sigma=0.25, radius=0.1, n_samples=16, rng=0).calibrate(X, y)
+    res = evaluate_sets(est, X[:50], y[:50], X_attacked=X[:50], method="bincp")
+    assert res.forward_passes == 16.0 and res.method == "bincp"
+    assert 0 <= res.coverage <= 1 and 0 <= res.attacked_coverage <= 1 and res.set_size >= 0
+    assert "bincp" in res.summary() and "bincp" in evaluation_table([res])
+    plain = evaluate_sets(SplitConformalClassifier(MODEL, rng=0).calibrate(X, y), X, y)
+    assert plain.forward_passes == 1.0 and np.isnan(plain.attacked_coverage)
