@@ -169,7 +169,6 @@ def main(argv: list[str] | None = None) -> None:
     t_idx, _ = best_time(
         lambda: _core.subsample_indices(N_EXAMPLES, SUBSAMPLE, N_SUBSAMPLES, False, SEED), reps
     )
-    gen = np.random.default_rng(SEED)
     t_arg, _ = best_time(lambda: numpy_indices_argpartition(gen, N_EXAMPLES, SUBSAMPLE, N_SUBSAMPLES), reps)
     t_perm, _ = best_time(lambda: numpy_indices_permuted(gen, N_EXAMPLES, SUBSAMPLE, N_SUBSAMPLES), reps)
     name, t_np = ("argpartition", t_arg) if t_arg <= t_perm else ("permuted", t_perm)
