@@ -564,6 +564,8 @@ def test_type_errors():
         _core.subsample_votes(SCORES, "without_replacement", 3)
     with pytest.raises(TypeError):
         _core.subsample_votes(SCORES, m=3, top_k=1)  # n_subsamples and seed are required
+    with pytest.raises(TypeError):  # seeds are 63-bit
+        _core.subsample_indices(5, 2, 3, False, 2**63)
 
 
 def test_accepts_non_contiguous_and_other_dtypes():
