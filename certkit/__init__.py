@@ -11,6 +11,9 @@ Capabilities live in submodules that are imported on first use, so that
 ``certkit.conformal``     RCP1 robust conformal prediction
 ``certkit.circuits``      certified circuits
 ========================  ====================================================
+
+The entry points ``certkit.certified_training``, ``certkit.RCP1Classifier`` and
+``certkit.certify_circuit`` are re-exported here.
 """
 
 from __future__ import annotations
@@ -29,14 +32,23 @@ except ImportError as exc:  # pragma: no cover - exercised only on a broken inst
         "(needs a C++17 compiler; scikit-build-core and pybind11 are fetched by pip)."
     ) from exc
 
-_SUBMODULES = ("stats", "parallel", "datasets", "mibp", "conformal", "circuits", "plot")
+_SUBMODULES = ("stats", "parallel", "datasets", "mibp", "conformal", "circuits")
 
-__all__ = ["__version__", *_SUBMODULES]
+# The entry point of each capability, re-exported at the top level (imported on first use).
+_ENTRY_POINTS = {
+    "certified_training": "mibp",
+    "RCP1Classifier": "conformal",
+    "certify_circuit": "circuits",
+}
+
+__all__ = ["__version__", *_SUBMODULES, *_ENTRY_POINTS]
 
 
 def __getattr__(name: str) -> Any:
     if name in _SUBMODULES:
         return importlib.import_module(f"certkit.{name}")
+    if name in _ENTRY_POINTS:
+        return getattr(importlib.import_module(f"certkit.{_ENTRY_POINTS[name]}"), name)
     raise AttributeError(f"module 'certkit' has no attribute {name!r}")
 
 

@@ -31,6 +31,17 @@ def test_submodules_are_lazy_attributes():
         certkit.nonexistent  # noqa: B018
 
 
+def test_entry_points_are_reexported():
+    from certkit.circuits import certify_circuit
+    from certkit.conformal import RCP1Classifier
+    from certkit.mibp import certified_training
+
+    assert certkit.certified_training is certified_training
+    assert certkit.RCP1Classifier is RCP1Classifier
+    assert certkit.certify_circuit is certify_circuit
+    assert {"certified_training", "RCP1Classifier", "certify_circuit"} <= set(dir(certkit))
+
+
 def test_import_without_compiled_core_says_how_to_build():
     code = (
         "import sys\n"
