@@ -3,12 +3,14 @@ backend/formulation against the interval-arithmetic baseline measured in the sam
 
 Data sets (spec): two moons (100 train, noise 0.1, 200 test), Iris 2-class (versicolor/virginica) and
 3-class, Breast Cancer (30 features); 2-layer ReLU MLP, hinge loss, full-batch GD, feature-box ε in
-{1e-4, 1e-3, 1e-2} (Iris also 0.3).  The default run takes a few minutes on 2 cores: program backends
-run where the per-sample programs fit the pip Gurobi licence (two moons, Iris 2-class) and are skipped
-with a reason elsewhere; ``--full`` adds SCIP / MILP / joint runs, more epochs and all data sets.
+{1e-4, 1e-3, 1e-2} (Iris also 0.3).  The default run takes a few minutes on 2 cores: exact decomposed
+Gurobi runs where the per-sample programs fit the pip Gurobi licence (two moons; Iris at some ε) and the
+other cells are interval-only, with a note; ``--full`` runs Gurobi, SCIP, MILP and LP (decomposed) and
+the joint exact formulations for every data set and ε (hours; the joint ones need a full Gurobi licence).
 
     python benchmarks/mibp.py                       # quick
     python benchmarks/mibp.py --seeds 10 --full     # closer to the paper's protocol (hours)
+    python benchmarks/mibp.py --datasets two_moons --workers 2
 """
 
 from __future__ import annotations
@@ -28,17 +30,39 @@ EPSILONS = {
     "iris3": (1e-4, 1e-3, 1e-2, 0.3),
     "breast_cancer": (1e-4, 1e-3, 1e-2),
 }
+# hidden units, learning rate and epochs per data set (features of the tabular sets are scaled to [0, 1])
+SETTINGS = {
+    "two_moons": (16, 0.1, 6),
+    "iris2": (8, 0.5, 6),
+    "iris3": (8, 0.5, 6),
+    "breast_cancer": (8, 0.2, 6),
+}
+# quick mode: (backend, formulation, epsilons or None for all)
 QUICK_PROGRAMS = {
-    "two_moons": [("gurobi", "decomposed"), ("lp", "decomposed")],
-    "iris2": [("gurobi", "decomposed")],
+    "two_moons": [("gurobi", "decomposed", None)],
+    "iris2": [("gurobi", "decomposed", (1e-4, 1e-2))],
+    "iris3": [("gurobi", "decomposed", (1e-4,))],
 }
 FULL_PROGRAMS = [
-    ("gurobi", "decomposed"),
-    ("scip", "decomposed"),
-    ("milp", "decomposed"),
-    ("lp", "decomposed"),
-    ("gurobi", "joint"),
-    ("scip", "joint"),
+    ("gurobi", "decomposed", None),
+    ("scip", "decomposed", None),
+    ("milp", "decomposed", None),
+    ("lp", "decomposed", None),
+    ("gurobi", "joint", None),
+    ("scip", "joint", None),
+]
+HEADERS = [
+    "dataset",
+    "eps",
+    "backend",
+    "form.",
+    "nominal acc",
+    "cert. acc",
+    "s/epoch",
+    "mean width",
+    "width/interval",
+    "time/interval",
+    "early stops",
 ]
 
 
@@ -74,19 +98,34 @@ def main() -> None:
     )
     parser.add_argument("--datasets", nargs="+", default=list(EPSILONS), choices=list(EPSILONS))
     parser.add_argument("--seeds", type=int, default=1, help="seeds (data split + initialisation); paper: 10")
-    parser.add_argument("--epochs", type=int, default=None, help="default 4 (quick) / 10 (--full)")
-    parser.add_argument("--hidden", type=int, default=8)
-    parser.add_argument("--learning-rate", type=float, default=0.1)
+    parser.add_argument("--epochs", type=int, default=None, help="override the per-data-set epochs")
+    parser.add_argument("--hidden", type=int, default=None, help="override the per-data-set hidden units")
+    parser.add_argument(
+        "--learning-rate", type=float, default=None, help="override the per-data-set step size"
+    )
     parser.add_argument("--time-limit", type=float, default=None, help="seconds per solve")
     parser.add_argument("--workers", type=int, default=None, help="worker processes for the solves")
-    parser.add_argument("--full", action="store_true", help="all program backends on all data sets")
+    parser.add_argument("--full", action="store_true", help="all program backends on all data sets and ε")
     args = parser.parse_args()
-    epochs = args.epochs or (10 if args.full else 4)
-    rows, notes = [], []
+    rows, notes, used = [], [], []
     for name in args.datasets:
+        hidden, lr, epochs = SETTINGS[name]
+        hidden = args.hidden or hidden
+        lr = args.learning_rate or lr
+        epochs = args.epochs or epochs
+        used.append(f"{name}: {hidden} hidden, lr {lr}, {epochs} epochs")
+        programs = FULL_PROGRAMS if args.full else QUICK_PROGRAMS.get(name, [])
+        if not programs:
+            notes.append(
+                f"{name}: program backends not run in the quick mode (per-sample programs exceed the "
+                "pip Gurobi licence and SCIP needs hours; use --full)"
+            )
         for eps in EPSILONS[name]:
-            programs = FULL_PROGRAMS if args.full else QUICK_PROGRAMS.get(name, [])
-            configs = [("interval", "-"), *programs]
+            configs = [("interval", "-")] + [(b, f) for b, f, sel in programs if sel is None or eps in sel]
+            if programs and len(configs) == 1:
+                notes.append(
+                    f"{name} ε={eps:g}: program backends skipped in the quick mode (time); use --full"
+                )
             results: dict = {c: [] for c in configs}
             for seed in range(args.seeds):
                 data = load_data(name, rng=seed)
@@ -99,17 +138,17 @@ def main() -> None:
                             eps,
                             backend,
                             "decomposed" if formulation == "-" else formulation,
-                            hidden=args.hidden,
+                            hidden=hidden,
                             epochs=epochs,
-                            lr=args.learning_rate,
+                            lr=lr,
                             seed=seed,
                             time_limit=args.time_limit,
                             workers=args.workers,
                         )
                     except GurobiLicenseError:
                         notes.append(
-                            f"{name} ε={eps:g} {backend}/{formulation}: exceeds the size-limited Gurobi "
-                            "licence (use --full with scip, or a full licence)"
+                            f"{name} ε={eps:g} {backend}/{formulation}: a step program exceeds the "
+                            "size-limited Gurobi licence (use scip or a full licence)"
                         )
                         results.pop((backend, formulation))
                         continue
@@ -117,10 +156,11 @@ def main() -> None:
             base = results["interval", "-"]
             b_width = np.mean([r["width"] for r in base])
             b_time = np.mean([r["s_per_epoch"] for r in base])
+            block = []
             for (backend, formulation), rs in results.items():
                 width = np.mean([r["width"] for r in rs])
                 spe = np.mean([r["s_per_epoch"] for r in rs])
-                rows.append(
+                block.append(
                     [
                         name,
                         f"{eps:g}",
@@ -130,56 +170,16 @@ def main() -> None:
                         np.mean([r["certified"] for r in rs]),
                         spe,
                         width,
-                        width / b_width,
+                        width / b_width if b_width > 0 else float("nan"),
                         spe / b_time if b_time > 0 else float("nan"),
                         sum(r["not_optimal"] for r in rs),
                     ]
                 )
-            if not programs:
-                notes.append(
-                    f"{name} ε={eps:g}: program backends not run in the quick mode (per-sample programs "
-                    "exceed the pip Gurobi licence; use --full)"
-                )
-            print(
-                format_table(
-                    [
-                        "dataset",
-                        "eps",
-                        "backend",
-                        "form.",
-                        "nominal acc",
-                        "cert. acc",
-                        "s/epoch",
-                        "mean width",
-                        "width/interval",
-                        "time/interval",
-                        "early stops",
-                    ],
-                    rows[-len(results) :],
-                ),
-                flush=True,
-            )
+            rows.extend(block)
+            print(format_table(HEADERS, block), flush=True)
     print()
-    print(
-        format_table(
-            [
-                "dataset",
-                "eps",
-                "backend",
-                "form.",
-                "nominal acc",
-                "cert. acc",
-                "s/epoch",
-                "mean width",
-                "width/interval",
-                "time/interval",
-                "early stops",
-            ],
-            rows,
-            title=f"MIBP certified training: {args.seeds} seed(s), {epochs} epochs, 2-layer MLP with "
-            f"{args.hidden} hidden units, lr {args.learning_rate}",
-        )
-    )
+    title = f"MIBP certified training (hinge loss, feature box ε), {args.seeds} seed(s); " + "; ".join(used)
+    print(format_table(HEADERS, rows, title=title))
     for note in dict.fromkeys(notes):
         print("note:", note)
 
