@@ -107,7 +107,8 @@ class Program:
 class Builder:
     """Accumulates variables and constraints; see the module docstring."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, tighten: bool = False) -> None:
+        self.tighten = tighten
         self.lb: list[float] = []
         self.ub: list[float] = []
         self.is_binary: list[bool] = []
@@ -225,11 +226,38 @@ class Builder:
         self.bilinear.append((next(iter(s.terms)), ai, bi))
         return s
 
-    def relu(self, z: Lin) -> tuple[Lin, Lin]:
-        """``h = max(z, 0)`` and the derivative indicator ``δ = [z > 0]`` (either value at ``z = 0``)."""
-        lo, hi = self.bounds(z)
+    def tightened_bounds(self, exprs: list[Lin]) -> list[tuple[float, float]]:
+        """Interval bounds of ``exprs``, tightened by the LP relaxation of the program so far when enabled.
+
+        The LP (McCormick envelopes, relaxed binaries) contains every feasible point of the
+        constraints written so far, so its padded optimal values are sound bounds.
+        """
+        bounds = [self.bounds(e) for e in exprs]
+        todo = [j for j, (lo, hi) in enumerate(bounds) if lo < 0 < hi]
+        if not self.tighten or not todo:
+            return bounds
+        from certkit.mibp._solvers import BackendOptions, solve_program
+
+        program = self.finish([exprs[j] for j in todo])
+        tasks = [(i, s) for i in range(len(todo)) for s in (1, -1)]
+        values = solve_program(program, tasks, BackendOptions("lp"))["bounds"]
+        for i, j in enumerate(todo):
+            lo, hi = bounds[j]
+            bounds[j] = (max(lo, values[2 * i]), min(hi, values[2 * i + 1]))
+        return bounds
+
+    def relu(self, z: Lin, bounds: tuple[float, float] | None = None) -> tuple[Lin, Lin]:
+        """``h = max(z, 0)`` and the derivative indicator ``δ = [z > 0]`` (either value at ``z = 0``).
+
+        ``bounds`` are sound bounds on ``z`` (default: its interval bounds).
+        """
+        lo, hi = self.bounds(z) if bounds is None else bounds
         if lo > 0:
-            return self.as_var(z), Lin(const=1.0)
+            h = self.as_var(z)
+            if len(h.terms) == 1 and h.const == 0.0:
+                (k,) = h.terms
+                self.lb[k], self.ub[k] = max(self.lb[k], lo), min(self.ub[k], hi)
+            return h, Lin(const=1.0)
         if hi <= 0:
             return Lin(), Lin()
         d = self.binary()
@@ -240,9 +268,9 @@ class Builder:
         self._le((hv, 1.0), (di, -hi))  # h <= u δ
         return h, d
 
-    def positive(self, v: Lin) -> Lin:
-        """Indicator ``a = [v > 0]`` (either value at ``v = 0``)."""
-        lo, hi = self.bounds(v)
+    def positive(self, v: Lin, bounds: tuple[float, float] | None = None) -> Lin:
+        """Indicator ``a = [v > 0]`` (either value at ``v = 0``); ``bounds`` are sound bounds on ``v``."""
+        lo, hi = self.bounds(v) if bounds is None else bounds
         if lo > 0:
             return Lin(const=1.0)
         if hi <= 0:
@@ -322,7 +350,7 @@ class Builder:
                 for o in range(len(W[layer]))
             ]
             if layer < n_layers - 1:
-                pairs = [self.relu(zo) for zo in z]
+                pairs = [self.relu(zo, zb) for zo, zb in zip(z, self.tightened_bounds(z))]
                 h = [p[0] for p in pairs]
                 deltas.append([p[1] for p in pairs])
                 acts.append(h)
@@ -349,15 +377,16 @@ class Builder:
             return [(fo - float(yo)) * 2.0 for fo, yo in zip(f, np.atleast_1d(y))]
         if len(f) == 1:
             yv = float(y)
-            a = self.positive((f[0] * -yv) + 1.0)
-            return [a * -yv]
+            v = (f[0] * -yv) + 1.0
+            return [self.positive(v, self.tightened_bounds([v])[0]) * -yv]
         yc = int(y)
         g = [Lin() for _ in f]
-        for c in range(len(f)):
-            if c != yc:
-                a = self.positive(f[c] - f[yc] + 1.0)
-                g[c] = a
-                g[yc] = g[yc] - a
+        others = [c for c in range(len(f)) if c != yc]
+        vs = [f[c] - f[yc] + 1.0 for c in others]
+        for c, v, vb in zip(others, vs, self.tightened_bounds(vs)):
+            a = self.positive(v, vb)
+            g[c] = a
+            g[yc] = g[yc] - a
         return g
 
     # -- output -------------------------------------------------------------------------
@@ -406,9 +435,9 @@ def _flat(W: list, b: list) -> list[Lin]:
     return theta
 
 
-def build_joint(lower, upper, sets, y, loss: str, learning_rate: float) -> Program:
+def build_joint(lower, upper, sets, y, loss: str, learning_rate: float, *, tighten: bool = False) -> Program:
     """One program over all samples with shared θ; objective ``p`` is ``θ'_p``."""
-    bld = Builder()
+    bld = Builder(tighten=tighten)
     W, b = bld.parameters(lower, upper)
     theta = _flat(W, b)
     n = len(y)
@@ -429,9 +458,11 @@ def build_joint(lower, upper, sets, y, loss: str, learning_rate: float) -> Progr
     return bld.finish([t - s * c for t, s in zip(theta, total)])
 
 
-def build_decomposed(lower, upper, sets, k: int, y_k, loss: str, learning_rate: float) -> Program:
+def build_decomposed(
+    lower, upper, sets, k: int, y_k, loss: str, learning_rate: float, *, tighten: bool = False
+) -> Program:
     """Program for sample ``k`` alone (own copy of θ); objective ``p`` is ``θ_p - λ g_{k,p}``."""
-    bld = Builder()
+    bld = Builder(tighten=tighten)
     W, b = bld.parameters(lower, upper)
     theta = _flat(W, b)
     x = bld.inputs(sets, k, None)

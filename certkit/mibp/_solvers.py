@@ -41,6 +41,7 @@ class BackendOptions:
     backend: str
     time_limit: float | None = None
     solver: str | None = None
+    tighten: bool = False
 
 
 def _pad_bound(value: float, sense: int, extra: float = 0.0) -> float:
@@ -207,8 +208,10 @@ def _solve_gurobi(program: Program, tasks, options: BackendOptions):
         values, flags = [], []
         for j, sense in tasks:
             idx, coef, _ = program.objectives[j]
-            m.setObjective(gp.LinExpr(coef.tolist(), [x[i] for i in idx]),
-                           gp.GRB.MINIMIZE if sense > 0 else gp.GRB.MAXIMIZE)
+            m.setObjective(
+                gp.LinExpr(coef.tolist(), [x[i] for i in idx]),
+                gp.GRB.MINIMIZE if sense > 0 else gp.GRB.MAXIMIZE,
+            )
             try:
                 m.optimize()
             except gp.GurobiError as exc:

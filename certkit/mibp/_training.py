@@ -157,6 +157,7 @@ def certified_training(
     formulation: str = "decomposed",
     time_limit: float | None = None,
     solver: str | None = None,
+    tighten_bounds: bool = False,
     executor: Any = None,
     progress: bool | str = False,
 ) -> CertifiedTrainingResult:
@@ -191,6 +192,13 @@ def certified_training(
         Seconds per solve; a solve stopped early contributes its dual bound.
     solver : str, optional
         cvxpy solver for ``milp`` / ``lp`` (default ``"HIGHS"``).
+    tighten_bounds : bool
+        Tighten the bounds of every uncertain ReLU pre-activation and hinge term by the LP relaxation
+        of the program written so far (optimisation-based bound tightening, HiGHS through cvxpy)
+        before encoding it: fewer binaries and tighter big-M constants at the cost of 2 LPs per
+        uncertain unit.  With one hidden layer the LP cannot improve the first-layer bounds (each is
+        a sum of independent products), so the gain comes from the hinge terms and deeper layers.
+        Program backends only.
     executor : None, int or executor-like
         Runs the independent solves in parallel (see :mod:`certkit.parallel`).
     progress : bool or str
@@ -220,8 +228,12 @@ def certified_training(
     if time_limit is not None:
         time_limit = check_positive(time_limit, "time_limit")
     _check_backend(backend, solver)
+    if not isinstance(tighten_bounds, bool):
+        raise TypeError(f"tighten_bounds must be True or False, got {type(tighten_bounds).__name__}")
+    if tighten_bounds and backend != "interval":
+        _check_backend("lp", None)
     sets = perturbation.sets(X)
-    options = BackendOptions(backend, time_limit, solver)
+    options = BackendOptions(backend, time_limit, solver, tighten_bounds)
 
     nominal_path = model.train(X, y_fit, loss=loss, epochs=epochs, learning_rate=lr)
     lowers, uppers, seconds, stats = [model], [model], [], []
@@ -280,7 +292,7 @@ def _stats(results: list[dict], programs: int) -> dict:
 
 def _solve_epoch_joint(lower, upper, sets, y, loss, lr, options, executor, desc):
     m = lower.n_params
-    program = build_joint(lower, upper, sets, y, loss, lr)
+    program = build_joint(lower, upper, sets, y, loss, lr, tighten=options.tighten)
     parts = 1 if executor is None else min(2 * m, 32)
     chunks = _chunks(m, parts)
     results = parallel_map(
@@ -298,9 +310,12 @@ def _solve_epoch_decomposed(lower, upper, sets, y, loss, lr, options, executor, 
     n = len(y)
     budgeted = sets.budget is not None and sets.budget < n
     exact = InputSets.exact(sets.nominal)
-    programs = [build_decomposed(lower, upper, sets, k, y[k], loss, lr) for k in range(n)]
+    tight = options.tighten
+    programs = [build_decomposed(lower, upper, sets, k, y[k], loss, lr, tighten=tight) for k in range(n)]
     if budgeted:
-        programs += [build_decomposed(lower, upper, exact, k, y[k], loss, lr) for k in range(n)]
+        programs += [
+            build_decomposed(lower, upper, exact, k, y[k], loss, lr, tighten=tight) for k in range(n)
+        ]
     tasks = _chunks(m, 1)[0]
     results = parallel_map(
         _solve_item, [(p, tasks, options) for p in programs], executor=executor, progress=desc

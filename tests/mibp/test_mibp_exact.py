@@ -341,7 +341,7 @@ def test_time_limit_uses_dual_bound():
         learning_rate=0.3,
         backend="scip",
         formulation="joint",
-        time_limit=0.01,
+        time_limit=0.002,
     )
     full = certified_training(
         model, X, y, perturbation=pert, epochs=2, learning_rate=0.3, backend="scip", formulation="joint"
@@ -363,3 +363,37 @@ def test_parallel_executor_matches_serial():
         for a, b in zip(serial.bounds, parallel.bounds):
             np.testing.assert_array_equal(a[0].to_vector(), b[0].to_vector())
             np.testing.assert_array_equal(a[1].to_vector(), b[1].to_vector())
+
+
+def test_lp_bound_tightening(assert_sound):
+    # deeper net: the LP relaxation tightens second-layer pre-activations and hinge terms
+    X, y = _data(5, rng=3)
+    model = MLP.random([2, 4, 4, 1], rng=1)
+    pert = FeatureBox(0.1)
+    kw = dict(perturbation=pert, epochs=2, learning_rate=0.3)
+    runs = {
+        (backend, tight): certified_training(
+            model, X, y, backend=backend, formulation="decomposed", tighten_bounds=tight, **kw
+        )
+        for backend in ("lp", "gurobi")
+        for tight in (False, True)
+    }
+    loose, tight = runs["lp", False], runs["lp", True]
+    assert np.all(tight.lower[2].to_vector() >= loose.lower[2].to_vector() - SOLVER_TOL)
+    assert np.all(tight.upper[2].to_vector() <= loose.upper[2].to_vector() + SOLVER_TOL)
+    assert tight.mean_widths()[-1] < 0.95 * loose.mean_widths()[-1]
+    # exact programs do not depend on the (valid) big-M constants: same boxes with and without tightening
+    for t in range(3):
+        np.testing.assert_allclose(
+            runs["gurobi", True].lower[t].to_vector(),
+            runs["gurobi", False].lower[t].to_vector(),
+            atol=SOLVER_TOL,
+        )
+        np.testing.assert_allclose(
+            runs["gurobi", True].upper[t].to_vector(),
+            runs["gurobi", False].upper[t].to_vector(),
+            atol=SOLVER_TOL,
+        )
+    assert assert_sound(tight, X, y, pert, rng=2) == 80
+    with pytest.raises(TypeError, match="tighten_bounds"):
+        certified_training(model, X, y, backend="lp", tighten_bounds="yes", **kw)
