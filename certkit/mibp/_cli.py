@@ -77,6 +77,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--workers", type=int, default=None, help="parallel worker processes (default serial)"
     )
+    parser.add_argument("--tighten", action="store_true", help="LP bound tightening inside the programs")
     parser.add_argument("--seed", type=int, default=0, help="seed of the data split and initialisation")
 
 
@@ -97,6 +98,7 @@ def run(args: argparse.Namespace) -> int:
         backend=args.backend,
         formulation=args.formulation,
         time_limit=args.time_limit,
+        tighten_bounds=args.tighten and args.backend != "interval",
         executor=args.workers,
         progress=True,
     )
