@@ -377,3 +377,49 @@ def test_edit_bounds_bad_inputs():
         edit_bounds(0.9, 0.9, 5, 2, n_insert=-1)
     with pytest.raises(ValueError, match="votes_a and votes_b must be >= 0"):
         partition_radius(-1, 0, 1, 0)
+
+
+def _exact_p_common(scheme, size, n_c, m, p_del):
+    """P[T subset of C] as an exact Fraction (product formulas, independent of the implementation)."""
+    k = size - n_c
+    if scheme == "poisson":
+        return Fraction(p_del) ** k
+    if scheme == "with":
+        return Fraction(n_c, size) ** m
+    out = Fraction(1)
+    for t in range(k):
+        out *= Fraction(size - t - m, size - t)
+    return out
+
+
+@pytest.mark.parametrize(
+    ("scheme", "n", "m", "p_del", "edit"),
+    [
+        ("without", 10**7, 1000, None, (0, 1, 0)),
+        ("without", 10**7, 1000, None, (0, 0, 3)),
+        ("without", 10**7, 10**5, None, (0, 0, 1)),
+        ("without", 10**8, 10**4, None, (0, 0, 1)),
+        ("without", 10**7, 1000, None, (3, 0, 0)),
+        ("without", 10**6, 5000, None, (2, 2, 2)),
+        ("with", 10**7, 1000, None, (0, 1, 2)),
+        ("with", 10**8, 10**4, None, (3, 0, 1)),
+        ("poisson", 10**7, None, 0.999, (1, 2, 3)),
+    ],
+)
+def test_edit_bounds_never_cross_the_exact_bound_at_large_n(scheme, n, m, p_del, edit):
+    """At large n, C(n_c, m) / C(n, m) from differences of log-gammas loses ~1e-7: the returned lower
+    bound must still be <= the exact coupling bound and the upper bound >= it (float bounds padded
+    outward), and within a few ulps-scale margin of it."""
+    n_ins, n_del, n_sub = edit
+    n_c, n_new = n - n_del - n_sub, n - n_del + n_ins
+    ps = _exact_p_common(scheme, n, n_c, m, p_del)
+    pt = _exact_p_common(scheme, n_new, n_c, m, p_del)
+    kwargs = {"deletion_prob": p_del} if scheme == "poisson" else {"m": m, "replacement": scheme == "with"}
+    for p in (0.6, 0.9, 0.99, 0.999999):
+        lo, hi = edit_bounds(p, p, n, n_insert=n_ins, n_delete=n_del, n_substitute=n_sub, **kwargs)
+        mu = Fraction(p)
+        lo_exact = pt * max(Fraction(0), (mu - (1 - ps)) / ps)
+        hi_exact = pt * min(Fraction(1), mu / ps) + 1 - pt
+        assert Fraction(float(lo)) <= lo_exact, (p, float(lo), float(lo_exact))
+        assert Fraction(float(hi)) >= hi_exact, (p, float(hi), float(hi_exact))
+        assert float(lo_exact) - float(lo) < 1e-12 and float(hi) - float(hi_exact) < 1e-12
