@@ -160,3 +160,43 @@ def test_rank_bad_input(n, level, error, match):
 def test_level_is_keyword_only():
     with pytest.raises(TypeError):
         conformal_quantile([1.0, 2.0], 0.5)
+
+
+@pytest.mark.parametrize("decimals", [1, 2, 3, 4])
+def test_rank_never_below_exact_for_decimal_levels(decimals):
+    """Every level with <= 4 decimals and every n <= 5000: written directly, the rank is the exact rational
+    ceiling of the decimal; passed as 1 - alpha (cancellation can push the float a few ulps above the
+    decimal) it is never below it.  Coverage therefore holds for the level as written."""
+    denominator = 10**decimals
+    n = np.arange(1, 5001)
+    slack = 4 * np.finfo(np.float64).eps
+    for j in range(1, denominator):
+        for level, numerator, written in ((j / denominator, j, True),
+                                          (1 - j / denominator, denominator - j, False)):
+            exact = -(-((n + 1) * numerator) // denominator)
+            x = (n + 1) * level
+            ranks = np.ceil(x - slack * x).astype(np.int64)  # conformal_rank, vectorised (checked below)
+            sample = n[(j * 7) % 97::97]
+            assert [conformal_rank(int(k), level) for k in sample] == list(ranks[sample - 1])
+            assert np.all(ranks >= exact), (level, n[ranks < exact][:3])
+            if written:
+                assert np.array_equal(ranks, exact), (level, n[ranks != exact][:3])
+
+
+def test_rank_shortfall_for_arbitrary_floats_is_below_six_ulps():
+    """Documented worst case: one rank below the exact ceiling, only within 5.5 eps of an integer."""
+    assert conformal_rank(9, 0.9000000000000001) == 9  # exact ceiling is 10: coverage 0.9 < level by 1e-16
+    rng = np.random.default_rng(0)
+    eps = np.finfo(np.float64).eps
+    for _ in range(20000):
+        n = int(rng.integers(1, 10**6))
+        k = int(rng.integers(1, n + 1))
+        base = k / (n + 1)  # make (n + 1) * level land within a few ulps of the integer k
+        level = float(np.nextafter(base, 1.0)) if rng.random() < 0.5 else base
+        for _ in range(int(rng.integers(0, 4))):
+            level = float(np.nextafter(level, 1.0))
+        if not 0 < level < 1:
+            continue
+        rank = conformal_rank(n, level)
+        assert rank >= math.ceil(Fraction(level) * (n + 1)) - 1
+        assert Fraction(rank, n + 1) >= Fraction(level) * (1 - Fraction(55, 10) * Fraction(eps))
