@@ -15,6 +15,7 @@ from certkit.conformal import (
     APSScore,
     RCP1Classifier,
     RCP1Regressor,
+    RCP1RiskControl,
     SplitConformalClassifier,
     SplitConformalRegressor,
 )
@@ -184,3 +185,34 @@ def test_sklearn_parameters():
     X, y = _data(100)
     assert clf.calibrate(X, y) is clf
     assert clf.n_calibration_ == 100 and clf.n_classes_ == 2
+
+
+@pytest.mark.parametrize(("noise", "bound"), [("gaussian", 1.0), ("gaussian", 2.0), ("uniform", 1.0)])
+def test_risk_control_hand_computation(noise, bound):
+    """alpha' = B c_up^{-1}[alpha/B, r] and lambda_hat = inf{lam : n/(n+1) R(lam) + B/(n+1) <= alpha'},
+    recomputed from the same noise draws with SciPy."""
+    n, sigma, radius = 300, 0.5, 0.1
+    X, y = _data(n, seed=12)
+    lambdas = np.linspace(0.0, 1.0, 101)
+
+    def loss(pred, target, lam):
+        return bound * (pred[np.arange(pred.shape[0]), target] < 1.0 - lam)
+
+    crc = RCP1RiskControl(MODEL, loss=loss, lambdas=lambdas[::-1], bound=bound, sigma=sigma, radius=radius,
+                          confidence_level=0.8, noise=noise, rng=21).calibrate(X, y)
+    alpha = 1 - 0.8
+    if noise == "gaussian":
+        alpha_adj = bound * norm.cdf(norm.ppf(alpha / bound) - radius / sigma)
+        eps = np.random.default_rng(21).standard_normal(X.shape) * sigma
+    else:
+        alpha_adj = bound * (alpha / bound - radius / (2 * sigma * math.sqrt(3)))
+        half = sigma * math.sqrt(3)
+        eps = np.random.default_rng(21).uniform(-half, half, size=X.shape)
+    assert crc.adjusted_risk_ <= alpha_adj
+    assert crc.adjusted_risk_ == pytest.approx(alpha_adj, rel=1e-12)
+    p_true = MODEL(X + eps)[np.arange(n), y]
+    risks = np.array([bound * np.mean(p_true < 1.0 - lam) for lam in lambdas])
+    np.testing.assert_allclose(crc.risks_, risks, rtol=0, atol=1e-15)
+    ok = n / (n + 1) * risks + bound / (n + 1) <= alpha_adj
+    assert ok.any() and not ok.all()
+    assert crc.lambda_ == lambdas[np.flatnonzero(ok)[0]]
