@@ -132,14 +132,17 @@ def interval_gradients(lower, upper, XL, XU, y, loss):
 def sum_with_budget(PL, PU, NL, NU, budget):
     """Bounds on ``Σ_k t_k`` when ``t_k ∈ [PL_k, PU_k]`` for deviating points and ``[NL_k, NU_k]`` otherwise.
 
-    With ``budget=None`` every point may deviate.  Otherwise at most ``budget``
-    points deviate: the bound is the all-nominal sum plus the ``budget`` largest
-    (smallest) gains of deviating.  Arrays are (n, m); returns padded (m,) bounds.
+    With ``budget=None`` every point deviates (takes a value in its perturbation set).
+    Otherwise at most ``budget`` points deviate and the others keep their nominal
+    value: the bound is the all-nominal sum plus the ``budget`` largest (smallest)
+    gains of deviating (with ``budget >= n`` this is the per-point union).  Arrays
+    are (n, m); returns padded (m,) bounds.
     """
     n = PL.shape[0]
     mag = magnitude(PL, PU).sum(axis=0)
-    if budget is None or budget >= n:
+    if budget is None:
         return pad(PL.sum(axis=0), PU.sum(axis=0), mag, n)
+    budget = min(budget, n)
     mag = mag + magnitude(NL, NU).sum(axis=0)
     lo, hi = NL.sum(axis=0), NU.sum(axis=0)
     if budget > 0:
@@ -152,12 +155,18 @@ def sum_with_budget(PL, PU, NL, NU, budget):
 def interval_step(lower, upper, sets, y, loss, learning_rate):
     """One certified GD step by interval arithmetic: bounds (vectors) on ``θ' = θ - (λ/n) Σ_k g_k``."""
     n = len(y)
-    PL, PU = interval_gradients(lower, upper, sets.lower, sets.upper, y, loss)
-    if sets.budget is not None and sets.budget < n:
-        NL, NU = interval_gradients(lower, upper, sets.nominal, sets.nominal, y, loss)
+    budget = sets.budget
+    if sets.label_flips is not None:
+        # deviating = label flipped (inputs perturbed either way)
+        budget = sets.label_flips
+        NL, NU = interval_gradients(lower, upper, sets.lower, sets.upper, y, loss)
+        PL, PU = interval_gradients(lower, upper, sets.lower, sets.upper, -y, loss)
     else:
+        PL, PU = interval_gradients(lower, upper, sets.lower, sets.upper, y, loss)
         NL, NU = PL, PU
-    GL, GU = sum_with_budget(PL, PU, NL, NU, sets.budget)
+        if budget is not None:
+            NL, NU = interval_gradients(lower, upper, sets.nominal, sets.nominal, y, loss)
+    GL, GU = sum_with_budget(PL, PU, NL, NU, budget)
     tl, tu = lower.to_vector(), upper.to_vector()
     c = learning_rate / n
     return pad(tl - c * GU, tu - c * GL, magnitude(tl, tu) + c * magnitude(GL, GU), 3)

@@ -3,13 +3,14 @@
 Every model turns the observed inputs ``X`` (n, d) into :class:`InputSets`: for each
 entry ``(k, f)`` a set ``{v + e : v in options[k, f], e in [offset_lo, offset_hi]}``
 (a finite union of intervals), plus an optional budget ``k`` on how many points may
-differ from their observed value.  Models compose left to right with ``&``.
+differ from their observed value and an optional number of binary labels that may be
+flipped.  Models compose left to right with ``&``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -21,6 +22,7 @@ __all__ = [
     "Compose",
     "FeatureBox",
     "InputSets",
+    "LabelFlips",
     "MissingValues",
     "OrdinalShift",
     "Perturbation",
@@ -43,6 +45,8 @@ class InputSets:
         The continuous offset interval added to the base value.
     budget : int or None
         At most this many points differ from ``nominal`` (None: any number).
+    label_flips : int or None
+        At most this many binary labels (±1) may be flipped (None: labels are exact).
     """
 
     nominal: np.ndarray
@@ -51,6 +55,7 @@ class InputSets:
     offset_lo: np.ndarray
     offset_hi: np.ndarray
     budget: int | None = None
+    label_flips: int | None = None
 
     @classmethod
     def exact(cls, X: np.ndarray) -> InputSets:
@@ -77,7 +82,8 @@ class InputSets:
     def sample(self, rng: Any = None, *, vertex: bool = False) -> np.ndarray:
         """One dataset ``X'`` from the sets (uniform offsets, or offset endpoints with ``vertex=True``).
 
-        Under a budget, a random subset of ``budget`` points deviates and the rest keep ``nominal``.
+        Under a budget, a random subset of points deviates (``budget`` of them half of the time, a uniform
+        number in ``0..budget`` otherwise) and the rest keep ``nominal``.
         """
         gen = check_rng(rng)
         n, d = self.nominal.shape
@@ -88,15 +94,24 @@ class InputSets:
         else:
             off = self.offset_lo + gen.random((n, d)) * (self.offset_hi - self.offset_lo)
         X = base + off
-        if self.budget is not None and self.budget < n:
+        if self.budget is not None:
+            b = min(self.budget, n)
+            m = b if gen.random() < 0.5 else int(gen.integers(0, b + 1))
             keep = np.ones(n, dtype=bool)
-            keep[gen.choice(n, size=self.budget, replace=False)] = False
+            keep[gen.choice(n, size=m, replace=False)] = False
             X[keep] = self.nominal[keep]
         return X
 
-    def restrict_nominal(self) -> InputSets:
-        """The sets with no deviation at all (used for budget bounds)."""
-        return InputSets.exact(self.nominal)
+    def sample_labels(self, y: np.ndarray, rng: Any = None) -> np.ndarray:
+        """Labels with up to ``label_flips`` random binary labels flipped (a copy of ``y`` otherwise)."""
+        y = np.array(y, copy=True)
+        if self.label_flips:
+            gen = check_rng(rng)
+            b = min(self.label_flips, len(y))
+            m = b if gen.random() < 0.5 else int(gen.integers(0, b + 1))
+            flip = gen.choice(len(y), size=m, replace=False)
+            y[flip] = -y[flip]
+        return y
 
 
 class Perturbation:
@@ -142,6 +157,8 @@ def _broadcast(value: Any, name: str, n: int, d: int) -> np.ndarray:
 def _no_budget(sets: InputSets, name: str) -> None:
     if sets.budget is not None:
         raise ValueError(f"Budget must be the outermost perturbation; apply {name} inside it")
+    if sets.label_flips is not None:
+        raise ValueError(f"apply {name} before LabelFlips (write `{name}(...) & LabelFlips(k)`)")
 
 
 class FeatureBox(Perturbation):
@@ -169,9 +186,7 @@ class FeatureBox(Perturbation):
         _no_budget(sets, "FeatureBox")
         n, d = sets.nominal.shape
         eps = _broadcast(self.epsilon, "epsilon", n, d) * _select(n, d, self.points, self.features)
-        return InputSets(
-            sets.nominal, sets.options, sets.n_options, sets.offset_lo - eps, sets.offset_hi + eps
-        )
+        return replace(sets, offset_lo=sets.offset_lo - eps, offset_hi=sets.offset_hi + eps)
 
     def __repr__(self) -> str:
         return f"FeatureBox(epsilon={self.epsilon!r})"
@@ -229,7 +244,7 @@ class MissingValues(Perturbation):
             options[rows, f, :] = np.concatenate([vals, np.full(width - len(vals), vals[-1])])
             n_options[rows, f] = len(vals)
             off_hi[rows, f] = 0.0
-        return InputSets(sets.nominal, options, n_options, off_lo, off_hi)
+        return replace(sets, options=options, n_options=n_options, offset_lo=off_lo, offset_hi=off_hi)
 
 
 class OrdinalShift(Perturbation):
@@ -266,7 +281,7 @@ class OrdinalShift(Perturbation):
             vals = np.unique((base[:, None] + self.shifts[None, :]).ravel())
             options[k, f] = np.concatenate([vals, np.full(width - len(vals), vals[-1])])
             n_options[k, f] = len(vals)
-        return InputSets(sets.nominal, options, n_options, sets.offset_lo, sets.offset_hi)
+        return replace(sets, options=options, n_options=n_options)
 
 
 class Budget(Perturbation):
@@ -281,9 +296,29 @@ class Budget(Perturbation):
     def apply(self, sets: InputSets) -> InputSets:
         _no_budget(sets, "another Budget")
         inner = self.perturbation.apply(sets)
-        return InputSets(
-            inner.nominal, inner.options, inner.n_options, inner.offset_lo, inner.offset_hi, self.k
-        )
+        if inner.label_flips is not None:
+            raise ValueError("Budget and LabelFlips cannot be combined (two budgets); use one of them")
+        return replace(inner, budget=self.k)
+
+
+class LabelFlips(Perturbation):
+    """At most ``k`` training labels are flipped (binary hinge loss, labels in {-1, +1}).
+
+    Combines with input perturbations (``FeatureBox(0.01) & LabelFlips(2)``) but not with :class:`Budget`.
+    """
+
+    def __init__(self, k: int):
+        self.k = check_integer(k, "k", minimum=0)
+
+    def apply(self, sets: InputSets) -> InputSets:
+        if sets.budget is not None:
+            raise ValueError("Budget and LabelFlips cannot be combined (two budgets); use one of them")
+        if sets.label_flips is not None:
+            raise ValueError("LabelFlips may appear only once in a composition")
+        return replace(sets, label_flips=self.k)
+
+    def __repr__(self) -> str:
+        return f"LabelFlips({self.k})"
 
 
 class Compose(Perturbation):

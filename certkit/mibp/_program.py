@@ -339,8 +339,10 @@ class Builder:
             xs.append(self.shared(base + off))
         return xs
 
-    def sample_gradient(self, W: list, b: list, x: list[Lin], y, loss: str) -> list[Lin]:
-        """Gradient of ``ℓ(f_θ(x), y)`` in :meth:`MLP.to_vector` order."""
+    def sample_gradient(
+        self, W: list, b: list, x: list[Lin], y, loss: str, flip: Lin | None = None
+    ) -> list[Lin]:
+        """Gradient of ``ℓ(f_θ(x), y)`` in :meth:`MLP.to_vector` order (``flip``: label-flip binary)."""
         n_layers = len(W)
         acts, deltas = [x], []
         h = x
@@ -356,7 +358,7 @@ class Builder:
                 acts.append(h)
             else:
                 f = z
-        gz = [self.shared(g) for g in self.loss_derivative(f, y, loss)]
+        gz = [self.shared(g) for g in self.loss_derivative(f, y, loss, flip)]
         grads: list[list[Lin]] = [None] * n_layers  # type: ignore[list-item]
         for layer in range(n_layers - 1, -1, -1):
             hp = acts[layer]
@@ -372,13 +374,20 @@ class Builder:
                 gz = new
         return [g for part in grads for g in part]
 
-    def loss_derivative(self, f: list[Lin], y, loss: str) -> list[Lin]:
+    def loss_derivative(self, f: list[Lin], y, loss: str, flip: Lin | None = None) -> list[Lin]:
+        """``dℓ/df`` as expressions; with a label-flip binary ``r`` the label is ``y (1 - 2 r)``."""
         if loss == "mse":
             return [(fo - float(yo)) * 2.0 for fo, yo in zip(f, np.atleast_1d(y))]
         if len(f) == 1:
             yv = float(y)
             v = (f[0] * -yv) + 1.0
-            return [self.positive(v, self.tightened_bounds([v])[0]) * -yv]
+            if flip is not None:
+                v = v + self.mul(flip, f[0]) * (2.0 * yv)
+            a = self.positive(v, self.tightened_bounds([v])[0])
+            g = a * -yv
+            if flip is not None:
+                g = g + self.mul(flip, a) * (2.0 * yv)
+            return [g]
         yc = int(y)
         g = [Lin() for _ in f]
         others = [c for c in range(len(f)) if c != yc]
@@ -441,19 +450,24 @@ def build_joint(lower, upper, sets, y, loss: str, learning_rate: float, *, tight
     W, b = bld.parameters(lower, upper)
     theta = _flat(W, b)
     n = len(y)
-    budget = sets.budget if sets.budget is not None and sets.budget < n else None
-    us = []
+    budget = sets.budget
+    us, flips = [], []
     total = [Lin() for _ in theta]
     for k in range(n):
-        dev = None
+        dev = flip = None
         if budget is not None and sets.varies[k].any():
             dev = bld.binary()
             us.append(next(iter(dev.terms)))
+        if sets.label_flips:
+            flip = bld.binary()
+            flips.append(next(iter(flip.terms)))
         x = bld.inputs(sets, k, dev)
-        g = bld.sample_gradient(W, b, x, y[k], loss)
+        g = bld.sample_gradient(W, b, x, y[k], loss, flip)
         total = [t + gk for t, gk in zip(total, g)]
-    if us:
+    if us and budget < len(us):
         bld.add_row(dict.fromkeys(us, 1.0), float(budget))
+    if flips and sets.label_flips < len(flips):
+        bld.add_row(dict.fromkeys(flips, 1.0), float(sets.label_flips))
     c = learning_rate / n
     return bld.finish([t - s * c for t, s in zip(theta, total)])
 

@@ -233,6 +233,8 @@ def certified_training(
     if tighten_bounds and backend != "interval":
         _check_backend("lp", None)
     sets = perturbation.sets(X)
+    if sets.label_flips is not None and (loss != "hinge" or model.sizes[-1] != 1):
+        raise ValueError("LabelFlips needs the binary hinge loss (one output, labels in {-1, +1})")
     options = BackendOptions(backend, time_limit, solver, tighten_bounds)
 
     nominal_path = model.train(X, y_fit, loss=loss, epochs=epochs, learning_rate=lr)
@@ -308,11 +310,17 @@ def _solve_epoch_joint(lower, upper, sets, y, loss, lr, options, executor, desc)
 def _solve_epoch_decomposed(lower, upper, sets, y, loss, lr, options, executor, desc):
     m = lower.n_params
     n = len(y)
-    budgeted = sets.budget is not None and sets.budget < n
-    exact = InputSets.exact(sets.nominal)
     tight = options.tighten
     programs = [build_decomposed(lower, upper, sets, k, y[k], loss, lr, tighten=tight) for k in range(n)]
-    if budgeted:
+    budget = sets.budget
+    if sets.label_flips is not None:
+        # second half: the same inputs with the label flipped (the deviating case)
+        budget = sets.label_flips
+        programs += [
+            build_decomposed(lower, upper, sets, k, -y[k], loss, lr, tighten=tight) for k in range(n)
+        ]
+    elif budget is not None:
+        exact = InputSets.exact(sets.nominal)
         programs += [
             build_decomposed(lower, upper, exact, k, y[k], loss, lr, tighten=tight) for k in range(n)
         ]
@@ -325,7 +333,11 @@ def _solve_epoch_decomposed(lower, upper, sets, y, loss, lr, options, executor, 
     for r, res in enumerate(results):
         for (p, s), v in zip(tasks, res["bounds"]):
             (lo if s > 0 else hi)[r, p] = v
-    PL, PU = lo[:n], hi[:n]
-    NL, NU = (lo[n:], hi[n:]) if budgeted else (PL, PU)
-    SL, SU = sum_with_budget(PL, PU, NL, NU, sets.budget)
+    if sets.label_flips is not None:
+        (NL, NU), (PL, PU) = (lo[:n], hi[:n]), (lo[n:], hi[n:])
+    elif budget is not None:
+        (PL, PU), (NL, NU) = (lo[:n], hi[:n]), (lo[n:], hi[n:])
+    else:
+        PL, PU = NL, NU = lo, hi
+    SL, SU = sum_with_budget(PL, PU, NL, NU, budget)
     return pad(SL / n, SU / n, magnitude(SL, SU) / n, 1), _stats(results, len(programs))

@@ -10,6 +10,7 @@ from certkit.mibp import (
     Budget,
     FeatureBox,
     GurobiLicenseError,
+    LabelFlips,
     MissingValues,
     OrdinalShift,
     certified_training,
@@ -205,6 +206,7 @@ def test_backends_sound_monte_carlo(backend, formulation, assert_sound):
         ([2, 3, 1], "hinge", Budget(FeatureBox(0.2), 1)),
         ([2, 3, 1], "hinge", OrdinalShift([0], shifts=(0, 1), points=[0, 2]) & FeatureBox(0.02)),
         ([2, 3, 1], "hinge", MissingValues(np.eye(4, 2, dtype=bool), lower=-1.0, upper=1.0)),
+        ([2, 3, 1], "hinge", FeatureBox(0.05) & LabelFlips(1)),
     ],
 )
 @pytest.mark.parametrize("formulation", ["joint", "decomposed"])
@@ -397,3 +399,40 @@ def test_lp_bound_tightening(assert_sound):
     assert assert_sound(tight, X, y, pert, rng=2) == 80
     with pytest.raises(TypeError, match="tighten_bounds"):
         certified_training(model, X, y, backend="lp", tighten_bounds="yes", **kw)
+
+
+@pytest.mark.parametrize(
+    ("backend", "formulation"),
+    [
+        ("interval", "decomposed"),
+        ("scip", "joint"),
+        ("gurobi", "joint"),
+        ("gurobi", "decomposed"),
+        ("milp", "joint"),
+        ("lp", "decomposed"),
+    ],
+)
+def test_label_flips_equal_enumeration(backend, formulation):
+    # from a point θ with exact inputs, every backend's bounds equal the extremes over all flip sets
+    X, y = _data(4, rng=5)
+    model = MLP.random([2, 3, 1], rng=5)
+    res = certified_training(
+        model,
+        X,
+        y,
+        perturbation=LabelFlips(2),
+        epochs=1,
+        learning_rate=0.3,
+        backend=backend,
+        formulation=formulation,
+    )
+    vals = []
+    for size in range(3):
+        for flip in itertools.combinations(range(4), size):
+            yv = y.copy()
+            yv[list(flip)] *= -1
+            vals.append(model.gd_step(X, yv, learning_rate=0.3).to_vector())
+    vals = np.array(vals)
+    tol = 1e-7 if backend in ("interval", "scip", "gurobi") else SOLVER_TOL
+    np.testing.assert_allclose(res.lower[1].to_vector(), vals.min(axis=0), atol=tol, rtol=0)
+    np.testing.assert_allclose(res.upper[1].to_vector(), vals.max(axis=0), atol=tol, rtol=0)

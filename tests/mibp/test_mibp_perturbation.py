@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from certkit.mibp import Budget, Compose, FeatureBox, MissingValues, OrdinalShift
+from certkit.mibp import Budget, Compose, FeatureBox, LabelFlips, MissingValues, OrdinalShift
 
 X = np.arange(12, dtype=float).reshape(4, 3)
 
@@ -87,3 +87,21 @@ def test_bad_perturbations():
         Budget("box", 1)
     with pytest.raises(ValueError, match="k must be >= 0"):
         Budget(FeatureBox(0.1), -1)
+
+
+def test_label_flips():
+    s = (FeatureBox(0.1) & LabelFlips(2)).sets(X)
+    assert s.label_flips == 2 and s.budget is None
+    y = np.array([1.0, -1.0, 1.0, 1.0])
+    rng = np.random.default_rng(0)
+    counts = {int((s.sample_labels(y, rng) != y).sum()) for _ in range(40)}
+    assert counts == {0, 1, 2}
+    assert np.array_equal(FeatureBox(0.1).sets(X).sample_labels(y, rng), y)
+    with pytest.raises(ValueError, match="before LabelFlips"):
+        (LabelFlips(1) & FeatureBox(0.1)).sets(X)
+    with pytest.raises(ValueError, match="cannot be combined"):
+        (Budget(FeatureBox(0.1), 1) & LabelFlips(1)).sets(X)
+    with pytest.raises(ValueError, match="cannot be combined"):
+        Budget(FeatureBox(0.1) & LabelFlips(1), 1).sets(X)
+    with pytest.raises(ValueError, match="k must be >= 0"):
+        LabelFlips(-1)

@@ -10,6 +10,7 @@ from certkit.mibp import (
     Budget,
     CertifiedTrainingResult,
     FeatureBox,
+    LabelFlips,
     MissingValues,
     OrdinalShift,
     certified_training,
@@ -52,6 +53,10 @@ def test_eps_zero_is_one_gd_step(sizes, loss):
         (Budget(FeatureBox(0.3), 2), "hinge", None),
         (OrdinalShift([1], shifts=(-1, 0, 1), points=[0, 1]) & FeatureBox(0.02), "hinge", None),
         (MissingValues(np.eye(12, 2, dtype=bool), lower=-2.0, upper=2.0), "hinge", None),
+        # the placeholder values lie outside [5, 6]: non-deviating points keep them
+        (Budget(MissingValues(np.eye(12, 2, dtype=bool), lower=5.0, upper=6.0), 20), "hinge", None),
+        (FeatureBox(0.02) & LabelFlips(2), "hinge", None),
+        (LabelFlips(20), "hinge", None),
     ],
 )
 def test_interval_sound_monte_carlo(perturbation, loss, classes, assert_sound):
@@ -156,6 +161,8 @@ def test_bad_arguments(monkeypatch):
         certified_training(model, X, y[:-1], perturbation=box)
     with pytest.raises(TypeError, match="Perturbation"):
         certified_training(model, X, y, perturbation=0.01)
+    with pytest.raises(ValueError, match="LabelFlips needs the binary hinge"):
+        certified_training(model, X, X[:, 0], perturbation=LabelFlips(1), loss="mse")
     with pytest.raises(TypeError, match="MLP"):
         certified_training("net", X, y, perturbation=box)
     with pytest.raises(ValueError, match="epochs must be >= 1"):
