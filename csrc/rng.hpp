@@ -9,12 +9,16 @@
 //   draw(seed, stream, i)      = mix(key(seed, stream) + (i + 1) * GAMMA)
 //
 // (all arithmetic modulo 2^64).  `bounded` maps draws to {0, ..., range-1}
-// without bias by rejection (threshold = 2^64 mod range); a rejected draw is
-// replaced by the draw at counter i + (attempt << 40).  The NumPy reference in
-// tests/test_kernels.py reproduces all of this bit for bit.
+// without bias by Lemire's nearly divisionless method (below); a rejected draw
+// is replaced by the draw at counter i + (attempt << 40).  The NumPy reference
+// in tests/test_kernels.py reproduces all of this bit for bit.
 #pragma once
 
 #include <cstdint>
+
+#if !defined(__SIZEOF_INT128__)
+#error "certkit._core needs a compiler with unsigned __int128 (GCC or Clang)"
+#endif
 
 namespace certkit {
 
@@ -40,13 +44,20 @@ inline double uniform01(std::uint64_t key, std::uint64_t counter) noexcept {
     return static_cast<double>(draw64(key, counter) >> 11) * 0x1.0p-53;
 }
 
-// Unbiased integer in [0, range), range >= 1.
+// Unbiased integer in [0, range), range >= 1 (Lemire, "Fast random integer
+// generation in an interval", ACM TOMACS 2019).  The 128-bit product
+// r * range = high * 2^64 + low maps a draw r to high in [0, range); each value
+// of high is hit by either floor(2^64 / range) or that plus one draws, and
+// rejecting the draws with low < threshold = 2^64 mod range leaves exactly
+// floor(2^64 / range) per value.  Since threshold < range, the division is
+// only needed when low < range, i.e. with probability below range / 2^64.
 inline std::uint64_t bounded(std::uint64_t key, std::uint64_t counter, std::uint64_t range) noexcept {
-    const std::uint64_t threshold = (0 - range) % range;  // 2^64 mod range
     for (std::uint64_t attempt = 0;; ++attempt) {
-        const std::uint64_t r = draw64(key, counter + (attempt << kRetryShift));
-        if (r >= threshold) {
-            return r % range;
+        const unsigned __int128 product =
+            static_cast<unsigned __int128>(draw64(key, counter + (attempt << kRetryShift))) * range;
+        const auto low = static_cast<std::uint64_t>(product);
+        if (low >= range || low >= (0 - range) % range) {
+            return static_cast<std::uint64_t>(product >> 64);
         }
     }
 }

@@ -18,6 +18,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <cstdint>
 #include <exception>
 #include <limits>
@@ -80,8 +81,8 @@ ScoresArray check_scores(const ScoresArray& scores) {
     return scores;
 }
 
-// With GCC on x86-64 Linux, gather_sum is also compiled for AVX2 and the
-// variant is picked at load time (ifunc).  Wider vectors change nothing in the
+// With GCC on x86-64 Linux, tile_sums is also compiled for AVX2 and the
+// variant is picked at load time (ifunc).  Vector width changes nothing in the
 // result: every column is still summed element by element in the same order.
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
 #define CERTKIT_AVX2_CLONE __attribute__((target_clones("avx2", "default")))
@@ -89,32 +90,63 @@ ScoresArray check_scores(const ScoresArray& scores) {
 #define CERTKIT_AVX2_CLONE
 #endif
 
-// acc[j] = sum over r of scores[rows[r], j], added from 0.0 in the order of
-// `rows`.  Eight rows are added per pass over the columns; the expression keeps
-// the sequential order of additions for every column, so the result is the
-// same as adding one row at a time, with far fewer loads and stores of acc.
-CERTKIT_AVX2_CLONE void gather_sum(const double* scores, std::int64_t n_components, const std::int64_t* rows, std::int64_t count,
-                double* __restrict acc) {
-    std::fill(acc, acc + n_components, 0.0);
-    std::int64_t r = 0;
-    for (; r + 8 <= count; r += 8) {
-        const double* __restrict s0 = scores + rows[r] * n_components;
-        const double* __restrict s1 = scores + rows[r + 1] * n_components;
-        const double* __restrict s2 = scores + rows[r + 2] * n_components;
-        const double* __restrict s3 = scores + rows[r + 3] * n_components;
-        const double* __restrict s4 = scores + rows[r + 4] * n_components;
-        const double* __restrict s5 = scores + rows[r + 5] * n_components;
-        const double* __restrict s6 = scores + rows[r + 6] * n_components;
-        const double* __restrict s7 = scores + rows[r + 7] * n_components;
-        for (std::int64_t j = 0; j < n_components; ++j) {
-            acc[j] = (((((((acc[j] + s0[j]) + s1[j]) + s2[j]) + s3[j]) + s4[j]) + s5[j]) + s6[j]) + s7[j];
+// Columns per tile of the packed score layout (TiledScores); subsamples per
+// chunk (their row lists and sums are kept while the tiles are swept), and the
+// row count at which a chunk is closed early (bounds the row lists of large
+// Poisson subsamples; a single subsample may still exceed it).
+constexpr std::int64_t kTile = 32;
+constexpr std::int64_t kChunk = 64;
+constexpr std::int64_t kChunkRows = std::int64_t{1} << 16;
+
+// Four doubles (GCC/Clang vector extension): one AVX register, two SSE/NEON ones.
+using Lanes = double __attribute__((vector_size(4 * sizeof(double))));
+constexpr std::int64_t kLanes = 4;
+
+// The score matrix re-laid out for cache blocking: tile t holds columns
+// [t * kTile, (t + 1) * kTile) of all n rows, row after row (zero-padded past
+// N), so one tile is a contiguous block of n * kTile doubles (256 KB for
+// n = 1000) that stays in L2 while a chunk of subsamples is summed over it.
+class TiledScores {
+   public:
+    TiledScores(const double* scores, std::int64_t n, std::int64_t n_components)
+        : n_(n), n_tiles_((n_components + kTile - 1) / kTile),
+          data_(static_cast<std::size_t>(n_tiles_ * n * kTile), 0.0) {
+        for (std::int64_t t = 0; t < n_tiles_; ++t) {
+            const std::int64_t width = std::min(kTile, n_components - t * kTile);
+            for (std::int64_t i = 0; i < n; ++i) {
+                std::copy_n(scores + i * n_components + t * kTile, width, data_.data() + (t * n + i) * kTile);
+            }
         }
     }
-    for (; r < count; ++r) {
-        const double* __restrict s0 = scores + rows[r] * n_components;
-        for (std::int64_t j = 0; j < n_components; ++j) {
-            acc[j] += s0[j];
+
+    std::int64_t n_tiles() const { return n_tiles_; }
+    const double* tile(std::int64_t t) const { return data_.data() + t * n_ * kTile; }
+
+   private:
+    std::int64_t n_;
+    std::int64_t n_tiles_;
+    std::vector<double> data_;
+};
+
+// Means over `count >= 1` rows of the kTile columns c of one tile:
+// out[c] = (sum over r of tile[offsets[r] + c]) / count, where offsets[r] is
+// row index * kTile and the sum is added from 0.0 in the order of `offsets`.
+// The kTile partial sums stay in registers for the whole loop.
+CERTKIT_AVX2_CLONE void tile_means(const double* tile, const std::int64_t* offsets, std::int64_t count,
+                                   double* out) {
+    Lanes acc[kTile / kLanes] = {};
+    for (std::int64_t r = 0; r < count; ++r) {
+        const double* row = tile + offsets[r];
+        for (std::int64_t v = 0; v < kTile / kLanes; ++v) {
+            Lanes x;
+            std::memcpy(&x, row + v * kLanes, sizeof x);
+            acc[v] += x;
         }
+    }
+    const auto divisor = static_cast<double>(count);
+    for (std::int64_t v = 0; v < kTile / kLanes; ++v) {
+        const Lanes mean = acc[v] / divisor;
+        std::memcpy(out + v * kLanes, &mean, sizeof mean);
     }
 }
 
@@ -136,21 +168,13 @@ class Selector {
         : rule_(rule),
           n_(n_components),
           target_(rule.k + rule.k / 4 + 8),
-          order_(static_cast<std::size_t>(n_components)),
-          candidates_(static_cast<std::size_t>(n_components)) {
-        for (std::int64_t j = 0; j < n_components; ++j) {
-            order_[static_cast<std::size_t>(j)] = j;
-        }
-    }
+          entries_(static_cast<std::size_t>(n_components)) {}
 
     template <class Mark>
     void operator()(const double* mean, Mark&& mark) {
+        Entry* entries = entries_.data();
         if (!rule_.top_k) {
-            for (std::int64_t j = 0; j < n_; ++j) {
-                if (mean[j] >= rule_.threshold) {
-                    mark(j);
-                }
-            }
+            mark_first(entries, gather(mean, rule_.threshold), mark);
             return;
         }
         const std::int64_t k = rule_.k;
@@ -160,53 +184,66 @@ class Selector {
             }
             return;
         }
-        const auto before = [mean](std::int64_t x, std::int64_t y) {
-            return mean[x] > mean[y] || (mean[x] == mean[y] && x < y);
-        };
         if (2 * target_ > n_) {  // candidates would not be much fewer than N
-            std::nth_element(order_.begin(), order_.begin() + k, order_.end(), before);
-            mark_first(order_.data(), k, mark);
+            gather(mean, -std::numeric_limits<double>::infinity());
+            std::nth_element(entries, entries + k, entries + n_, before);
+            mark_first(entries, k, mark);
             return;
         }
         if (has_pivot_) {
-            std::int64_t* cand = candidates_.data();
-            std::int64_t count = 0;
-            for (std::int64_t j = 0; j < n_; ++j) {  // branch-free compaction
-                cand[count] = j;
-                count += static_cast<std::int64_t>(mean[j] >= pivot_);
-            }
+            std::int64_t count = gather(mean, pivot_);
             if (count >= k) {
                 if (count > target_) {  // too many candidates: tighten the pivot for the next subsample
-                    std::nth_element(cand, cand + target_, cand + count, before);
-                    pivot_ = mean[cand[target_]];
+                    std::nth_element(entries, entries + target_, entries + count, before);
+                    pivot_ = entries[target_].mean;
                     count = target_;
                 }
-                std::nth_element(cand, cand + k, cand + count, before);
-                mark_first(cand, k, mark);
+                std::nth_element(entries, entries + k, entries + count, before);
+                mark_first(entries, k, mark);
                 return;
             }
         }
-        std::int64_t* order = order_.data();
-        std::nth_element(order, order + target_, order + n_, before);
-        pivot_ = mean[order[target_]];
+        gather(mean, -std::numeric_limits<double>::infinity());
+        std::nth_element(entries, entries + target_, entries + n_, before);
+        pivot_ = entries[target_].mean;
         has_pivot_ = true;
-        std::nth_element(order, order + k, order + target_, before);
-        mark_first(order, k, mark);
+        std::nth_element(entries, entries + k, entries + target_, before);
+        mark_first(entries, k, mark);
     }
 
    private:
+    struct Entry {
+        double mean;
+        std::int64_t index;
+    };
+
+    // The strict total order of the top-k rule: mean descending, then index ascending.
+    static bool before(const Entry& x, const Entry& y) {
+        return x.mean > y.mean || (x.mean == y.mean && x.index < y.index);
+    }
+
+    // Writes the components with mean >= bound to entries_ (branch-free) and returns how many.
+    std::int64_t gather(const double* mean, double bound) {
+        Entry* entries = entries_.data();
+        std::int64_t count = 0;
+        for (std::int64_t j = 0; j < n_; ++j) {
+            entries[count] = Entry{mean[j], j};
+            count += static_cast<std::int64_t>(mean[j] >= bound);
+        }
+        return count;
+    }
+
     template <class Mark>
-    static void mark_first(const std::int64_t* indices, std::int64_t k, Mark& mark) {
-        for (std::int64_t i = 0; i < k; ++i) {
-            mark(indices[i]);
+    static void mark_first(const Entry* entries, std::int64_t count, Mark& mark) {
+        for (std::int64_t i = 0; i < count; ++i) {
+            mark(entries[i].index);
         }
     }
 
     Rule rule_;
     std::int64_t n_;
     std::int64_t target_;  // rank (0-based) of the component whose mean becomes the pivot
-    std::vector<std::int64_t> order_;
-    std::vector<std::int64_t> candidates_;
+    std::vector<Entry> entries_;
     double pivot_ = 0.0;
     bool has_pivot_ = false;
 };
@@ -296,16 +333,18 @@ py::array_t<std::int64_t> subsample_votes(const ScoresArray& scores_in, const st
 
     py::array_t<std::int64_t> out(static_cast<py::ssize_t>(n_components));
     std::int64_t* total = out.mutable_data();
-    const double* data = scores.data();
     {
         py::gil_scoped_release release;
+        const TiledScores tiled(scores.data(), n, n_components);
+        const std::int64_t padded = tiled.n_tiles() * kTile;  // row length of the chunk's means
         const auto useed = static_cast<std::uint64_t>(seed);
-        const auto row_capacity = static_cast<std::size_t>(scheme == Scheme::kPoisson ? n : m);
         std::vector<std::vector<std::int64_t>> thread_counts(
             static_cast<std::size_t>(threads), std::vector<std::int64_t>(static_cast<std::size_t>(n_components), 0));
+        // Each thread takes its subsamples in chunks: draw the rows of up to kChunk subsamples (fewer
+        // once they hold kChunkRows rows), average every tile over all of them, then apply the rule.
         run_blocks(n_subsamples, static_cast<int>(threads), [&](int t, std::int64_t begin, std::int64_t end) {
-            std::vector<std::int64_t>& counts = thread_counts[static_cast<std::size_t>(t)];
-            std::vector<std::int64_t> rows(row_capacity);
+            std::int64_t* counts = thread_counts[static_cast<std::size_t>(t)].data();
+            std::vector<std::int64_t> rows(static_cast<std::size_t>(scheme == Scheme::kPoisson ? n : m));
             std::vector<std::int64_t> perm;
             std::vector<std::int64_t> swaps;
             if (scheme == Scheme::kWithoutReplacement) {
@@ -315,32 +354,51 @@ py::array_t<std::int64_t> subsample_votes(const ScoresArray& scores_in, const st
                     perm[static_cast<std::size_t>(i)] = i;
                 }
             }
-            std::vector<double> mean(static_cast<std::size_t>(n_components));
+            std::vector<std::int64_t> offsets;  // rows of the chunk's subsamples (times kTile), concatenated
+            std::vector<std::int64_t> starts(kChunk + 1);
+            std::vector<double> means(static_cast<std::size_t>(kChunk * padded));
             Selector select(rule, n_components);
-            std::int64_t* count_data = counts.data();
-            for (std::int64_t b = begin; b < end; ++b) {
-                const std::uint64_t key = stream_key(useed, static_cast<std::uint64_t>(b));
-                std::int64_t size = m;
-                switch (scheme) {
-                    case Scheme::kWithoutReplacement:
-                        draw_without_replacement(key, n, m, perm.data(), swaps.data(), rows.data());
-                        break;
-                    case Scheme::kWithReplacement:
-                        draw_with_replacement(key, n, m, rows.data());
-                        break;
-                    case Scheme::kPoisson:
-                        size = draw_poisson(key, n, keep_prob, rows.data());
-                        break;
+            for (std::int64_t first = begin; first < end;) {
+                offsets.clear();
+                std::int64_t chunk = 0;
+                for (; chunk < kChunk && first + chunk < end &&
+                       static_cast<std::int64_t>(offsets.size()) < kChunkRows;
+                     ++chunk) {
+                    const std::uint64_t key = stream_key(useed, static_cast<std::uint64_t>(first + chunk));
+                    std::int64_t size = m;
+                    switch (scheme) {
+                        case Scheme::kWithoutReplacement:
+                            draw_without_replacement(key, n, m, perm.data(), swaps.data(), rows.data());
+                            break;
+                        case Scheme::kWithReplacement:
+                            draw_with_replacement(key, n, m, rows.data());
+                            break;
+                        case Scheme::kPoisson:
+                            size = draw_poisson(key, n, keep_prob, rows.data());
+                            break;
+                    }
+                    starts[static_cast<std::size_t>(chunk)] = static_cast<std::int64_t>(offsets.size());
+                    for (std::int64_t i = 0; i < size; ++i) {
+                        offsets.push_back(rows[static_cast<std::size_t>(i)] * kTile);
+                    }
                 }
-                if (size == 0) {
-                    continue;  // an empty subsample includes nothing
+                starts[static_cast<std::size_t>(chunk)] = static_cast<std::int64_t>(offsets.size());
+                for (std::int64_t tile = 0; tile < tiled.n_tiles(); ++tile) {
+                    for (std::int64_t s = 0; s < chunk; ++s) {
+                        const std::int64_t start = starts[static_cast<std::size_t>(s)];
+                        const std::int64_t size = starts[static_cast<std::size_t>(s + 1)] - start;
+                        if (size > 0) {
+                            tile_means(tiled.tile(tile), offsets.data() + start, size,
+                                       means.data() + s * padded + tile * kTile);
+                        }
+                    }
                 }
-                gather_sum(data, n_components, rows.data(), size, mean.data());
-                const auto divisor = static_cast<double>(size);
-                for (std::int64_t j = 0; j < n_components; ++j) {
-                    mean[static_cast<std::size_t>(j)] /= divisor;
+                for (std::int64_t s = 0; s < chunk; ++s) {
+                    if (starts[static_cast<std::size_t>(s + 1)] > starts[static_cast<std::size_t>(s)]) {
+                        select(means.data() + s * padded, [counts](std::int64_t j) { ++counts[j]; });
+                    }  // an empty subsample includes nothing
                 }
-                select(mean.data(), [count_data](std::int64_t j) { ++count_data[j]; });
+                first += chunk;
             }
         });
         std::fill(total, total + n_components, 0);

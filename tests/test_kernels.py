@@ -54,18 +54,34 @@ def uniform01(key, counter) -> np.ndarray:
     return (draw64(key, counter) >> U64(11)).astype(np.float64) * 2.0**-53
 
 
+def mul128(a, b) -> tuple[np.ndarray, np.ndarray]:
+    """Full 128-bit product of uint64 arrays as (high, low) 64-bit halves, by 32-bit limbs."""
+    mask = U64(0xFFFFFFFF)
+    a0, a1, b0, b1 = a & mask, a >> U64(32), b & mask, b >> U64(32)
+    with np.errstate(over="ignore"):
+        p00, p01, p10, p11 = a0 * b0, a0 * b1, a1 * b0, a1 * b1  # each < 2**64
+        middle = (p00 >> U64(32)) + (p01 & mask) + (p10 & mask)  # < 3 * 2**32
+        low = (middle << U64(32)) | (p00 & mask)
+        high = p11 + (p01 >> U64(32)) + (p10 >> U64(32)) + (middle >> U64(32))
+    return high, low
+
+
 def bounded(key, counter, upper) -> np.ndarray:
-    """Unbiased integers in [0, upper) by rejection (threshold = 2**64 mod upper), elementwise."""
+    """Unbiased integers in [0, upper) by Lemire's method, elementwise.
+
+    A draw r maps to the high half of r * upper; it is rejected (and replaced by the draw at counter
+    + attempt << 40) when the low half is below 2**64 mod upper.
+    """
     key, counter, upper = np.broadcast_arrays(_u64(key), _u64(counter), _u64(upper))
-    threshold = np.array([(2**64 - int(u)) % int(u) for u in upper.ravel()], dtype=U64).reshape(upper.shape)
+    threshold = np.array([2**64 % int(u) for u in upper.ravel()], dtype=U64).reshape(upper.shape)
     out = np.zeros(upper.shape, dtype=U64)
     pending = np.ones(upper.shape, dtype=bool)
     attempt = 0
     while pending.any():
         with np.errstate(over="ignore"):
-            r = draw64(key, counter + U64(attempt << RETRY_SHIFT))
-        accept = pending & (r >= threshold)
-        out[accept] = r[accept] % upper[accept]
+            high, low = mul128(draw64(key, counter + U64(attempt << RETRY_SHIFT)), upper)
+        accept = pending & (low >= threshold)
+        out[accept] = high[accept]
         pending &= ~accept
         attempt += 1
     return out
@@ -169,17 +185,31 @@ def test_reference_mix64_known_values():
     assert int(mix64(0)) == 0
 
 
+def test_mul128_reference_matches_python_integers():
+    rng = np.random.default_rng(4)
+    edges = np.array([0, 1, 2**32 - 1, 2**32, 2**64 - 1], dtype=U64)
+    a = np.concatenate([rng.integers(0, 2**64, size=200, dtype=U64), edges, edges[::-1]])
+    b = np.concatenate([rng.integers(0, 2**64, size=200, dtype=U64), edges, edges])
+    high, low = mul128(a, b)
+    for x, y, hi, lo in zip(a.tolist(), b.tolist(), high.tolist(), low.tolist()):
+        assert (hi << 64) | lo == x * y
+
+
 def test_bounded_rejection_rule_is_reproduced():
-    # n = 2**62 + 1 rejects about a quarter of the raw draws (threshold = 2**64 mod n = 2**62 - 3),
-    # so the retries at counter i + (attempt << 40) are exercised.
+    # n = 2**62 + 1 rejects about a quarter of the draws (threshold = 2**64 mod n = 2**62 - 3, compared
+    # with the low half of draw * n), so the retries at counter i + (attempt << 40) are exercised.
     n = 2**62 + 1
     got = _core.subsample_indices(n, 64, 8, True, 5)
     np.testing.assert_array_equal(got, ref_subsample_indices(n, 64, 8, True, 5))
     keys = keys_for(5, 8)
     raw = draw64(keys[:, None], np.arange(64, dtype=U64)[None, :])
-    rejected = raw < U64((2**64 - n) % n)
+    _, low = mul128(raw, U64(n))
+    rejected = low < U64(2**64 % n)
     assert 0.1 < rejected.mean() < 0.4
     assert np.all((got >= 0) & (got < n))
+    # the accepted first draws give the high half of draw * n
+    high, _ = mul128(raw, U64(n))
+    np.testing.assert_array_equal(got[~rejected], high[~rejected].astype(np.int64))
 
 
 # ----------------------------------------------------------------------------
