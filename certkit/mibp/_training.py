@@ -274,7 +274,13 @@ def certified_training(
 
 def _step(lower, upper, sets, y, loss, lr, formulation, options, executor=None, desc=False):
     """Bounds (vectors) on the parameters after one step from the box [lower, upper], plus solver stats."""
-    iL, iU = interval_step(lower, upper, sets, y, loss, lr)
+    with np.errstate(over="ignore", invalid="ignore"):
+        iL, iU = interval_step(lower, upper, sets, y, loss, lr)
+    if not (np.all(np.isfinite(iL)) and np.all(np.isfinite(iU))):
+        raise FloatingPointError(
+            "the parameter bounds overflowed (interval bounds are no longer finite); certify fewer epochs "
+            "or use a smaller epsilon or learning_rate"
+        )
     if options.backend == "interval":
         return iL, iU, {"solves": 0, "not_optimal": 0, "max_vars": 0, "max_bilinear": 0, "programs": 0}
     solve = _solve_epoch_joint if formulation == "joint" else _solve_epoch_decomposed

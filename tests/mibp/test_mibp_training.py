@@ -183,3 +183,10 @@ def test_bad_arguments(monkeypatch):
         certify_predictions((model, model), X)
     with pytest.raises(ValueError, match="labels"):
         certify_predictions(res, X).certified_accuracy(y[:3])
+
+
+def test_overflowing_bounds_raise_clear_error():
+    X, y = _data()
+    model = MLP.random([2, 8, 1], rng=0)
+    with pytest.raises(FloatingPointError, match="overflowed"):
+        certified_training(model, X, y, perturbation=FeatureBox(1.0), epochs=400, learning_rate=5.0)
