@@ -139,6 +139,11 @@ def subsample_votes(
     ValueError
         On non-finite scores, wrong shapes, an unknown scheme, both or neither
         of ``top_k``/``threshold``, or out-of-range sizes, probabilities, seed.
+
+    Notes
+    -----
+    The kernel works on a copy of ``scores`` laid out in tiles of 32 columns
+    (``8 * n * 32 * ceil(N / 32)`` bytes, N padded to a multiple of 32).
     """
 
 def partition_votes(

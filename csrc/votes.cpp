@@ -160,8 +160,12 @@ CERTKIT_AVX2_CLONE void tile_means(const double* tile, const std::int64_t* offse
 // pivot: the (k + margin + 1)-th largest mean of an earlier subsample.  If at
 // least k components have mean >= pivot, they contain the top-k set (any
 // component below the pivot is preceded by at least k others), so selecting
-// among those candidates suffices; otherwise it falls back to all N.  (Used
-// when k + margin is at most N / 2; for larger k a plain selection is as fast.)
+// among those candidates suffices; otherwise it falls back to all N and takes
+// the new pivot from this subsample.  When the candidates exceed twice the
+// target count, the pivot is raised to this subsample's (k + margin + 1)-th
+// largest mean.  (Used when k + margin is at most N / 2; for larger k a plain
+// selection is as fast.)  Candidates are (mean, index) pairs, so comparisons
+// need no indirection.
 class Selector {
    public:
     Selector(const Rule& rule, std::int64_t n_components)
@@ -193,13 +197,12 @@ class Selector {
         if (has_pivot_) {
             std::int64_t count = gather(mean, pivot_);
             if (count >= k) {
-                if (count > target_) {  // too many candidates: tighten the pivot for the next subsample
-                    std::nth_element(entries, entries + target_, entries + count, before);
-                    pivot_ = entries[target_].mean;
-                    count = target_;
-                }
                 std::nth_element(entries, entries + k, entries + count, before);
                 mark_first(entries, k, mark);
+                if (count > 2 * target_) {  // too many candidates: tighten the pivot for the next subsample
+                    std::nth_element(entries + k, entries + target_, entries + count, before);
+                    pivot_ = entries[target_].mean;
+                }
                 return;
             }
         }
