@@ -19,7 +19,12 @@ from collections.abc import Sequence
 import certkit
 
 # Order = order of the demo tour.
-_COMMANDS = ("certkit._demo_foundation", "certkit.conformal._cli", "certkit.circuits._cli")
+_COMMANDS = (
+    "certkit._demo_foundation",
+    "certkit.mibp._cli",
+    "certkit.conformal._cli",
+    "certkit.circuits._cli",
+)
 
 
 def _load_commands() -> list:

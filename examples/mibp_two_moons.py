@@ -17,7 +17,7 @@ import numpy as np
 
 from certkit.datasets import load_two_moons
 from certkit.mibp import MLP, FeatureBox, certified_training, certify_predictions
-from certkit.mibp.plot import plot_certified_accuracy
+from certkit.plot import plot_certified_accuracy
 
 
 def main() -> None:

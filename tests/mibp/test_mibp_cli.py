@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from certkit.mibp import _cli
-from certkit.mibp.plot import plot_certified_accuracy
+from certkit.plot import plot_certified_accuracy
 
 
 def test_run_prints_summary(capsys):

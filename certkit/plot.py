@@ -1,4 +1,4 @@
-"""Plot helper: certified accuracy against the perturbation radius ε (matplotlib, imported lazily)."""
+"""Plot helpers shared by the capabilities (matplotlib, imported lazily): certified accuracy against ε."""
 
 from __future__ import annotations
 
