@@ -315,6 +315,18 @@ def test_larger_case_matches_reference_and_any_thread_count():
         np.testing.assert_array_equal(_core.subsample_votes(scores, n_threads=n_threads, **kwargs), expected)
 
 
+@pytest.mark.parametrize(("n", "keep_prob", "n_sub"), [(2000, 0.9, 100), (70_000, 0.99, 3)])
+def test_large_poisson_subsamples_match_reference(n, keep_prob, n_sub):
+    # The kernel closes a chunk of subsamples once it holds 2**16 rows: ~1,800-row subsamples give
+    # chunks of 37 (not 64), and ~69,000-row subsamples give chunks of one.
+    rng = np.random.default_rng(n)
+    scores = rng.normal(size=(n, 40))
+    kwargs = dict(scheme="poisson", keep_prob=keep_prob, n_subsamples=n_sub, top_k=5, seed=3)
+    expected = ref_subsample_votes(scores, **kwargs)
+    for n_threads in (1, 2):
+        np.testing.assert_array_equal(_core.subsample_votes(scores, n_threads=n_threads, **kwargs), expected)
+
+
 @pytest.mark.parametrize("m", [1, 4, 60])
 @pytest.mark.parametrize("kind", ["normal", "cauchy", "tied", "shifting"])
 def test_top_k_with_many_components_matches_reference(m, kind):
