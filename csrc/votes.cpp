@@ -81,7 +81,7 @@ ScoresArray check_scores(const ScoresArray& scores) {
     return scores;
 }
 
-// With GCC on x86-64 Linux, tile_sums is also compiled for AVX2 and the
+// With GCC on x86-64 Linux, tile_means is also compiled for AVX2 and the
 // variant is picked at load time (ifunc).  Vector width changes nothing in the
 // result: every column is still summed element by element in the same order.
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
@@ -91,7 +91,7 @@ ScoresArray check_scores(const ScoresArray& scores) {
 #endif
 
 // Columns per tile of the packed score layout (TiledScores); subsamples per
-// chunk (their row lists and sums are kept while the tiles are swept), and the
+// chunk (their row lists and means are kept while the tiles are swept), and the
 // row count at which a chunk is closed early (bounds the row lists of large
 // Poisson subsamples; a single subsample may still exceed it).
 constexpr std::int64_t kTile = 32;
@@ -131,7 +131,8 @@ class TiledScores {
 // Means over `count >= 1` rows of the kTile columns c of one tile:
 // out[c] = (sum over r of tile[offsets[r] + c]) / count, where offsets[r] is
 // row index * kTile and the sum is added from 0.0 in the order of `offsets`.
-// The kTile partial sums stay in registers for the whole loop.
+// With AVX2 the kTile partial sums stay in eight registers for the whole loop
+// (the SSE2 default variant spills some of them).
 CERTKIT_AVX2_CLONE void tile_means(const double* tile, const std::int64_t* offsets, std::int64_t count,
                                    double* out) {
     Lanes acc[kTile / kLanes] = {};
