@@ -68,7 +68,7 @@ def solve_program(program: Program, tasks: list[tuple[int, int]], options: Backe
             todo.append(t)
     not_optimal = 0
     if todo:
-        solver = {"scip": _solve_scip, "gurobi": _solve_gurobi, "milp": _solve_cvxpy, "lp": _solve_cvxpy}[
+        solver = {"scip": _solve_scip, "gurobi": _solve_gurobi, "milp": _solve_linear, "lp": _solve_linear}[
             options.backend
         ]
         values, flags = solver(program, [tasks[t] for t in todo], options)
@@ -334,6 +334,106 @@ def _solve_cvxpy(program: Program, tasks, options: BackendOptions):
 
 
 _DEFAULT_GAP = 1e-4
+
+
+# ---------------------------------------------------------------------------- MILP / LP (McCormick)
+def _solve_linear(program: Program, tasks, options: BackendOptions):
+    """McCormick MILP / LP: HiGHS directly (one model, only the costs change) unless ``solver=`` names
+    another cvxpy solver."""
+    if options.solver in (None, "HIGHS"):
+        try:
+            import highspy  # noqa: F401
+        except ImportError:
+            return _solve_cvxpy(program, tasks, options)
+        return _solve_highs(program, tasks, options)
+    return _solve_cvxpy(program, tasks, options)
+
+
+def _linear_rows(program: Program):
+    """All linear rows (program rows and McCormick envelopes) as CSR with row bounds."""
+    import scipy.sparse as sp
+
+    M, mrhs = _relaxation_rows(program)
+    A = sp.vstack([program.A, M]).tocsr()
+    upper = np.concatenate([program.rhs, mrhs])
+    lower = np.concatenate([np.where(program.is_eq, program.rhs, -np.inf), np.full(len(mrhs), -np.inf)])
+    return A, lower, upper
+
+
+def _solve_highs(program: Program, tasks, options: BackendOptions):
+    """Solve every task on one HiGHS model built once: a new objective only changes the cost vector,
+    so the LP re-solves warm from the previous basis.  Bounds: the MIP dual bound (also when stopped
+    early) or the optimal LP value, padded outward; a MILP without a dual bound falls back to its LP."""
+    import highspy
+
+    integral = options.backend == "milp" and bool(program.binary.any())
+    A, row_lo, row_hi = _linear_rows(program)
+    n = program.n_vars
+    h = highspy.Highs()
+    h.setOptionValue("output_flag", False)
+    h.setOptionValue("primal_feasibility_tolerance", _FEAS_TOL)
+    h.setOptionValue("dual_feasibility_tolerance", _FEAS_TOL)
+    if integral:
+        h.setOptionValue("mip_rel_gap", 0.0)
+        h.setOptionValue("mip_abs_gap", 0.0)
+        h.setOptionValue("mip_feasibility_tolerance", _FEAS_TOL)
+    lp = highspy.HighsLp()
+    lp.num_col_ = n
+    lp.num_row_ = A.shape[0]
+    lp.col_cost_ = np.zeros(n)
+    lp.col_lower_ = program.lb
+    lp.col_upper_ = program.ub
+    lp.row_lower_ = row_lo
+    lp.row_upper_ = row_hi
+    lp.a_matrix_.format_ = highspy.MatrixFormat.kRowwise
+    lp.a_matrix_.num_col_ = n
+    lp.a_matrix_.num_row_ = A.shape[0]
+    lp.a_matrix_.start_ = A.indptr.astype(np.int32)
+    lp.a_matrix_.index_ = A.indices.astype(np.int32)
+    lp.a_matrix_.value_ = A.data.astype(np.float64)
+    if integral:
+        lp.integrality_ = [
+            highspy.HighsVarType.kInteger if b else highspy.HighsVarType.kContinuous for b in program.binary
+        ]
+    h.passModel(lp)
+    all_cols = np.arange(n, dtype=np.int32)
+    status_ok = highspy.HighsModelStatus.kOptimal
+    infeasible = (highspy.HighsModelStatus.kInfeasible,)
+    values, flags = [], []
+    for j, sense in tasks:
+        idx, coef, _ = program.objectives[j]
+        vec = np.zeros(n)
+        np.add.at(vec, idx, coef * sense)
+        h.changeColsCost(n, all_cols, vec)
+        if options.time_limit is not None:
+            # HiGHS measures the limit from its creation: allow this solve its own share
+            h.setOptionValue("time_limit", h.getRunTime() + float(options.time_limit))
+        h.run()
+        status = h.getModelStatus()
+        if status in infeasible:
+            raise RuntimeError(
+                "HiGHS reported an infeasible step program; this indicates a numerical "
+                "problem. Try backend='interval'."
+            )
+        optimal = status == status_ok
+        info = h.getInfo()
+        bound = -np.inf
+        if integral:
+            dual = float(info.mip_dual_bound)
+            if np.isfinite(dual) and abs(dual) < highspy.kHighsInf:
+                bound = dual
+        elif optimal:
+            bound = float(info.objective_function_value)
+        if not np.isfinite(bound) and integral:
+            relaxed = _solve_highs(program, [(j, sense)], BackendOptions("lp", options.time_limit))
+            bound, optimal = relaxed[0][0] * sense, False
+        values.append(
+            _pad_bound(sense * bound, sense, 1e-7 * (1.0 + abs(bound)))
+            if np.isfinite(bound)
+            else -np.inf * sense
+        )
+        flags.append(optimal)
+    return values, flags
 
 
 def _cvxpy_options(solver: str, time_limit: float | None, integral: bool) -> dict:
