@@ -28,7 +28,8 @@ class BenchmarkData:
 
 def load_data(name: str, *, rng: int = 0) -> BenchmarkData:
     """Load ``two_moons`` (100 train / 200 test, noise 0.1), ``iris2`` (versicolor vs virginica),
-    ``iris3`` or ``breast_cancer``; tabular features are min-max scaled to [0, 1] on the training split.
+    ``iris3`` or ``breast_cancer``; tabular features are standardised (zero mean, unit variance) with the
+    training split's statistics, two moons is left in its raw coordinates.
 
     Binary sets get labels in {-1, +1} (one output), ``iris3`` integer labels (three outputs).
     """
@@ -45,9 +46,9 @@ def load_data(name: str, *, rng: int = 0) -> BenchmarkData:
         "breast_cancer": datasets.load_breast_cancer,
     }[name]()
     split = full.split(test_size=0.25, rng=rng)
-    lo, hi = split.X_train.min(axis=0), split.X_train.max(axis=0)
-    scale = np.where(hi > lo, hi - lo, 1.0)
-    X, X_test = (split.X_train - lo) / scale, (split.X_test - lo) / scale
+    mean, std = split.X_train.mean(axis=0), split.X_train.std(axis=0)
+    scale = np.where(std > 0, std, 1.0)
+    X, X_test = (split.X_train - mean) / scale, (split.X_test - mean) / scale
     if name == "iris3":
         return BenchmarkData(name, X, split.y_train, X_test, split.y_test, 3)
     return BenchmarkData(name, X, 2 * split.y_train - 1, X_test, 2 * split.y_test - 1, 1)
