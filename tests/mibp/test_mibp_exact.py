@@ -173,6 +173,26 @@ def test_nesting_exact_milp_lp_interval():
     assert width["scip", "joint"] < width["lp", "decomposed"] < width["interval", "joint"]
 
 
+def test_hybrid_is_intersection_of_decomposed_and_joint_lp():
+    X, y = _data(5, rng=3)
+    model = MLP.random([2, 3, 1], rng=1)
+    pert = FeatureBox(0.1)
+    first = certified_training(model, X, y, perturbation=pert, epochs=2, learning_rate=0.3, backend="gurobi")
+    sets = pert.sets(X)
+    args = (first.lower[2], first.upper[2], sets, y, "hinge", 0.3)
+    dL, dU, _ = _step(*args, "decomposed", BackendOptions("gurobi"))
+    jL, jU, _ = _step(*args, "joint", BackendOptions("lp"))
+    hL, hU, st = _step(*args, "hybrid", BackendOptions("gurobi"))
+    np.testing.assert_array_equal(hL, np.maximum(dL, jL))
+    np.testing.assert_array_equal(hU, np.minimum(dU, jU))
+    assert st["programs"] == len(y) + 1
+    # neither box contains the other on this (grown) box, so the intersection is strictly tighter than both
+    assert np.sum(hU - hL) < min(np.sum(dU - dL), np.sum(jU - jL))
+    # and never tighter than the exact joint program (it is a relaxation of it)
+    eL, eU, _ = _step(*args, "joint", BackendOptions("scip"))
+    assert np.all(hL <= eL + SOLVER_TOL) and np.all(hU >= eU - SOLVER_TOL)
+
+
 @pytest.mark.parametrize(
     ("backend", "formulation"),
     [
@@ -184,6 +204,8 @@ def test_nesting_exact_milp_lp_interval():
         ("milp", "decomposed"),
         ("lp", "joint"),
         ("lp", "decomposed"),
+        ("gurobi", "hybrid"),
+        ("milp", "hybrid"),
     ],
 )
 def test_backends_sound_monte_carlo(backend, formulation, assert_sound):
