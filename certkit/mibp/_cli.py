@@ -84,11 +84,31 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Train with certified bounds, certify the test set, print both summaries."""
-    from certkit.mibp import MLP, FeatureBox, certified_training, certify_predictions
+    import sys
+
+    from certkit.mibp import MLP, GurobiLicenseError
 
     data = load_data(args.dataset, rng=args.seed)
     model = MLP.random([data.X.shape[1], args.hidden, data.n_outputs], rng=args.seed)
     start = time.perf_counter()
+    try:
+        res, cert = _train_and_certify(args, data, model)
+    except GurobiLicenseError as exc:
+        print(f"certkit mibp: {exc} (or fewer --hidden units)", file=sys.stderr)
+        return 2
+    print(res.summary())
+    print()
+    nominal = float(np.mean(res.nominal.predict(data.X_test) == data.y_test))
+    print(f"{args.dataset}: ε = {args.epsilon}, {args.epochs} epochs, backend {args.backend}")
+    print(f"  nominal test accuracy   {nominal:.3f}")
+    print(f"  certified accuracy      {cert.certified_accuracy(data.y_test):.3f}")
+    print(f"  total time              {time.perf_counter() - start:.1f} s")
+    return 0
+
+
+def _train_and_certify(args: argparse.Namespace, data: BenchmarkData, model) -> tuple:
+    from certkit.mibp import FeatureBox, certified_training, certify_predictions
+
     res = certified_training(
         model,
         data.X,
@@ -106,14 +126,7 @@ def run(args: argparse.Namespace) -> int:
     cert = certify_predictions(
         res, data.X_test, backend=args.backend, time_limit=args.time_limit, executor=args.workers
     )
-    print(res.summary())
-    print()
-    nominal = float(np.mean(res.nominal.predict(data.X_test) == data.y_test))
-    print(f"{args.dataset}: ε = {args.epsilon}, {args.epochs} epochs, backend {args.backend}")
-    print(f"  nominal test accuracy   {nominal:.3f}")
-    print(f"  certified accuracy      {cert.certified_accuracy(data.y_test):.3f}")
-    print(f"  total time              {time.perf_counter() - start:.1f} s")
-    return 0
+    return res, cert
 
 
 def demo(rng: np.random.Generator) -> str:

@@ -183,7 +183,8 @@ def certified_training(
         λ > 0.
     backend : {"interval", "gurobi", "scip", "milp", "lp"}
         ``interval``: interval arithmetic (fast, loosest). ``gurobi`` / ``scip``: exact mixed-integer
-        bilinear programs. ``milp``: McCormick envelopes + binaries (cvxpy). ``lp``: its LP relaxation.
+        bilinear programs. ``milp``: McCormick envelopes + binaries (HiGHS directly, or the cvxpy
+        ``solver``). ``lp``: its LP relaxation.
     formulation : {"decomposed", "joint", "hybrid"}
         ``joint``: one program over all samples with shared θ (tightest); ``decomposed``: one program
         per sample with its own copy of θ (a sound relaxation that scales linearly in n);

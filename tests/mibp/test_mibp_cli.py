@@ -20,6 +20,21 @@ def test_run_prints_summary(capsys):
     assert 0.0 <= acc <= 1.0
 
 
+def test_run_licence_limit_is_a_clear_message(capsys, monkeypatch):
+    from certkit.mibp import GurobiLicenseError
+
+    def too_big(*args, **kwargs):
+        raise GurobiLicenseError("the Gurobi licence is size-limited")
+
+    monkeypatch.setattr("certkit.mibp.certified_training", too_big)
+    parser = argparse.ArgumentParser()
+    _cli.add_arguments(parser)
+    args = parser.parse_args(["--dataset", "iris2", "--backend", "gurobi", "--formulation", "hybrid"])
+    assert _cli.run(args) == 2
+    err = capsys.readouterr().err
+    assert "size-limited" in err and "--hidden" in err
+
+
 def test_demo_section():
     text = _cli.demo(np.random.default_rng(0))
     assert "certified acc" in text and "interval" in text
