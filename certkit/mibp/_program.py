@@ -444,8 +444,14 @@ def _flat(W: list, b: list) -> list[Lin]:
     return theta
 
 
-def build_joint(lower, upper, sets, y, loss: str, learning_rate: float, *, tighten: bool = False) -> Program:
-    """One program over all samples with shared θ; objective ``p`` is ``θ'_p``."""
+def build_joint(
+    lower, upper, sets, y, loss: str, learning_rate: float, *, tighten: bool = False, cuts=None
+) -> Program:
+    """One program over all samples with shared θ; objective ``p`` is ``θ'_p``.
+
+    ``cuts = (L, U)``, arrays ``(n, m)``: sound bounds on each sample's ``θ_p - λ g_{k,p}`` (the
+    decomposed objectives), added as linear constraints; no budget or label flips.
+    """
     bld = Builder(tighten=tighten)
     W, b = bld.parameters(lower, upper)
     theta = _flat(W, b)
@@ -464,6 +470,12 @@ def build_joint(lower, upper, sets, y, loss: str, learning_rate: float, *, tight
         x = bld.inputs(sets, k, dev)
         g = bld.sample_gradient(W, b, x, y[k], loss, flip)
         total = [t + gk for t, gk in zip(total, g)]
+        if cuts is not None:
+            for p, (t, gk) in enumerate(zip(theta, g)):
+                e = t - gk * learning_rate
+                if not e.is_const:
+                    bld.add_row(dict(e.terms), float(cuts[1][k, p]) - e.const)
+                    bld.add_row({i: -c for i, c in e.terms.items()}, e.const - float(cuts[0][k, p]))
     if us and budget < len(us):
         bld.add_row(dict.fromkeys(us, 1.0), float(budget))
     if flips and sets.label_flips < len(flips):

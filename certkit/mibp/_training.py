@@ -292,7 +292,10 @@ def _step(lower, upper, sets, y, loss, lr, formulation, options, executor=None, 
     (sL, sU), st = solve(lower, upper, sets, y, loss, lr, options, executor, desc)
     if formulation == "hybrid":
         lp = BackendOptions("lp", options.time_limit, None, options.tighten)
-        (jL, jU), jst = _solve_epoch_joint(lower, upper, sets, y, loss, lr, lp, executor, desc)
+        cuts = st.pop("per_sample", None)
+        if sets.budget is not None or sets.label_flips is not None:
+            cuts = None
+        (jL, jU), jst = _solve_epoch_joint(lower, upper, sets, y, loss, lr, lp, executor, desc, cuts)
         sL, sU = np.maximum(sL, jL), np.minimum(sU, jU)
         st = {
             "solves": st["solves"] + jst["solves"],
@@ -301,6 +304,7 @@ def _step(lower, upper, sets, y, loss, lr, formulation, options, executor=None, 
             "max_bilinear": max(st["max_bilinear"], jst["max_bilinear"]),
             "programs": st["programs"] + jst["programs"],
         }
+    st.pop("per_sample", None)
     return np.maximum(sL, iL), np.minimum(sU, iU), st
 
 
@@ -314,9 +318,9 @@ def _stats(results: list[dict], programs: int) -> dict:
     }
 
 
-def _solve_epoch_joint(lower, upper, sets, y, loss, lr, options, executor, desc):
+def _solve_epoch_joint(lower, upper, sets, y, loss, lr, options, executor, desc, cuts=None):
     m = lower.n_params
-    program = build_joint(lower, upper, sets, y, loss, lr, tighten=options.tighten)
+    program = build_joint(lower, upper, sets, y, loss, lr, tighten=options.tighten, cuts=cuts)
     parts = 1 if executor is None else min(2 * m, 32)
     chunks = _chunks(m, parts)
     results = parallel_map(
@@ -362,4 +366,6 @@ def _solve_epoch_decomposed(lower, upper, sets, y, loss, lr, options, executor, 
     else:
         PL, PU = NL, NU = lo, hi
     SL, SU = sum_with_budget(PL, PU, NL, NU, budget)
-    return pad(SL / n, SU / n, magnitude(SL, SU) / n, 1), _stats(results, len(programs))
+    st = _stats(results, len(programs))
+    st["per_sample"] = (lo, hi)
+    return pad(SL / n, SU / n, magnitude(SL, SU) / n, 1), st

@@ -173,7 +173,7 @@ def test_nesting_exact_milp_lp_interval():
     assert width["scip", "joint"] < width["lp", "decomposed"] < width["interval", "joint"]
 
 
-def test_hybrid_is_intersection_of_decomposed_and_joint_lp():
+def test_hybrid_inside_decomposed_and_joint_lp():
     X, y = _data(5, rng=3)
     model = MLP.random([2, 3, 1], rng=1)
     pert = FeatureBox(0.1)
@@ -183,10 +183,10 @@ def test_hybrid_is_intersection_of_decomposed_and_joint_lp():
     dL, dU, _ = _step(*args, "decomposed", BackendOptions("gurobi"))
     jL, jU, _ = _step(*args, "joint", BackendOptions("lp"))
     hL, hU, st = _step(*args, "hybrid", BackendOptions("gurobi"))
-    np.testing.assert_array_equal(hL, np.maximum(dL, jL))
-    np.testing.assert_array_equal(hU, np.minimum(dU, jU))
     assert st["programs"] == len(y) + 1
-    # neither box contains the other on this (grown) box, so the intersection is strictly tighter than both
+    # the joint LP with the per-sample bounds as cuts lies inside both boxes (up to solver tolerance) ...
+    assert np.all(hL >= np.maximum(dL, jL) - SOLVER_TOL) and np.all(hU <= np.minimum(dU, jU) + SOLVER_TOL)
+    # ... and, as neither contains the other on this (grown) box, is strictly tighter than both
     assert np.sum(hU - hL) < min(np.sum(dU - dL), np.sum(jU - jL))
     # and never tighter than the exact joint program (it is a relaxation of it)
     eL, eU, _ = _step(*args, "joint", BackendOptions("scip"))
@@ -231,7 +231,7 @@ def test_backends_sound_monte_carlo(backend, formulation, assert_sound):
         ([2, 3, 1], "hinge", FeatureBox(0.05) & LabelFlips(1)),
     ],
 )
-@pytest.mark.parametrize("formulation", ["joint", "decomposed"])
+@pytest.mark.parametrize("formulation", ["joint", "decomposed", "hybrid"])
 def test_losses_and_perturbations_sound(sizes, loss, pert, formulation, assert_sound):
     X, y = _data(4, rng=2)
     if loss == "mse":
