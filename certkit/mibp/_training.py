@@ -189,10 +189,11 @@ def certified_training(
         ``joint``: one program over all samples with shared θ (tightest); ``decomposed``: one program
         per sample with its own copy of θ (a sound relaxation that scales linearly in n);
         ``hybrid``: each step's decomposed box (with ``backend``) intersected with the box of the joint
-        LP relaxation (McCormick, relaxed binaries; HiGHS).  Both boxes are sound, so their
-        intersection is: the decomposed programs are tight while the parameter box is small (exact
-        when it is a point), the joint LP keeps the coupling through the shared θ that the
-        decomposition drops once the box has grown.  Ignored by ``interval``.
+        LP relaxation (McCormick, relaxed binaries; HiGHS) to which the per-sample decomposed bounds
+        are added as constraints (without ``Budget``/``LabelFlips``).  All are sound, so the result
+        is: the decomposed programs are tight while the parameter box is small (exact when it is a
+        point), the joint LP keeps the coupling through the shared θ that the decomposition drops
+        once the box has grown.  Ignored by ``interval``.
     time_limit : float, optional
         Seconds per solve; a solve stopped early contributes its dual bound.
     solver : str, optional
