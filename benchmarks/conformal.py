@@ -12,10 +12,11 @@ Run: ``python benchmarks/conformal.py``  (about two minutes on two CPU cores).
 
 from __future__ import annotations
 
+import sys
 import time
+from pathlib import Path
 
 import numpy as np
-import torch
 
 from certkit._results import format_table
 from certkit.conformal import (
@@ -28,26 +29,12 @@ from certkit.conformal import (
 from certkit.conformal.attacks import smoothed_pgd
 from certkit.datasets import load_digits
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
+from conformal_digits import train_mlp
+
 LEVEL = 0.9
 N_SPLITS = 5
 N_CAL = 600
-
-
-def train_mlp(X: np.ndarray, y: np.ndarray, *, sigma: float, seed: int, epochs: int = 40) -> torch.nn.Module:
-    """A 64-128-10 MLP trained with fresh Gaussian noise on every batch (returns logits)."""
-    torch.manual_seed(seed)
-    net = torch.nn.Sequential(torch.nn.Linear(X.shape[1], 128), torch.nn.ReLU(), torch.nn.Linear(128, 10))
-    opt = torch.optim.Adam(net.parameters(), lr=3e-3, weight_decay=1e-4)
-    Xt = torch.as_tensor(X, dtype=torch.float32)
-    yt = torch.as_tensor(y)
-    for _ in range(epochs):
-        for idx in torch.randperm(len(yt)).split(64):
-            xb = Xt[idx] + sigma * torch.randn_like(Xt[idx])
-            loss = torch.nn.functional.cross_entropy(net(xb), yt[idx])
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
-    return net.eval()
 
 
 def methods(net, sigma: float, radius: float, rng: np.random.Generator) -> dict:

@@ -61,11 +61,12 @@ def make_cnn(n_channels: int = 32):
 
 
 def train_cnn(X: np.ndarray, y: np.ndarray, *, seed: int = 0, epochs: int = 40):
-    """Full-batch Adam on the training images (a few seconds on a CPU)."""
+    """Full-batch Adam on the training images (seconds on a CPU); leaves the global torch RNG as it was."""
     import torch
 
-    torch.manual_seed(seed)
-    model = make_cnn()
+    with torch.random.fork_rng():
+        torch.manual_seed(seed)
+        model = make_cnn()
     opt = torch.optim.Adam(model.parameters(), lr=0.01)
     xt, yt = torch.tensor(X, dtype=torch.float32), torch.tensor(y)
     for _ in range(epochs):

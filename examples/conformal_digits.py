@@ -39,19 +39,23 @@ LEVEL = 0.9
 
 
 def train_mlp(X: np.ndarray, y: np.ndarray, *, sigma: float, seed: int, epochs: int = 40) -> torch.nn.Module:
-    """A 64-128-10 MLP trained with fresh Gaussian noise on every batch (returns logits)."""
-    torch.manual_seed(seed)
-    net = torch.nn.Sequential(torch.nn.Linear(X.shape[1], 128), torch.nn.ReLU(), torch.nn.Linear(128, 10))
-    opt = torch.optim.Adam(net.parameters(), lr=3e-3, weight_decay=1e-4)
-    Xt = torch.as_tensor(X, dtype=torch.float32)
-    yt = torch.as_tensor(y)
-    for _ in range(epochs):
-        for idx in torch.randperm(len(yt)).split(64):
-            xb = Xt[idx] + sigma * torch.randn_like(Xt[idx])
-            loss = torch.nn.functional.cross_entropy(net(xb), yt[idx])
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
+    """A 64-128-10 MLP trained with fresh Gaussian noise on every batch (returns logits).
+
+    Seeded inside ``torch.random.fork_rng`` so the caller's global torch random state is left as it was.
+    """
+    with torch.random.fork_rng():
+        torch.manual_seed(seed)
+        net = torch.nn.Sequential(torch.nn.Linear(X.shape[1], 128), torch.nn.ReLU(), torch.nn.Linear(128, 10))
+        opt = torch.optim.Adam(net.parameters(), lr=3e-3, weight_decay=1e-4)
+        Xt = torch.as_tensor(X, dtype=torch.float32)
+        yt = torch.as_tensor(y)
+        for _ in range(epochs):
+            for idx in torch.randperm(len(yt)).split(64):
+                xb = Xt[idx] + sigma * torch.randn_like(Xt[idx])
+                loss = torch.nn.functional.cross_entropy(net(xb), yt[idx])
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
     return net.eval()
 
 
