@@ -30,29 +30,87 @@ import scipy.sparse as sp
 
 from certkit.mibp._interval import pad
 
-__all__ = ["Builder", "Lin", "Program", "build_decomposed", "build_joint"]
+_U = 2.0**-52
+
+#: Smallest relative width of a varying parameter or input box in a program.  The solvers run with
+#: feasibility tolerance 1e-9 and treat smaller coefficients as zero (SCIP ``numerics/epsilon``, HiGHS
+#: ``small_matrix_value``), so a box narrower than about 1e3 × that tolerance turns big-M rows at a
+#: kink into wrong ones and a solver reports "optimal" with bounds that exclude reachable points.
+#: Such boxes are widened to this width around their midpoint: a superset of the allowed
+#: parameters / perturbations, so the certificate stays sound (and is as loose as at that width).
+MIN_WIDTH = 1e-6
+
+
+def widen(lo: float, hi: float) -> tuple[float, float]:
+    """``[lo, hi]`` widened to at least ``MIN_WIDTH * max(1, |lo|, |hi|)`` when it is not a point."""
+    w = MIN_WIDTH * max(1.0, abs(lo), abs(hi))
+    if 0.0 < hi - lo < w:
+        c = 0.5 * (lo + hi)
+        return min(lo, c - 0.5 * w), max(hi, c + 0.5 * w)
+    return lo, hi
+
+
+__all__ = ["MIN_WIDTH", "Builder", "Lin", "Program", "build_decomposed", "build_joint", "widen"]
 
 
 class Lin:
-    """A linear expression ``Σ coef_i x_i + const`` over program variables."""
+    """A linear expression ``Σ coef_i x_i + const`` over program variables.
 
-    __slots__ = ("const", "terms")
+    The constant is folded in floating point, so it carries a rounding record: ``mag``
+    (total magnitude of the folded contributions), ``nops`` (depth of the fold) and
+    ``xerr`` (absolute error inherited from inexact factors).  :attr:`err` bounds the
+    distance between the represented expression and both the exact value and any float
+    evaluation of it (e.g. numpy's matmul in the nominal training, whose summation order differs).
+    """
 
-    def __init__(self, terms: dict[int, float] | None = None, const: float = 0.0) -> None:
+    __slots__ = ("const", "mag", "nops", "terms", "xerr")
+
+    def __init__(
+        self,
+        terms: dict[int, float] | None = None,
+        const: float = 0.0,
+        *,
+        mag: float | None = None,
+        nops: int = 0,
+        xerr: float = 0.0,
+    ) -> None:
         self.terms = terms or {}
         self.const = float(const)
+        self.mag = abs(self.const) if mag is None else float(mag)
+        self.nops = nops
+        self.xerr = float(xerr)
 
     @property
     def is_const(self) -> bool:
         return not self.terms
 
+    @property
+    def err(self) -> float:
+        """Bound on the rounding error of the constant (fold and any other float evaluation order)."""
+        if self.nops == 0 and self.xerr == 0.0:
+            return 0.0
+        return 2.0 * (self.nops + 2) * _U * self.mag + self.xerr + 1e-300
+
     def __add__(self, other: Lin | float) -> Lin:
         if not isinstance(other, Lin):
-            return Lin(dict(self.terms), self.const + other)
+            other = float(other)
+            return Lin(
+                dict(self.terms),
+                self.const + other,
+                mag=self.mag + abs(other),
+                nops=self.nops + 1,
+                xerr=self.xerr,
+            )
         terms = dict(self.terms)
         for k, v in other.terms.items():
             terms[k] = terms.get(k, 0.0) + v
-        return Lin({k: v for k, v in terms.items() if v != 0.0}, self.const + other.const)
+        return Lin(
+            {k: v for k, v in terms.items() if v != 0.0},
+            self.const + other.const,
+            mag=self.mag + other.mag,
+            nops=max(self.nops, other.nops) + 1,
+            xerr=self.xerr + other.xerr,
+        )
 
     __radd__ = __add__
 
@@ -60,7 +118,13 @@ class Lin:
         c = float(c)
         if c == 0.0:
             return Lin()
-        return Lin({k: v * c for k, v in self.terms.items()}, self.const * c)
+        return Lin(
+            {k: v * c for k, v in self.terms.items()},
+            self.const * c,
+            mag=self.mag * abs(c),
+            nops=self.nops + 1,
+            xerr=self.xerr * abs(c),
+        )
 
     __rmul__ = __mul__
 
@@ -73,12 +137,18 @@ class Lin:
 
 def lin_sum(items: list[Lin]) -> Lin:
     terms: dict[int, float] = {}
-    const = 0.0
+    const = mag = xerr = 0.0
+    nops = 0
     for e in items:
         const += e.const
+        mag += e.mag
+        xerr += e.xerr
+        nops = max(nops, e.nops)
         for k, v in e.terms.items():
             terms[k] = terms.get(k, 0.0) + v
-    return Lin({k: v for k, v in terms.items() if v != 0.0}, const)
+    return Lin(
+        {k: v for k, v in terms.items() if v != 0.0}, const, mag=mag, nops=nops + len(items), xerr=xerr
+    )
 
 
 @dataclass
@@ -94,6 +164,9 @@ class Program:
     bilinear: np.ndarray
     objectives: list[tuple[np.ndarray, np.ndarray, float]] = field(default_factory=list)
     objective_bounds: np.ndarray = field(default_factory=lambda: np.zeros((0, 2)))
+    #: rounding error of each objective (float evaluation vs represented expression); solver values are
+    #: widened by it
+    objective_errors: np.ndarray = field(default_factory=lambda: np.zeros(0))
 
     @property
     def n_vars(self) -> int:
@@ -127,10 +200,37 @@ class Builder:
     def binary(self) -> Lin:
         return self.var(0.0, 1.0, binary=True)
 
+    def _term_mag(self, e: Lin) -> float:
+        return sum(max(abs(c * self.lb[k]), abs(c * self.ub[k])) for k, c in e.terms.items())
+
+    def error(self, e: Lin, term_mag: float | None = None) -> float:
+        """Bound on ``|float evaluation of e - e|`` at any point of the variable bounds.
+
+        Covers the fold of the constant (:attr:`Lin.err`) and the rounding of ``Σ coef_i x_i`` in any
+        summation order (a float computation such as the nominal training's matmul).
+        """
+        if not e.terms:
+            return e.err
+        if term_mag is None:
+            term_mag = self._term_mag(e)
+        return e.err + 2.0 * (len(e.terms) + e.nops + 2) * _U * term_mag
+
+    def _maxabs(self, e: Lin) -> float:
+        lo, hi = self.bounds(e)
+        return max(abs(lo), abs(hi))
+
     def bounds(self, e: Lin) -> tuple[float, float]:
-        """Sound interval of ``e`` over the variable bounds (padded for rounding)."""
+        """Sound interval of ``e`` over the variable bounds, padded for rounding.
+
+        It contains the represented expression and every float evaluation of it (:meth:`error`), so
+        a decision made from it (a ReLU or hinge fixed on or off) holds for the nominal float trajectory.
+        """
         if e.is_const:
-            return e.const, e.const
+            r = e.err
+            if r == 0.0:
+                return e.const, e.const
+            lo, hi = pad(np.float64(e.const - r), np.float64(e.const + r), abs(e.const) + r, 1)
+            return float(lo), float(hi)
         lo = hi = mag = 0.0
         for k, c in e.terms.items():
             a, b = c * self.lb[k], c * self.ub[k]
@@ -139,7 +239,13 @@ class Builder:
             lo += a
             hi += b
             mag += max(abs(a), abs(b))
-        lo, hi = pad(np.float64(lo + e.const), np.float64(hi + e.const), mag + abs(e.const), len(e.terms) + 1)
+        r = self.error(e, mag)
+        lo, hi = pad(
+            np.float64(lo + e.const - r),
+            np.float64(hi + e.const + r),
+            mag + abs(e.const) + r,
+            len(e.terms) + 2,
+        )
         return float(lo), float(hi)
 
     def add_row(self, terms: dict[int, float], rhs: float, *, eq: bool = False) -> None:
@@ -155,6 +261,7 @@ class Builder:
             return e
         lo, hi = self.bounds(e)
         v = self.var(lo, hi)
+        v.xerr = self.error(e)
         (k,) = v.terms
         terms = {key: -c for key, c in e.terms.items()}
         terms[k] = 1.0
@@ -190,7 +297,7 @@ class Builder:
     def _binary_times(self, d: int, e: Lin) -> Lin:
         """``s = δ e`` for a binary ``δ`` by four big-M inequalities (exact)."""
         if e.is_const:
-            return Lin({d: e.const})
+            return Lin({d: e.const}, xerr=e.err)
         bL, bU = self.bounds(e)
         s = self.var(min(0.0, bL), max(0.0, bU))
         (si,) = s.terms
@@ -202,10 +309,13 @@ class Builder:
 
     def mul(self, e1: Lin, e2: Lin) -> Lin:
         """``e1 * e2``: linear, exact big-M (binary factor) or a bilinear variable."""
+        if e2.is_const and not e1.is_const:
+            e1, e2 = e2, e1
         if e1.is_const:
-            return e2 * e1.const
-        if e2.is_const:
-            return e1 * e2.const
+            r = e2 * e1.const
+            if e1.err:
+                r.xerr += e1.err * self._maxabs(e2)
+            return r
         if not self._all_binary(e1) and self._all_binary(e2):
             e1, e2 = e2, e1
         if self._all_binary(e1):
@@ -223,6 +333,11 @@ class Builder:
         )
         lo, hi = pad(p.min(), p.max(), np.abs(p).max(), 0)
         s = self.var(float(lo), float(hi))
+        ea, eb = a.err, b.err
+        if ea or eb:
+            ma = max(abs(self.lb[ai]), abs(self.ub[ai]))
+            mb = max(abs(self.lb[bi]), abs(self.ub[bi]))
+            s.xerr = ma * eb + mb * ea + ea * eb
         self.bilinear.append((next(iter(s.terms)), ai, bi))
         return s
 
@@ -243,13 +358,17 @@ class Builder:
         values = solve_program(program, tasks, BackendOptions("lp"))["bounds"]
         for i, j in enumerate(todo):
             lo, hi = bounds[j]
-            bounds[j] = (max(lo, values[2 * i]), min(hi, values[2 * i + 1]))
+            r = self.error(exprs[j])  # the LP bounds the represented value; widen to its float evaluations
+            bounds[j] = (max(lo, values[2 * i] - r), min(hi, values[2 * i + 1] + r))
         return bounds
 
     def relu(self, z: Lin, bounds: tuple[float, float] | None = None) -> tuple[Lin, Lin]:
         """``h = max(z, 0)`` and the derivative indicator ``δ = [z > 0]`` (either value at ``z = 0``).
 
-        ``bounds`` are sound bounds on ``z`` (default: its interval bounds).
+        ``bounds`` are sound bounds on ``z`` (default: its interval bounds).  The unit is fixed only
+        when the padded bounds exclude the kink; otherwise ``δ`` stays free and the big-M rows are
+        relaxed by the rounding error of ``z``, so the nominal float choice (``δ = [z_float > 0]``)
+        stays feasible.
         """
         lo, hi = self.bounds(z) if bounds is None else bounds
         if lo > 0:
@@ -263,8 +382,9 @@ class Builder:
         d = self.binary()
         h = self.var(0.0, hi)
         (di,), (hv,) = d.terms, h.terms
-        self._le((z, 1.0), (hv, -1.0))  # h >= z
-        self._le((hv, 1.0), (z, -1.0), (di, -lo), rhs=-lo)  # h <= z - l (1 - δ)
+        r = self.error(z)
+        self._le((z, 1.0), (hv, -1.0), rhs=r)  # h >= z - r
+        self._le((hv, 1.0), (z, -1.0), (di, -lo), rhs=r - lo)  # h <= z + r - l (1 - δ)
         self._le((hv, 1.0), (di, -hi))  # h <= u δ
         return h, d
 
@@ -277,12 +397,13 @@ class Builder:
             return Lin()
         a = self.binary()
         (ai,) = a.terms
+        r = self.error(v)  # rows relaxed by the rounding error of v: the float choice stays feasible
         terms = dict(v.terms)
         terms[ai] = terms.get(ai, 0.0) - hi
-        self.add_row(terms, -v.const)  # v <= u a
+        self.add_row(terms, r - v.const)  # v <= u a + r
         terms = {k: -c for k, c in v.terms.items()}
         terms[ai] = terms.get(ai, 0.0) - lo
-        self.add_row(terms, v.const - lo)  # v >= l (1 - a)
+        self.add_row(terms, v.const - lo + r)  # v >= l (1 - a) - r
         return a
 
     # -- network pieces -----------------------------------------------------------------
@@ -290,7 +411,7 @@ class Builder:
         """Parameter expressions ``W[l][o][i]``, ``b[l][o]`` (constants where the box is a point)."""
 
         def one(lo: float, hi: float) -> Lin:
-            return Lin(const=lo) if lo == hi else self.var(lo, hi)
+            return Lin(const=lo) if lo == hi else self.var(*widen(float(lo), float(hi)))
 
         W = [
             [[one(wl[o, i], wu[o, i]) for i in range(wl.shape[1])] for o in range(wl.shape[0])]
@@ -308,10 +429,11 @@ class Builder:
                 xs.append(Lin(const=nominal[f]))
                 continue
             vals = sets.options[k, f, : sets.n_options[k, f]]
-            eL, eU = sets.offset_lo[k, f], sets.offset_hi[k, f]
+            eL, eU = widen(float(sets.offset_lo[k, f]), float(sets.offset_hi[k, f]))
             x0 = 0.0 if deviate is None else nominal[f]
             if len(vals) == 1:
                 base = Lin(const=vals[0]) if deviate is None else Lin(const=x0) + deviate * (vals[0] - x0)
+                base.xerr += 2.0 * _U * (abs(vals[0]) + abs(x0))  # the folded coefficient vals[0] - x0
             else:
                 sig = [self.binary() for _ in vals]
                 terms = {next(iter(s.terms)): 1.0 for s in sig}
@@ -321,11 +443,12 @@ class Builder:
                     terms[next(iter(deviate.terms))] = -1.0
                     self.add_row(terms, 0.0, eq=True)
                 base = Lin(const=x0) + lin_sum([s * (v - x0) for s, v in zip(sig, vals)])
+                base.xerr += 2.0 * _U * (float(np.max(np.abs(vals))) + abs(x0))
             if deviate is None and len(vals) == 1:
                 lo, hi = pad(
                     np.float64(vals[0] + eL), np.float64(vals[0] + eU), abs(vals[0]) + abs(eL) + abs(eU), 1
                 )
-                xs.append(self.var(float(lo), float(hi)))
+                xs.append(self.var(*widen(float(lo), float(hi))))
                 continue
             if eL == eU == 0.0:
                 off = Lin()
@@ -418,7 +541,9 @@ class Builder:
         )
         objs = []
         obounds = []
+        oerrs = []
         for e in objectives:
+            oerrs.append(self.error(e))
             idx = np.fromiter(e.terms.keys(), dtype=np.int64, count=len(e.terms))
             coef = np.fromiter(e.terms.values(), dtype=np.float64, count=len(e.terms))
             objs.append((idx, coef, e.const))
@@ -433,6 +558,7 @@ class Builder:
             bilinear=np.asarray(self.bilinear, dtype=np.int64).reshape(-1, 3),
             objectives=objs,
             objective_bounds=np.asarray(obounds, dtype=np.float64).reshape(-1, 2),
+            objective_errors=np.asarray(oerrs, dtype=np.float64),
         )
 
 
@@ -474,8 +600,9 @@ def build_joint(
             for p, (t, gk) in enumerate(zip(theta, g)):
                 e = t - gk * learning_rate
                 if not e.is_const:
-                    bld.add_row(dict(e.terms), float(cuts[1][k, p]) - e.const)
-                    bld.add_row({i: -c for i, c in e.terms.items()}, e.const - float(cuts[0][k, p]))
+                    r = bld.error(e)  # the cuts bound float values; the represented e may differ by r
+                    bld.add_row(dict(e.terms), float(cuts[1][k, p]) - e.const + r)
+                    bld.add_row({i: -c for i, c in e.terms.items()}, e.const - float(cuts[0][k, p]) + r)
     if us and budget < len(us):
         bld.add_row(dict.fromkeys(us, 1.0), float(budget))
     if flips and sets.label_flips < len(flips):

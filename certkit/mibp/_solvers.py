@@ -44,10 +44,31 @@ class BackendOptions:
     tighten: bool = False
 
 
-def _pad_bound(value: float, sense: int, extra: float = 0.0) -> float:
-    """Move ``value`` outward (down for min, up for max) by the tolerance padding."""
-    slack = _PAD_REL * (1.0 + abs(value)) + extra
+def _scale(program: Program) -> float:
+    """Largest variable-bound magnitude (the big-M and McCormick coefficients come from these)."""
+    if program.n_vars == 0:
+        return 1.0
+    return float(max(1.0, np.max(np.abs(program.lb)), np.max(np.abs(program.ub))))
+
+
+def _pad_bound(value: float, sense: int, extra: float = 0.0, scale: float = 1.0) -> float:
+    """Move ``value`` outward (down for min, up for max) by the tolerance padding.
+
+    The padding grows with ``scale`` (the largest big-M / bound magnitude of the program): a row
+    satisfied only up to the feasibility tolerance can move the objective by about tolerance × M.
+    """
+    slack = _PAD_REL * (1.0 + abs(value)) + _FEAS_TOL * scale + extra
     return value - slack if sense > 0 else value + slack
+
+
+def _consistent(dual: float, incumbent: float | None, sense: int, value_scale: float) -> bool:
+    """A finite dual bound on the right side of the incumbent (``sense`` +1: min, -1: max)."""
+    if not np.isfinite(dual) or abs(dual) >= 1e100:
+        return False
+    if incumbent is None or not np.isfinite(incumbent) or abs(incumbent) >= 1e100:
+        return True
+    tol = 1e-6 * (1.0 + value_scale)
+    return dual <= incumbent + tol if sense > 0 else dual >= incumbent - tol
 
 
 def solve_program(program: Program, tasks: list[tuple[int, int]], options: BackendOptions) -> dict:
@@ -77,6 +98,8 @@ def solve_program(program: Program, tasks: list[tuple[int, int]], options: Backe
             lo, hi = program.objective_bounds[j]
             not_optimal += not ok
             v = v + program.objectives[j][2]
+            if len(program.objective_errors):
+                v = v - program.objective_errors[j] if sense > 0 else v + program.objective_errors[j]
             out[t] = max(lo, v) if sense > 0 else min(hi, v)
     return {
         "bounds": out,
@@ -89,11 +112,29 @@ def solve_program(program: Program, tasks: list[tuple[int, int]], options: Backe
 
 
 # ---------------------------------------------------------------------------- SCIP
+#: SCIP statuses after which the dual bound is a proven bound (the solve stopped early at a limit);
+#: any other non-optimal status (unknown, unbounded, inforunbd, ...) gives no bound.
+_SCIP_LIMITS = frozenset(
+    {
+        "timelimit",
+        "nodelimit",
+        "totalnodelimit",
+        "stallnodelimit",
+        "gaplimit",
+        "sollimit",
+        "bestsollimit",
+        "restartlimit",
+        "userinterrupt",
+    }
+)
+
+
 def _solve_scip(program: Program, tasks, options: BackendOptions):
     try:
         from pyscipopt import Model, quicksum
     except ImportError as exc:
         raise ImportError('backend="scip" needs PySCIPOpt: pip install "certkit[scip]"') from exc
+    scale = _scale(program)
     m = Model()
     m.hideOutput()
     m.setParam("numerics/feastol", _FEAS_TOL)
@@ -126,9 +167,14 @@ def _solve_scip(program: Program, tasks, options: BackendOptions):
                 "SCIP reported an infeasible step program; this indicates a numerical problem "
                 "(the unperturbed data are always feasible). Try backend='milp' or 'interval'."
             )
-        bound = m.getDualbound()
+        bound = -np.inf * sense
+        if status == "optimal" or status in _SCIP_LIMITS:
+            dual = m.getDualbound()
+            incumbent = m.getPrimalbound() if m.getNSols() > 0 else None
+            if _consistent(dual, incumbent, sense, abs(dual)):
+                bound = dual
         flags.append(status == "optimal")
-        values.append(_pad_bound(bound, sense) if np.isfinite(bound) else -np.inf * sense)
+        values.append(_pad_bound(bound, sense, scale=scale) if np.isfinite(bound) else -np.inf * sense)
         m.freeTransform()
     return values, flags
 
@@ -185,6 +231,7 @@ def _solve_gurobi(program: Program, tasks, options: BackendOptions):
     ) > 2000
     if too_big and gurobi_size_limited():
         raise _license_error(program)
+    scale = _scale(program)
     with gp.Model(env=_gurobi_env()) as m:
         m.Params.NonConvex = 2
         m.Params.FeasibilityTol = _FEAS_TOL
@@ -224,14 +271,25 @@ def _solve_gurobi(program: Program, tasks, options: BackendOptions):
                     "problem. Try backend='scip' or 'interval'."
                 )
             optimal = m.Status == gp.GRB.OPTIMAL
-            if m.IsMIP or m.IsQCP:
-                bound = m.ObjBound
-            elif optimal:
-                bound = m.ObjVal
-            else:
-                bound = -np.inf * sense
+            limits = (
+                gp.GRB.TIME_LIMIT,
+                gp.GRB.ITERATION_LIMIT,
+                gp.GRB.NODE_LIMIT,
+                gp.GRB.SOLUTION_LIMIT,
+                gp.GRB.INTERRUPTED,
+                gp.GRB.WORK_LIMIT,
+            )
+            bound = -np.inf * sense
+            if optimal or m.Status in limits:
+                if m.IsMIP or m.IsQCP:
+                    incumbent = m.ObjVal if m.SolCount > 0 else None
+                    dual = float(m.ObjBound)
+                    if _consistent(dual, incumbent, sense, abs(dual)):
+                        bound = dual
+                elif optimal:
+                    bound = float(m.ObjVal)
             flags.append(optimal)
-            values.append(_pad_bound(bound, sense) if np.isfinite(bound) else -np.inf * sense)
+            values.append(_pad_bound(bound, sense, scale=scale) if np.isfinite(bound) else -np.inf * sense)
     return values, flags
 
 
@@ -312,7 +370,14 @@ def _solve_cvxpy(program: Program, tasks, options: BackendOptions):
         if integral:
             stats = prob.solver_stats.extra_stats
             dual = getattr(stats, "mip_dual_bound", None) if solver == "HIGHS" else None
-            if dual is not None and np.isfinite(dual):
+            gap = getattr(stats, "mip_gap", None)
+            usable = (
+                status in ("optimal", "user_limit")
+                and dual is not None
+                and (gap is None or np.isfinite(gap))
+                and _consistent(float(dual), prob.value if optimal else None, 1, abs(float(dual)))
+            )
+            if usable:
                 bound = float(dual)
             elif optimal:
                 bound = float(prob.value) - _DEFAULT_GAP * (1.0 + abs(prob.value))
@@ -325,7 +390,7 @@ def _solve_cvxpy(program: Program, tasks, options: BackendOptions):
             )
             bound, optimal = relaxed[0][0] * sense, False
         values.append(
-            _pad_bound(sense * bound, sense, 1e-7 * (1.0 + abs(bound)))
+            _pad_bound(sense * bound, sense, 1e-7 * (1.0 + abs(bound)), _scale(program))
             if np.isfinite(bound)
             else -np.inf * sense
         )
@@ -367,6 +432,7 @@ def _solve_highs(program: Program, tasks, options: BackendOptions):
     import highspy
 
     integral = options.backend == "milp" and bool(program.binary.any())
+    scale = _scale(program)
     A, row_lo, row_hi = _linear_rows(program)
     n = program.n_vars
     h = highspy.Highs()
@@ -416,24 +482,42 @@ def _solve_highs(program: Program, tasks, options: BackendOptions):
                 "problem. Try backend='interval'."
             )
         optimal = status == status_ok
-        info = h.getInfo()
         bound = -np.inf
         if integral:
-            dual = float(info.mip_dual_bound)
-            if np.isfinite(dual) and abs(dual) < highspy.kHighsInf:
-                bound = dual
+            bound = _highs_mip_bound(h, status)
         elif optimal:
-            bound = float(info.objective_function_value)
+            bound = float(h.getInfo().objective_function_value)
         if not np.isfinite(bound) and integral:
             relaxed = _solve_highs(program, [(j, sense)], BackendOptions("lp", options.time_limit))
             bound, optimal = relaxed[0][0] * sense, False
         values.append(
-            _pad_bound(sense * bound, sense, 1e-7 * (1.0 + abs(bound)))
+            _pad_bound(sense * bound, sense, 1e-7 * (1.0 + abs(bound)), scale)
             if np.isfinite(bound)
             else -np.inf * sense
         )
         flags.append(optimal)
     return values, flags
+
+
+def _highs_mip_bound(h, status) -> float:
+    """HiGHS's MIP dual bound (of the minimisation it solved) when it is a proven bound, else ``-inf``.
+
+    Only after an optimal solve or a limit stop, and only when finite, with a finite gap and not
+    above the incumbent: on an error status HiGHS leaves ``mip_dual_bound = 0`` (gap ``inf``),
+    which is no bound at all.
+    """
+    import highspy
+
+    S = highspy.HighsModelStatus
+    usable = (S.kOptimal, S.kTimeLimit, S.kIterationLimit, S.kSolutionLimit, S.kInterrupt, S.kHighsInterrupt)
+    if status not in usable:
+        return -np.inf
+    info = h.getInfo()
+    dual, gap = float(info.mip_dual_bound), float(info.mip_gap)
+    if not np.isfinite(dual) or abs(dual) >= highspy.kHighsInf or not np.isfinite(gap):
+        return -np.inf
+    incumbent = float(info.objective_function_value) if info.primal_solution_status == 2 else None
+    return dual if _consistent(dual, incumbent, 1, abs(dual)) else -np.inf
 
 
 def _cvxpy_options(solver: str, time_limit: float | None, integral: bool) -> dict:

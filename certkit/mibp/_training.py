@@ -214,6 +214,18 @@ def certified_training(
     -------
     CertifiedTrainingResult
         Per-epoch boxes with ``lower[t] <= θ_t(D') <= upper[t]`` for every allowed ``D'``.
+
+    Notes
+    -----
+    Program backends widen every varying parameter or input box narrower than
+    ``1e-6 * max(1, |bound|)`` (about 1e3 × the solvers' feasibility tolerance) to that width
+    around its midpoint before encoding it: below it the solvers drop the big-M coefficients at
+    ReLU / hinge kinks and report wrong "optimal" bounds.  The widened box is a superset, so the
+    certificate stays sound; for such tiny perturbations it is as loose as at that width.
+    Constants folded in floating point carry a rounding-error bound, so a ReLU or hinge side is fixed
+    only when the padded bounds exclude the kink, and the boxes contain the float trajectory of
+    :meth:`MLP.train`.  A solve that ends with an error status contributes no solver bound (the LP
+    relaxation's, or the interval bound, is used instead).
     """
     if not isinstance(model, MLP):
         raise TypeError(f"model must be a certkit.mibp.MLP (use MLP.from_torch), got {type(model).__name__}")

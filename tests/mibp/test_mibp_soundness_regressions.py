@@ -1,0 +1,193 @@
+"""Regression tests for three soundness defects found in review.
+
+D1: constants folded in float (left to right) decided a ReLU from an unpadded point interval, so a
+    pre-activation the fold made exactly 0 (numpy: +5.6e-17) fixed the unit off while the nominal
+    training used it (θ_1 outside its box by 0.25 for every program backend).
+D2: HiGHS's ``mip_dual_bound`` was read whatever the model status (an error leaves it at 0.0).
+D3: boxes narrower than the solvers' tolerances (eps 1e-12 at a hinge kink) gave wrong "optimal" bounds.
+"""
+
+import importlib.util
+import types
+
+import numpy as np
+import pytest
+
+from certkit.mibp import MLP, FeatureBox, certified_training
+from certkit.mibp._program import MIN_WIDTH, Builder, Lin, widen
+from certkit.mibp._solvers import BackendOptions, solve_program
+
+PROGRAM_BACKENDS = [
+    "lp",
+    "milp",
+    pytest.param(
+        "scip",
+        marks=pytest.mark.skipif(importlib.util.find_spec("pyscipopt") is None, reason="needs pyscipopt"),
+    ),
+    pytest.param(
+        "gurobi",
+        marks=pytest.mark.skipif(importlib.util.find_spec("gurobipy") is None, reason="needs gurobipy"),
+    ),
+]
+
+
+def _fold_case():
+    """A hidden unit whose pre-activation at an unperturbed point folds (left to right) to exactly 0
+    but is > 0 under numpy's matmul (the reviewer's construction, fixed seed)."""
+    g = np.random.default_rng(1)
+    for _ in range(100000):
+        x = g.normal(size=2)
+        w = g.normal(size=2)
+        b = -((0.0 + x[0] * w[0]) + x[1] * w[1])
+        W1 = np.array([w, [0.3, -0.2], [0.5, 0.1]])
+        b1 = np.array([b, 0.1, -0.2])
+        if (np.array([[0.7, -0.4], x]) @ W1.T + b1)[1, 0] > 0:
+            break
+    model = MLP([W1, np.array([[1.0, 0.5, -0.4]])], [b1, np.array([0.0])])
+    return model, np.array([[0.7, -0.4], x]), np.array([1.0, 1.0])
+
+
+def test_fold_case_is_a_real_disagreement():
+    model, X, _ = _fold_case()
+    W1, b1 = model.weights[0], model.biases[0]
+    folded = (0.0 + X[1, 0] * W1[0, 0] + X[1, 1] * W1[0, 1]) + b1[0]
+    assert folded == 0.0
+    assert (X @ W1.T + b1)[1, 0] > 0
+
+
+@pytest.mark.parametrize("formulation", ["joint", "decomposed"])
+@pytest.mark.parametrize("backend", PROGRAM_BACKENDS)
+def test_nominal_inside_box_when_fold_and_numpy_disagree(backend, formulation):
+    model, X, y = _fold_case()
+    nominal = model.train(X, y, loss="hinge", epochs=1, learning_rate=0.5)
+    res = certified_training(
+        model,
+        X,
+        y,
+        perturbation=FeatureBox(0.01, points=[0]),
+        loss="hinge",
+        epochs=1,
+        learning_rate=0.5,
+        backend=backend,
+        formulation=formulation,
+    )
+    for t, m in enumerate(nominal):
+        v = m.to_vector()
+        gap = max(np.max(res.lower[t].to_vector() - v), np.max(v - res.upper[t].to_vector()))
+        assert res.contains(m, t), f"epoch {t}: nominal outside its box by {gap}"
+
+
+@pytest.mark.parametrize("backend", ["lp", "milp"])
+def test_point_box_contains_float_trajectory(backend):
+    # eps = 0: every quantity is a constant; the bounds must still contain numpy's trajectory
+    m = MLP([[[1.0], [-1.0]], [[1.0, 1.0]]], [[0.0, 0.0], [0.0]])
+    X = np.array([[0.0], [1.0], [-1.0]])
+    y = np.array([0.5, -1.0, 1.0])
+    res = certified_training(
+        m,
+        X,
+        y,
+        perturbation=FeatureBox(0.0),
+        loss="mse",
+        epochs=3,
+        learning_rate=0.25,
+        backend=backend,
+        formulation="joint",
+    )
+    for t, p in enumerate(m.train(X, y, loss="mse", epochs=3, learning_rate=0.25)):
+        assert res.contains(p, t)
+
+
+def test_constant_at_kink_keeps_relu_free():
+    bld = Builder()
+    z = Lin(const=0.1) + 0.2 - 0.3  # folds to 5.6e-17 (the decimal value is 0)
+    assert z.const != 0.0
+    lo, hi = bld.bounds(z)
+    assert lo < 0.0 < hi
+    _, d = bld.relu(z)
+    assert not d.is_const  # both sides allowed at the kink
+
+
+# ------------------------------------------------------------------------------------------- D2
+def _relu_program():
+    """max h + δ with h = relu(x), x in [-1, 3]: the true maximum is 4."""
+    bld = Builder()
+    x = bld.var(-1.0, 3.0)
+    h, d = bld.relu(x)
+    return bld.finish([h + d])
+
+
+def test_highs_error_status_is_not_a_bound(monkeypatch):
+    highspy = pytest.importorskip("highspy")
+    program = _relu_program()
+
+    def info(self):  # what HiGHS leaves after kSolveError: dual bound 0, gap inf
+        return types.SimpleNamespace(
+            mip_dual_bound=0.0,
+            mip_gap=np.inf,
+            objective_function_value=0.0,
+            primal_solution_status=0,
+        )
+
+    monkeypatch.setattr(highspy.Highs, "getModelStatus", lambda self: highspy.HighsModelStatus.kSolveError)
+    monkeypatch.setattr(highspy.Highs, "getInfo", info)
+    out = solve_program(program, [(0, -1), (0, 1)], BackendOptions("milp"))
+    assert out["bounds"][0] >= 4.0  # falls back to the interval bound, never the made-up 0
+    assert out["bounds"][1] <= 0.0
+    assert out["not_optimal"] == 2
+
+
+def test_highs_limit_status_with_inconsistent_dual_is_rejected(monkeypatch):
+    highspy = pytest.importorskip("highspy")
+    program = _relu_program()
+
+    def info(self):  # a dual bound above the incumbent of the minimisation: inconsistent
+        return types.SimpleNamespace(
+            mip_dual_bound=-1.0,
+            mip_gap=0.5,
+            objective_function_value=-3.0,
+            primal_solution_status=2,
+        )
+
+    monkeypatch.setattr(highspy.Highs, "getModelStatus", lambda self: highspy.HighsModelStatus.kTimeLimit)
+    monkeypatch.setattr(highspy.Highs, "getInfo", info)
+    out = solve_program(program, [(0, -1)], BackendOptions("milp"))
+    assert out["bounds"][0] >= 4.0
+
+
+@pytest.mark.parametrize("backend", PROGRAM_BACKENDS)
+def test_program_bounds_contain_the_reachable_range(backend):
+    out = solve_program(_relu_program(), [(0, -1), (0, 1)], BackendOptions(backend))
+    assert out["bounds"][0] >= 4.0 and out["bounds"][1] <= 0.0
+
+
+# ------------------------------------------------------------------------------------------- D3
+def test_widen():
+    lo, hi = widen(0.0, 1e-12)
+    assert lo <= 0.0 and hi >= 1e-12 and hi - lo >= MIN_WIDTH
+    assert widen(2.0, 2.0) == (2.0, 2.0)
+    assert widen(-1.0, 1.0) == (-1.0, 1.0)
+
+
+@pytest.mark.parametrize("backend", PROGRAM_BACKENDS)
+def test_tiny_eps_at_hinge_kinks(backend):
+    m = MLP([[[1.0, 0.0], [0.0, 1.0]], [[1.0, 0.0], [0.0, 1.0], [0.5, 0.5]]], [[0.0, 0.0], [0.0, 0.0, 0.0]])
+    X = np.array([[2.0, 1.0], [0.0, 0.0], [1.0, 2.0]])
+    y = np.array([0, 2, 1])
+    eps, lr, T = 1e-12, 0.5, 2
+    res = certified_training(
+        m,
+        X,
+        y,
+        perturbation=FeatureBox(eps),
+        loss="hinge",
+        epochs=T,
+        learning_rate=lr,
+        backend=backend,
+        formulation="joint",
+    )
+    gen = np.random.default_rng(0)
+    for i in range(60):
+        Xp = X + gen.choice([-0.5, 0.5], size=X.shape) * eps if i % 2 else X + gen.uniform(-eps, eps, X.shape)
+        for t, mt in enumerate(m.train(Xp, y, loss="hinge", epochs=T, learning_rate=lr)):
+            assert res.contains(mt, t), f"epoch {t}, draw {i}"
