@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from _timing import best_time
 
 from certkit._results import format_table
 from certkit.circuits import ScoreRule, certify_circuit
@@ -57,15 +58,6 @@ class TopKMean:
         return mask
 
 
-def timed(fn, repeat: int = 3) -> tuple[float, object]:
-    best, out = np.inf, None
-    for _ in range(repeat):
-        start = time.perf_counter()
-        out = fn()
-        best = min(best, time.perf_counter() - start)
-    return best, out
-
-
 def throughput_table(n_subsamples: int = 10_000) -> str:
     from certkit import _core
 
@@ -75,13 +67,13 @@ def throughput_table(n_subsamples: int = 10_000) -> str:
     idx = _core.subsample_indices(N_EXAMPLES, M, n_subsamples, False, 1)
     rows = []
 
-    t_loop_small, _ = timed(lambda: numpy_loop(scores, idx[:1000], TOP_K), repeat=1)
+    t_loop_small, _ = best_time(lambda: numpy_loop(scores, idx[:1000], TOP_K), repeats=1)
     t_loop = t_loop_small * n_subsamples / 1000  # extrapolated from 1,000 subsamples
     rows.append(["NumPy loop (baseline, from 1k)", t_loop, n_subsamples / t_loop, 1.0])
-    t_batch, _ = timed(lambda: numpy_batched(scores, idx, TOP_K))
+    t_batch, _ = best_time(lambda: numpy_batched(scores, idx, TOP_K))
     rows.append(["NumPy batched", t_batch, n_subsamples / t_batch, t_loop / t_batch])
     for threads in (1, 2):
-        t_kernel, res = timed(  # best of 3
+        t_kernel, res = best_time(  # best of 3
             lambda threads=threads: certify_circuit(
                 rule, subsample_size=M, n_subsamples=n_subsamples, rng=0, n_threads=threads
             )
@@ -95,11 +87,11 @@ def throughput_table(n_subsamples: int = 10_000) -> str:
             ]
         )
     n_bb = 1000
-    t_bb, _ = timed(
+    t_bb, _ = best_time(
         lambda: certify_circuit(
             TopKMean(TOP_K), scores, subsample_size=M, n_subsamples=n_bb, rng=0, progress=False
         ),
-        repeat=1,
+        repeats=1,
     )
     t_bb_full = t_bb * n_subsamples / n_bb
     rows.append(

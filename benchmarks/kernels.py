@@ -19,10 +19,10 @@ Run: ``python benchmarks/kernels.py [--repeats 5]``.
 from __future__ import annotations
 
 import argparse
-import time
 from collections.abc import Callable
 
 import numpy as np
+from _timing import best_time
 from threadpoolctl import threadpool_info, threadpool_limits
 
 from certkit import _core
@@ -31,16 +31,6 @@ from certkit._results import format_table
 N_EXAMPLES, SUBSAMPLE, N_SUBSAMPLES, N_COMPONENTS, TOP_K = 1000, 100, 10_000, 512, 50
 KEEP_PROB = 0.1
 SEED = 1
-
-
-def best_time(fn: Callable[[], object], repeats: int) -> tuple[float, object]:
-    """Smallest wall time over `repeats` calls, and the last result."""
-    best, out = np.inf, None
-    for _ in range(repeats):
-        start = time.perf_counter()
-        out = fn()
-        best = min(best, time.perf_counter() - start)
-    return best, out
 
 
 def _top_k_counts(means: np.ndarray, k: int, counts: np.ndarray) -> None:
