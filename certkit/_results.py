@@ -4,11 +4,18 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
-__all__ = ["ResultMixin", "format_table"]
+__all__ = ["ConfidenceInterval", "ResultMixin", "format_table"]
+
+
+class ConfidenceInterval(NamedTuple):
+    """A confidence interval ``(low, high)``, as returned by every ``confidence_interval`` method."""
+
+    low: float
+    high: float
 
 
 def _fmt(value: Any) -> str:

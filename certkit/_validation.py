@@ -24,6 +24,7 @@ __all__ = [
     "check_nonnegative",
     "check_positive",
     "check_probability",
+    "check_progress",
     "check_rng",
     "check_same_length",
     "seed_from_rng",
@@ -187,6 +188,13 @@ def check_same_length(*pairs: tuple[str, Any]) -> int:
         desc = ", ".join(f"{name} has {n}" for name, n in lengths.items())
         raise ValueError(f"inconsistent numbers of samples: {desc}")
     return next(iter(lengths.values()))
+
+
+def check_progress(progress: Any) -> bool | str:
+    """``progress`` is a bool (show a bar or not) or a str (a bar with that label)."""
+    if not isinstance(progress, (bool, np.bool_, str)):
+        raise TypeError(f"progress must be a bool or a str, got {type(progress).__name__}")
+    return progress if isinstance(progress, str) else bool(progress)
 
 
 def check_rng(rng: Any) -> np.random.Generator:
