@@ -17,6 +17,7 @@ import numpy as np
 __all__ = [
     "as_numpy",
     "check_array",
+    "check_bool",
     "check_in_options",
     "check_integer",
     "check_is_fitted",
@@ -169,6 +170,13 @@ def check_integer(value: Any, name: str, *, minimum: int | None = None, maximum:
     if maximum is not None and value > maximum:
         raise ValueError(f"{name} must be <= {maximum}, got {value}")
     return value
+
+
+def check_bool(value: Any, name: str) -> bool:
+    """A Python or NumPy bool (not 0/1, not a str)."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be a bool (True or False), got {type(value).__name__}")
+    return bool(value)
 
 
 def check_in_options(value: Any, name: str, options: Iterable[str]) -> str:

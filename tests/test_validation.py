@@ -7,6 +7,7 @@ from sklearn.exceptions import NotFittedError
 from certkit._validation import (
     as_numpy,
     check_array,
+    check_bool,
     check_in_options,
     check_integer,
     check_is_fitted,
@@ -223,6 +224,14 @@ def test_check_in_options():
         check_in_options(None, "noise", ("gaussian",))
     with pytest.raises(ValueError, match="unknown noise"):
         check_in_options("Gaussian", "noise", ("gaussian",))  # case-sensitive
+
+
+def test_check_bool():
+    assert check_bool(True, "flag") is True
+    assert check_bool(np.bool_(False), "flag") is False
+    for bad in (1, 0, "yes", None, 1.0):
+        with pytest.raises(TypeError, match="flag must be a bool"):
+            check_bool(bad, "flag")
 
 
 def test_check_same_length():
