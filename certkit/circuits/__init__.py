@@ -19,16 +19,13 @@ with the largest edit distance of the concept dataset under which its decision p
 ==========================================  ==============================================================
 """
 
-from certkit.circuits.certificate import certified_radius, edit_bounds, partition_radius
-from certkit.circuits.certify import (
-    CircuitCertificate,
-    ScoreRule,
-    certify_circuit,
-    certify_circuit_partition,
-    example_parts,
-)
 from certkit.circuits.discovery import AblationDiscovery, neuron_scores
 from certkit.circuits.evaluation import circuit_accuracy, layer_mean
+from certkit.circuits.partition import certify_circuit_partition, example_parts
+from certkit.circuits.radius import certified_radius, edit_bounds, partition_radius
+from certkit.circuits.result import CircuitCertificate
+from certkit.circuits.score_rule import ScoreRule
+from certkit.circuits.subsampling import certify_circuit
 
 __all__ = [
     "AblationDiscovery",

@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from certkit._optional import require
 from certkit._validation import check_array, check_in_options, check_integer
 
 __all__ = ["AblationDiscovery", "neuron_scores"]
@@ -25,13 +26,7 @@ _ABLATIONS = ("mean", "zero")
 
 
 def _torch() -> Any:
-    try:
-        import torch
-    except ImportError as exc:  # pragma: no cover - torch is installed in the test environment
-        raise ImportError(
-            'certkit.circuits torch helpers need PyTorch: pip install "certkit[torch]"'
-        ) from exc
-    return torch
+    return require("torch", extra="torch", purpose="certkit.circuits torch helpers")
 
 
 def _check_model(model: Any) -> Any:

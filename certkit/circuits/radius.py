@@ -1,4 +1,4 @@
-r"""Certified radii of the subsampling certificate: how far can a vote probability move when the concept dataset is edited?
+r"""Certified radii of the subsampling certificate: how far can a vote probability move under edits?
 
 Setting.  A concept dataset $S$ of $n$ examples, a deterministic discovery algorithm $D$ mapping a
 dataset to an inclusion mask over $N$ components, and a random subsample $T$ of $S$ drawn by one of three
