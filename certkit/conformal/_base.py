@@ -18,13 +18,14 @@ from certkit._validation import (
     check_nonnegative,
     check_positive,
     check_rng,
+    check_same_length,
 )
 from certkit.conformal._model import OUTPUTS, ModelWrapper, as_probabilities, as_regression
 from certkit.conformal.scores import get_score
 from certkit.stats import conformal_quantile, conformal_rank, robust_level
+from certkit.stats._common import NOISES
 
 __all__ = [
-    "NOISES",
     "check_inputs",
     "check_labels",
     "lower_conformal_threshold",
@@ -32,7 +33,6 @@ __all__ = [
     "sample_noise",
 ]
 
-NOISES = ("gaussian", "uniform")
 
 
 # ---------------------------------------------------------------------------------------------- helpers
@@ -44,11 +44,10 @@ def check_inputs(X: Any, name: str = "X") -> np.ndarray:
     return arr
 
 
-def check_labels(y: Any, n: int, n_classes: int | None = None) -> np.ndarray:
-    """Integer class labels of length ``n`` in ``[0, n_classes)``."""
+def check_labels(y: Any, X: np.ndarray, n_classes: int | None = None) -> np.ndarray:
+    """Integer class labels, one per row of ``X``, in ``[0, n_classes)``."""
     arr = check_array(y, "y", ndim=1, dtype=int)
-    if arr.shape[0] != n:
-        raise ValueError(f"inconsistent numbers of samples: X has {n}, y has {arr.shape[0]}")
+    check_same_length(("X", X), ("y", arr))
     if n_classes is not None and (arr.min() < 0 or arr.max() >= n_classes):
         raise ValueError(
             f"y must contain class labels in [0, {n_classes - 1}] (the model returns {n_classes} classes), "
@@ -220,10 +219,10 @@ class _SingleSampleClassifier(_ClassifierBase):
         self
         """
         X, params = self._setup(X)
-        y = check_labels(y, X.shape[0])
+        y = check_labels(y, X)
         scores = self._noisy_scores(X, 1, params["noise"], params.get("sigma"))[:, 0, :]
         self.n_classes_ = scores.shape[1]
-        check_labels(y, X.shape[0], self.n_classes_)
+        check_labels(y, X, self.n_classes_)
         alpha_adj = self._calibration_alpha(params)
         self.calibration_scores_ = scores[np.arange(X.shape[0]), y]
         self.n_calibration_ = X.shape[0]
@@ -282,8 +281,7 @@ class _SingleSampleRegressor(_ConformalBase):
         params = self._check_common()
         X = check_inputs(X)
         y = check_array(y, "y", ndim=1)
-        if y.shape[0] != X.shape[0]:
-            raise ValueError(f"inconsistent numbers of samples: X has {X.shape[0]}, y has {y.shape[0]}")
+        check_same_length(("X", X), ("y", y))
         self.rng_ = check_rng(self.rng)
         self.predictor_ = self._wrapper()
         alpha_adj = self._calibration_alpha(params)
@@ -306,8 +304,8 @@ class _SingleSampleRegressor(_ConformalBase):
 
         Returns
         -------
-        lo, hi : numpy.ndarray, shape (n,)
-            Infinite when the calibration set is too small.
+        lower, upper : numpy.ndarray, shape (n,)
+            Interval bounds, infinite when the calibration set is too small.
         """
         check_is_fitted(self, self._fitted_attr)
         params = self._check_common()

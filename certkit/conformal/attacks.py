@@ -6,6 +6,7 @@ from typing import Any
 
 import numpy as np
 
+from certkit._typing import RNGLike
 from certkit._validation import (
     check_in_options,
     check_integer,
@@ -14,7 +15,7 @@ from certkit._validation import (
     seed_from_rng,
 )
 from certkit.conformal._base import check_inputs, check_labels
-from certkit.conformal._model import OUTPUTS, _import_torch
+from certkit.conformal._model import OUTPUTS, import_torch
 
 __all__ = ["smoothed_pgd"]
 
@@ -22,7 +23,7 @@ __all__ = ["smoothed_pgd"]
 def _is_logits(raw: Any, output: str) -> bool:
     if output != "auto":
         return output == "logits"
-    with _import_torch().no_grad():
+    with import_torch().no_grad():
         is_prob = bool((raw >= 0).all() and (raw <= 1).all() and ((raw.sum(dim=1) - 1).abs() < 1e-4).all())
     return not is_prob
 
@@ -41,7 +42,7 @@ def smoothed_pgd(
     clip: tuple[float, float] | None = None,
     batch_size: int = 256,
     device: Any = "cpu",
-    rng: Any = None,
+    rng: RNGLike = None,
 ) -> np.ndarray:
     r"""Expectation-over-noise PGD in the ℓ2 ball against the smoothed true-label probability.
 
@@ -90,9 +91,9 @@ def smoothed_pgd(
         Perturbed inputs, float64, same shape as ``X``, each within ℓ2 distance ``radius`` of its
         clean input.
     """
-    torch = _import_torch()
+    torch = import_torch()
     X = check_inputs(X)
-    y = check_labels(y, X.shape[0])
+    y = check_labels(y, X)
     radius = check_nonnegative(radius, "radius")
     sigma = check_positive(sigma, "sigma")
     steps = check_integer(steps, "steps", minimum=1)

@@ -13,9 +13,9 @@ from typing import Any
 
 import numpy as np
 
+from certkit._typing import RNGLike
 from certkit._validation import check_in_options, check_integer, check_probability
 from certkit.conformal._base import (
-    NOISES,
     _ClassifierBase,
     check_labels,
     lower_conformal_threshold,
@@ -24,6 +24,7 @@ from certkit.conformal._base import (
 )
 from certkit.conformal.scores import get_score
 from certkit.stats import clopper_pearson, empirical_bernstein_bound, hoeffding_bound, smoothing_lower_bound
+from certkit.stats._common import NOISES
 
 __all__ = ["BinCPClassifier", "RSCPPlusClassifier"]
 
@@ -46,10 +47,10 @@ class _MultiSampleClassifier(_ClassifierBase):
         """Noisy scores of the true labels, shape (n, n_samples)."""
         X, params = self._setup(X)
         params.update(self._params())
-        y = check_labels(y, X.shape[0])
+        y = check_labels(y, X)
         scores = self._noisy_scores(X, params["n_samples"], params["noise"], params["sigma"])
         self.n_classes_ = scores.shape[2]
-        check_labels(y, X.shape[0], self.n_classes_)
+        check_labels(y, X, self.n_classes_)
         self.n_calibration_ = X.shape[0]
         return scores[np.arange(X.shape[0]), :, y], params
 
@@ -128,8 +129,8 @@ class BinCPClassifier(_MultiSampleClassifier):
         :math:`\tau` (``-inf``: trivial set).
     adjusted_level_ : float
         Calibration level :math:`1 - \alpha + \eta`.
-    p_lower_ : float
-        :math:`\underline p`.
+    base_probability_lower_ : float
+        :math:`\underline p`, the Clopper–Pearson lower bound behind ``base_probability``.
     test_level_ : float
         :math:`\rho = c[\underline p, r]`.
     calibration_scores_ : numpy.ndarray
@@ -155,7 +156,7 @@ class BinCPClassifier(_MultiSampleClassifier):
         output: str = "probabilities",
         batch_size: int = 1024,
         device: Any = "cpu",
-        rng: Any = None,
+        rng: RNGLike = None,
     ) -> None:
         self.model = model
         self.score = score
@@ -193,9 +194,15 @@ class BinCPClassifier(_MultiSampleClassifier):
         k = max(1, math.ceil(p * m - 1e-9))
         self.calibration_scores_ = np.sort(true_scores, axis=1)[:, m - k]
         low, _ = clopper_pearson(k, m, confidence_level=1.0 - params["eta"] / 2, alternative="greater")
-        self.p_lower_ = float(low)
-        self.test_level_ = float(smoothing_lower_bound(self.p_lower_, radius=params["radius"],
-                                                       sigma=params["sigma"], noise=params["noise"]))
+        self.base_probability_lower_ = float(low)
+        self.test_level_ = float(
+            smoothing_lower_bound(
+                self.base_probability_lower_,
+                radius=params["radius"],
+                sigma=params["sigma"],
+                noise=params["noise"],
+            )
+        )
         self._finish(params["alpha"] - params["eta"], params)
         return self
 
@@ -293,7 +300,7 @@ class RSCPPlusClassifier(_MultiSampleClassifier):
         output: str = "probabilities",
         batch_size: int = 1024,
         device: Any = "cpu",
-        rng: Any = None,
+        rng: RNGLike = None,
     ) -> None:
         self.model = model
         self.score = score

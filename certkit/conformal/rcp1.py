@@ -18,8 +18,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from certkit._typing import RNGLike
 from certkit._validation import check_in_options
-from certkit.conformal._base import NOISES, _SingleSampleClassifier, _SingleSampleRegressor, adjusted_alpha
+from certkit.conformal._base import _SingleSampleClassifier, _SingleSampleRegressor, adjusted_alpha
+from certkit.stats._common import NOISES
 
 __all__ = ["RCP1Classifier", "RCP1Regressor"]
 
@@ -112,7 +114,7 @@ class RCP1Classifier(_RCP1Mixin, _SingleSampleClassifier):
         output: str = "probabilities",
         batch_size: int = 1024,
         device: Any = "cpu",
-        rng: Any = None,
+        rng: RNGLike = None,
     ) -> None:
         self.model = model
         self.score = score
@@ -177,7 +179,7 @@ class RCP1Regressor(_RCP1Mixin, _SingleSampleRegressor):
         noise: str = "gaussian",
         batch_size: int = 1024,
         device: Any = "cpu",
-        rng: Any = None,
+        rng: RNGLike = None,
     ) -> None:
         self.model = model
         self.sigma = sigma

@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 
+from certkit._typing import RNGLike
 from certkit._validation import (
     as_numpy,
     check_array,
@@ -16,9 +17,11 @@ from certkit._validation import (
     check_is_fitted,
     check_positive,
     check_rng,
+    check_same_length,
 )
-from certkit.conformal._base import NOISES, _ConformalBase, check_inputs
+from certkit.conformal._base import _ConformalBase, check_inputs
 from certkit.stats import smoothing_inverse_upper
+from certkit.stats._common import NOISES
 
 __all__ = ["RCP1RiskControl"]
 
@@ -98,7 +101,7 @@ class RCP1RiskControl(_ConformalBase):
         noise: str = "gaussian",
         batch_size: int = 1024,
         device: Any = "cpu",
-        rng: Any = None,
+        rng: RNGLike = None,
     ) -> None:
         self.model = model
         self.loss = loss
@@ -154,8 +157,7 @@ class RCP1RiskControl(_ConformalBase):
         params = self._params()
         X = check_inputs(X)
         Y = check_array(Y, "Y", dtype=None)
-        if Y.shape[0] != X.shape[0]:
-            raise ValueError(f"inconsistent numbers of samples: X has {X.shape[0]}, Y has {Y.shape[0]}")
+        check_same_length(("X", X), ("Y", Y))
         lambdas = np.sort(check_array(self.lambdas, "lambdas", ndim=1))
         bound = params["bound"]
         alpha = params["alpha"]
@@ -198,7 +200,6 @@ class RCP1RiskControl(_ConformalBase):
         params = self._params()
         X = check_inputs(X)
         Y = check_array(Y, "Y", dtype=None)
-        if Y.shape[0] != X.shape[0]:
-            raise ValueError(f"inconsistent numbers of samples: X has {X.shape[0]}, Y has {Y.shape[0]}")
+        check_same_length(("X", X), ("Y", Y))
         pred = self._predict_noisy(X, params)
         return float(self._losses(pred, Y, self.lambda_, params["bound"]).mean())

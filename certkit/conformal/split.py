@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from certkit._typing import RNGLike
 from certkit.conformal._base import _SingleSampleClassifier, _SingleSampleRegressor
 
 __all__ = ["SplitConformalClassifier", "SplitConformalRegressor"]
@@ -79,7 +80,7 @@ class SplitConformalClassifier(_SingleSampleClassifier):
         output: str = "probabilities",
         batch_size: int = 1024,
         device: Any = "cpu",
-        rng: Any = None,
+        rng: RNGLike = None,
     ) -> None:
         self.model = model
         self.score = score
@@ -141,7 +142,7 @@ class SplitConformalRegressor(_SingleSampleRegressor):
         sigma: float | None = None,
         batch_size: int = 1024,
         device: Any = "cpu",
-        rng: Any = None,
+        rng: RNGLike = None,
     ) -> None:
         self.model = model
         self.confidence_level = confidence_level

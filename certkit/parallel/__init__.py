@@ -22,6 +22,8 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from typing import Any, Protocol, TypeVar
 
+from certkit._typing import ExecutorArg, Progress
+
 __all__ = ["ExecutorLike", "parallel_map", "resolve_executor"]
 
 T = TypeVar("T")
@@ -35,7 +37,7 @@ class ExecutorLike(Protocol):
 
 
 @contextlib.contextmanager
-def resolve_executor(executor: int | ExecutorLike | None) -> Iterator[ExecutorLike | None]:
+def resolve_executor(executor: ExecutorArg) -> Iterator[ExecutorLike | None]:
     """Context manager yielding ``None`` (serial) or an executor-like object.
 
     Parameters
@@ -67,7 +69,7 @@ def resolve_executor(executor: int | ExecutorLike | None) -> Iterator[ExecutorLi
     yield executor
 
 
-def _progress_bar(total: int, progress: bool | str) -> Any:
+def _progress_bar(total: int, progress: Progress) -> Any:
     if not progress:
         return None
     from tqdm.auto import tqdm
@@ -80,8 +82,8 @@ def parallel_map(
     fn: Callable[[T], R],
     items: Iterable[T],
     *,
-    executor: int | ExecutorLike | None = None,
-    progress: bool | str = False,
+    executor: ExecutorArg = None,
+    progress: Progress = False,
 ) -> list[R]:
     """Apply ``fn`` to every item, in parallel when ``executor`` asks for it.
 
