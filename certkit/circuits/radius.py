@@ -78,11 +78,12 @@ def _sampling(n: Any, m: Any, replacement: Any, deletion_prob: Any) -> Sampling:
 
 def _log_avoid_deleted(sampling: Sampling) -> np.ndarray:
     """log f_del(r), r = 0..n: log P_S[T avoids r given examples of S] (-inf where it is 0)."""
-    scheme, n, m = sampling.scheme, sampling.n, sampling.size
+    scheme, n, m = sampling.scheme, sampling.n, sampling.m
     r = np.arange(n + 1, dtype=np.float64)
-    out = np.full(n + 1, -np.inf)
     if scheme == "poisson":
         return r * math.log(sampling.deletion_prob)
+    assert m is not None  # the uniform schemes have a subsample size
+    out = np.full(n + 1, -np.inf)
     if scheme == "with_replacement":
         out[:n] = m * np.log1p(-r[:n] / n)
         return out
@@ -95,11 +96,12 @@ def _log_avoid_deleted(sampling: Sampling) -> np.ndarray:
 
 def _log_avoid_inserted(sampling: Sampling) -> np.ndarray:
     """log f_ins(r), r = 0..R: log P_S'[T avoids r inserted examples], with f_ins(R) <= 1/2."""
-    scheme, n, m = sampling.scheme, sampling.n, sampling.size
+    scheme, n, m = sampling.scheme, sampling.n, sampling.m
     if scheme == "poisson":
         log_del = math.log(sampling.deletion_prob)
         big_r = math.ceil(math.log(0.5) / log_del) + 1
         return np.arange(big_r + 1, dtype=np.float64) * log_del
+    assert m is not None
     # Both subsampling schemes have f_ins(r) <= (n / (n + r))^m, which is <= 1/2 from r = n (2^(1/m) - 1).
     big_r = math.ceil(n * math.expm1(math.log(2.0) / m)) + 1
     r = np.arange(big_r + 1, dtype=np.float64)
@@ -226,9 +228,10 @@ def _log_p_common(sampling: Sampling, size: int, n_c: int) -> float:
     times ``|log P|`` (differences of log-gammas lose ~1e-7 relative at n = 1e7).
     """
     k = size - n_c  # examples of the dataset outside C
-    scheme, m = sampling.scheme, sampling.size
+    scheme, m = sampling.scheme, sampling.m
     if scheme == "poisson":
         return k * math.log(sampling.deletion_prob)
+    assert m is not None
     if scheme == "with_replacement":
         return m * math.log1p(-k / size) if n_c > 0 else -math.inf
     if n_c < m:

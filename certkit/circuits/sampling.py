@@ -66,16 +66,12 @@ class Sampling:
         """Whether the uniform draws are with replacement."""
         return self.scheme == "with_replacement"
 
-    @property
-    def size(self) -> int:
-        """`m` for the uniform schemes, 0 for Poisson deletion (the kernels' convention)."""
-        return 0 if self.m is None else self.m
-
     def subsets(self, n_runs: int, seed: int) -> list[np.ndarray]:
         """Row indices of the `n_runs` subsamples drawn by the compiled kernel for `seed`."""
         from certkit import _core
 
         if self.scheme == "poisson":
-            masks = _core.deletion_masks(self.n, 1.0 - self.deletion_prob, n_runs, seed)
+            deletion = self.deletion_prob
+            masks = _core.subsample.deletion_masks(self.n, n_runs, deletion_prob=deletion, seed=seed)
             return [np.flatnonzero(row) for row in masks]
-        return list(_core.subsample_indices(self.n, self.m, n_runs, self.replacement, seed))
+        return list(_core.subsample.indices(self.n, self.m, n_runs, replacement=self.replacement, seed=seed))

@@ -39,15 +39,16 @@ def count_votes(
         from certkit import _core
 
         return np.asarray(
-            _core.subsample_votes(
+            _core.votes.subsample(
                 discover.scores,
                 scheme=sampling.scheme,
-                m=sampling.size,
-                keep_prob=math.nan if sampling.deletion_prob is None else 1.0 - sampling.deletion_prob,
+                m=sampling.m,
+                deletion_prob=sampling.deletion_prob,
                 n_subsamples=n_runs,
+                top_k=discover.top_k,
+                threshold=discover.threshold,
                 seed=seed,
                 n_threads=n_threads,
-                **_rule_arguments(discover),
             ),
             dtype=np.int64,
         )
@@ -68,16 +69,16 @@ def partition_votes(
     if isinstance(discover, ScoreRule):
         from certkit import _core
 
-        votes = _core.partition_votes(
-            discover.scores, n_parts, np.ascontiguousarray(parts), **_rule_arguments(discover)
+        votes = _core.votes.partition(
+            discover.scores,
+            n_parts,
+            np.ascontiguousarray(parts),
+            top_k=discover.top_k,
+            threshold=discover.threshold,
         )
         return np.asarray(votes).sum(axis=0).astype(np.int64)
     subsets = [np.flatnonzero(parts == b) for b in range(n_parts)]
     return _black_box_counts(discover, X_concept, subsets, executor=executor, progress=progress)
-
-
-def _rule_arguments(rule: ScoreRule) -> dict[str, Any]:
-    return {"top_k": rule.top_k} if rule.top_k is not None else {"threshold": rule.threshold}
 
 
 def concept_size(discover: Any, X_concept: Any) -> int:

@@ -82,7 +82,7 @@ def test_kernel_matches_numpy_reference_counts():
     res = certify_circuit(ScoreRule(scores, top_k=3), subsample_size=8, n_subsamples=500, rng=11)
     gen = check_rng(11)
     seed_from_rng(gen)  # the selection seed is drawn first
-    idx = _core.subsample_indices(30, 8, 500, False, seed_from_rng(gen))
+    idx = _core.subsample.indices(30, 8, 500, seed=seed_from_rng(gen))
     ref = np.zeros(9, dtype=np.int64)
     for row in idx:
         ref += MeanRule(top_k=3)(scores[row])
