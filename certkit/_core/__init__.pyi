@@ -10,8 +10,8 @@ One submodule per domain, each registered by `register_<domain>` in `csrc/<domai
 
 Every kernel is deterministic: subsample `b` uses the counter-based generator keyed by `(seed, stream=b)` (see
 `csrc/rng.hpp`), so results never depend on `n_threads`.  The kernels validate their own arguments and raise
-`ValueError` naming the argument; public certkit functions validate first and call these with keyword arguments
-named as in Python.
+`ValueError` naming the argument; public certkit functions validate first and call these with keyword
+arguments named as in Python.
 """
 
 from certkit._core import rng as rng
