@@ -65,20 +65,20 @@ def certify_circuit_partition(
 ) -> CircuitCertificate:
     r"""Deterministic certified circuit by partition aggregation (DPA, Levine & Feizi, ICLR 2021).
 
-    Every example is hashed (by its content, :func:`example_parts`) to one of ``n_parts`` parts;
-    ``discover`` runs once on each part, and component :math:`j` is included iff more parts include
-    it than exclude it (a tie excludes it).  With :math:`n_A` votes for the decision and :math:`n_B`
+    Every example is hashed (by its content, `example_parts`) to one of ``n_parts`` parts;
+    ``discover`` runs once on each part, and component $j$ is included iff more parts include
+    it than exclude it (a tie excludes it).  With $n_A$ votes for the decision and $n_B$
     against, the decision survives changes to
-    :math:`k^* = \lfloor (n_A - n_B - 1[\text{idx}_B < \text{idx}_A]) / 2 \rfloor` parts
-    (:func:`certkit.circuits.partition_radius`, class indices: excluded 0, included 1).  An insertion
-    or deletion changes one part, a substitution at most two, so the radius is :math:`k^*` for
-    ``threat="insertion"`` / ``"deletion"`` and :math:`\lfloor k^*/2 \rfloor` for ``"edit"`` /
+    $k^* = \lfloor (n_A - n_B - 1[\text{idx}_B < \text{idx}_A]) / 2 \rfloor$ parts
+    (`certkit.circuits.partition_radius`, class indices: excluded 0, included 1).  An insertion
+    or deletion changes one part, a substitution at most two, so the radius is $k^*$ for
+    ``threat="insertion"`` / ``"deletion"`` and $\lfloor k^*/2 \rfloor$ for ``"edit"`` /
     ``"substitution"``.  No randomness and no confidence level: the certificate holds surely.
 
     Parameters
     ----------
     discover : callable or ScoreRule
-        As in :func:`certify_circuit` (an empty part includes nothing).
+        As in `certify_circuit` (an empty part includes nothing).
     X_concept : array-like, torch.Tensor or sequence, optional
         The concept dataset (optional for a ScoreRule when ``part_of`` is given; if omitted, the
         score rows are hashed).
@@ -90,7 +90,7 @@ def certify_circuit_partition(
     part_of : array-like of int, shape (n,), optional
         Part of every example (overrides the hash; it must depend on each example alone).
     executor, progress
-        As in :func:`certify_circuit` (black-box only).
+        As in `certify_circuit` (black-box only).
 
     Returns
     -------

@@ -163,19 +163,19 @@ def certified_radius(
 ) -> np.ndarray:
     r"""Largest certified radius of each component's smoothed inclusion decision.
 
-    Given bounds :math:`\underline p_j \le p_j(S) \le \bar p_j` on the probability that component
-    :math:`j` is included by the discovery algorithm run on a random subsample of the concept
-    dataset :math:`S` (size ``n``), returns the largest :math:`r` such that the smoothed decision
-    (include iff :math:`p_j > 1/2`) provably stays the same for every dataset :math:`S'` within
-    ``threat`` distance :math:`r` of :math:`S` (see the module docstring for the bound).
+    Given bounds $\underline p_j \le p_j(S) \le \bar p_j$ on the probability that component
+    $j$ is included by the discovery algorithm run on a random subsample of the concept
+    dataset $S$ (size ``n``), returns the largest $r$ such that the smoothed decision
+    (include iff $p_j > 1/2$) provably stays the same for every dataset $S'$ within
+    ``threat`` distance $r$ of $S$ (see the module docstring for the bound).
 
     Parameters
     ----------
     lower, upper : array-like of float
-        Lower and upper bounds on :math:`p_j(S)` (broadcast together), e.g. Clopper–Pearson bounds
+        Lower and upper bounds on $p_j(S)$ (broadcast together), e.g. Clopper–Pearson bounds
         at a family-wise level, or the exact probabilities (``lower = upper``).
     n : int
-        Size of the concept dataset :math:`S`.
+        Size of the concept dataset $S$.
     m : int, optional
         Subsample size for uniform subsampling (required unless ``deletion_prob`` is given).
     replacement : bool, default False
@@ -184,8 +184,8 @@ def certified_radius(
         Poisson deletion: every example is deleted independently with this probability (kept with
         ``1 - deletion_prob``); ``m`` must then be None.
     threat : {"edit", "substitution", "insertion", "deletion"}, default "edit"
-        ``"edit"``: any mix of insertions, deletions and substitutions with total :math:`\le r`
-        (each counting once; its worst case is :math:`r` substitutions, so ``"substitution"`` gives
+        ``"edit"``: any mix of insertions, deletions and substitutions with total $\le r$
+        (each counting once; its worst case is $r$ substitutions, so ``"substitution"`` gives
         the same radius); ``"insertion"`` / ``"deletion"``: only that operation.
 
     Returns
@@ -193,7 +193,7 @@ def certified_radius(
     numpy.ndarray of int64
         Shape of the broadcast bounds.  ``r >= 0``: the decision (included when
         ``lower > 1/2``, excluded when ``upper < 1/2``) is certified for every edit of size
-        ``<= r``; ``-1``: abstain, the bounds do not even decide the smoothed vote on :math:`S`.
+        ``<= r``; ``-1``: abstain, the bounds do not even decide the smoothed vote on $S$.
         Deletion radii are capped at ``n`` (no more examples to delete).
 
     Examples
@@ -253,26 +253,26 @@ def edit_bounds(
     n_delete: int = 0,
     n_substitute: int = 0,
 ) -> tuple[np.ndarray, np.ndarray]:
-    r"""Bounds on :math:`p_j(S')` after a given number of insertions, deletions and substitutions.
+    r"""Bounds on $p_j(S')$ after a given number of insertions, deletions and substitutions.
 
     The coupling bound of the module docstring, for one explicit split of the edit budget.
 
     Parameters
     ----------
     lower, upper : array-like of float
-        Bounds on :math:`p_j(S)`.
+        Bounds on $p_j(S)$.
     n, m, replacement, deletion_prob
-        The sampling scheme, as in :func:`certified_radius`.
+        The sampling scheme, as in `certified_radius`.
     n_insert, n_delete, n_substitute : int, default 0
-        The edit: :math:`n_c = n - n_{del} - n_{sub}` examples are shared and
-        :math:`n' = n - n_{del} + n_{ins}`.
+        The edit: $n_c = n - n_{del} - n_{sub}$ examples are shared and
+        $n' = n - n_{del} + n_{ins}$.
 
     Returns
     -------
     lower, upper : numpy.ndarray
-        :math:`P_{S'} \max(0, (\underline p - 1 + P_S)/P_S)` and
-        :math:`P_{S'} \min(1, \bar p/P_S) + 1 - P_{S'}` (the trivial ``0`` and ``1`` when
-        :math:`P_S = 0`), padded outward by the propagated floating-point error (a few hundred
+        $P_{S'} \max(0, (\underline p - 1 + P_S)/P_S)$ and
+        $P_{S'} \min(1, \bar p/P_S) + 1 - P_{S'}$ (the trivial ``0`` and ``1`` when
+        $P_S = 0$), padded outward by the propagated floating-point error (a few hundred
         machine epsilons at most), so that rounding never moves a bound past the exact one.
     """
     sampling = _sampling(n, m, replacement, deletion_prob)
@@ -299,11 +299,11 @@ def edit_bounds(
 
 
 def partition_radius(votes_a: Any, votes_b: Any, idx_a: Any, idx_b: Any) -> np.ndarray:
-    r"""Deep Partition Aggregation radius :math:`\lfloor (n_A - n_B - 1[i_B < i_A]) / 2 \rfloor`.
+    r"""Deep Partition Aggregation radius $\lfloor (n_A - n_B - 1[i_B < i_A]) / 2 \rfloor$.
 
     The number of *partitions* whose vote may change while the winner (most votes, ties to the
     smaller class index) stays ``a`` (Levine & Feizi, ICLR 2021).  An insertion or a deletion changes
-    one partition, a substitution at most two; :func:`certkit.circuits.certify_circuit_partition`
+    one partition, a substitution at most two; `certkit.circuits.certify_circuit_partition`
     converts accordingly.
 
     Parameters

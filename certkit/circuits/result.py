@@ -24,7 +24,7 @@ def decide(radii: np.ndarray, lower: np.ndarray, radius: int) -> tuple[np.ndarra
 
 @dataclasses.dataclass(frozen=True)
 class CircuitCertificate(ResultMixin):
-    """Per-component certified inclusion decisions (from :func:`certify_circuit`).
+    """Per-component certified inclusion decisions (from `certify_circuit`).
 
     Attributes
     ----------

@@ -16,8 +16,8 @@ __all__ = ["ScoreRule"]
 class ScoreRule:
     """A score-decomposable discovery rule over a per-example score matrix.
 
-    On a subsample :math:`T` the score of component :math:`j` is the mean of ``scores[i, j]`` over
-    the rows :math:`i \\in T`; the rule includes the ``top_k`` highest (ties to the lower index) or
+    On a subsample $T$ the score of component $j$ is the mean of ``scores[i, j]`` over
+    the rows $i \\in T$; the rule includes the ``top_k`` highest (ties to the lower index) or
     every component whose mean is ``>= threshold``.  An empty subsample includes nothing.
     Given to `certify_circuit` or `certify_circuit_partition`, all subsamples (or parts) are evaluated
     by the compiled kernels of `certkit._core.votes` (no Python per subsample).
@@ -26,7 +26,7 @@ class ScoreRule:
     ----------
     scores : array-like of shape (n, N)
         Per-example component scores (finite), row ``i`` belonging to example ``i`` of the
-        concept dataset, e.g. from :func:`certkit.circuits.neuron_scores`.
+        concept dataset, e.g. from `certkit.circuits.neuron_scores`.
     top_k : int, optional
         Include the ``top_k`` components with the largest mean score (``1 <= top_k <= N``).
     threshold : float, optional

@@ -60,10 +60,10 @@ def certify_circuit(
 
     The discovery algorithm is run on ``n_subsamples`` random subsamples of ``X_concept``; each
     component's vote fraction gives Clopper–Pearson bounds on its inclusion probability
-    :math:`p_j`, jointly valid for all :math:`N` components with probability ``confidence_level``
-    (Bonferroni); :func:`certkit.circuits.certified_radius` turns them into the largest edit
+    $p_j$, jointly valid for all $N$ components with probability ``confidence_level``
+    (Bonferroni); `certkit.circuits.certified_radius` turns them into the largest edit
     distance of the concept dataset under which the smoothed decision (include iff
-    :math:`p_j > 1/2`) provably stays.  Components whose decision is not certified at ``radius``
+    $p_j > 1/2$) provably stays.  Components whose decision is not certified at ``radius``
     are abstained from.
 
     Parameters
@@ -72,7 +72,7 @@ def certify_circuit(
         ``discover(X_subset) -> bool array (N,)``: any deterministic circuit-discovery routine
         (it must be picklable to run through a process pool or Dask).  ``X_subset`` is a subset of
         the rows of ``X_concept`` (same type: NumPy array, torch tensor or list); an empty
-        subsample is never passed (it includes nothing).  Or a :class:`ScoreRule`, evaluated on
+        subsample is never passed (it includes nothing).  Or a `ScoreRule`, evaluated on
         all subsamples by the compiled kernel.
     X_concept : array-like, torch.Tensor or sequence, optional
         The concept dataset (``n`` examples along the first axis).  Optional for a ScoreRule (its
@@ -96,18 +96,18 @@ def certify_circuit(
         Deletion probability of the Poisson scheme (required for it).
     n_selection : int, optional
         Selection runs.  ``0``: the decision of each component is the majority of the estimation
-        runs and both Clopper–Pearson sides are used (level split over :math:`2N` tails).
-        ``> 0``: the paper's procedure, the decision :math:`\hat y_j` is guessed by majority from
+        runs and both Clopper–Pearson sides are used (level split over $2N$ tails).
+        ``> 0``: the paper's procedure, the decision $\hat y_j$ is guessed by majority from
         ``n_selection`` separate runs, and only a one-sided lower bound on the agreement
-        probability with :math:`\hat y_j` is needed (level split over :math:`N`).  Default: 100 for
+        probability with $\hat y_j$ is needed (level split over $N$).  Default: 100 for
         ``"poisson"`` (the paper's default procedure), 0 for ``"subsample"``.
     threat : {"edit", "substitution", "insertion", "deletion"}, default "edit"
-        The perturbation model of the radius (see :func:`certified_radius`).
+        The perturbation model of the radius (see `certified_radius`).
     rng : None, int or numpy.random.Generator, default None
         Seeds the subsamples (the same seed gives the same subsamples for a ScoreRule and for a
         callable, so both paths give identical counts for the same rule).
     executor : None, int, Executor or dask.distributed.Client
-        Where black-box runs execute (see :mod:`certkit.parallel`); ignored for a ScoreRule.
+        Where black-box runs execute (see `certkit.parallel`); ignored for a ScoreRule.
     progress : bool or str, default False
         Progress bar for black-box runs (a str is its label).
     n_threads : int, default 1
@@ -131,8 +131,8 @@ def certify_circuit(
     of the *multiset* of examples it receives: their order (draw order for uniform subsamples,
     dataset order for Poisson deletion) must not matter beyond floating-point rounding.  The guarantee
     is on the *smoothed* circuit: with probability ``confidence_level`` over the subsamples, for
-    every component with ``certified_radius >= r`` and every concept dataset :math:`S'` within
-    edit distance :math:`r`, the smoothed decision on :math:`S'` equals the reported one.
+    every component with ``certified_radius >= r`` and every concept dataset $S'$ within
+    edit distance $r$, the smoothed decision on $S'$ equals the reported one.
     """
     n = concept_size(discover, X_concept)
     n_runs = check_integer(n_subsamples, "n_subsamples", minimum=1)

@@ -59,7 +59,7 @@ def check_labels(y: Any, X: np.ndarray, n_classes: int | None = None) -> np.ndar
 def sample_noise(rng: np.random.Generator, shape: tuple[int, ...], sigma: float, noise: str) -> np.ndarray:
     """Smoothing noise with standard deviation ``sigma`` per coordinate.
 
-    ``"gaussian"``: :math:`N(0, \\sigma^2)`; ``"uniform"``: :math:`U[-\\sigma\\sqrt3, \\sigma\\sqrt3]`.
+    ``"gaussian"``: $N(0, \\sigma^2)$; ``"uniform"``: $U[-\\sigma\\sqrt3, \\sigma\\sqrt3]$.
     """
     if noise == "gaussian":
         return rng.standard_normal(shape) * sigma
@@ -68,11 +68,11 @@ def sample_noise(rng: np.random.Generator, shape: tuple[int, ...], sigma: float,
 
 
 def lower_conformal_threshold(scores: np.ndarray, alpha: float) -> float:
-    """The :math:`\\lfloor \\alpha (n + 1) \\rfloor`-th smallest score (``-inf`` when that rank is < 1).
+    """The $\\lfloor \\alpha (n + 1) \\rfloor$-th smallest score (``-inf`` when that rank is < 1).
 
-    The rank is computed as :math:`n + 1 - \\lceil (1 - \\alpha)(n + 1) \\rceil` with
-    :func:`certkit.stats.conformal_rank` (same float64 rounding rule as every conformal quantile in
-    certkit), which equals :math:`\\lfloor \\alpha (n + 1) \\rfloor` in exact arithmetic.
+    The rank is computed as $n + 1 - \\lceil (1 - \\alpha)(n + 1) \\rceil$ with
+    `certkit.stats.conformal_rank` (same float64 rounding rule as every conformal quantile in
+    certkit), which equals $\\lfloor \\alpha (n + 1) \\rfloor$ in exact arithmetic.
     """
     n = scores.shape[0]
     if alpha <= 0.0 or 1.0 - alpha >= 1.0:
@@ -116,7 +116,7 @@ def warn_small_calibration(n: int, alpha_adj: float, what: str, detail: str) -> 
 
 
 def adjusted_alpha(confidence_level: float, radius: float, sigma: float, noise: str) -> float:
-    """RCP1's clean miscoverage :math:`\\alpha'` with :math:`1-\\alpha' = c^{-1}[1-\\alpha, r]`."""
+    """RCP1's clean miscoverage $\\alpha'$ with $1-\\alpha' = c^{-1}[1-\\alpha, r]$."""
     return 1.0 - robust_level(confidence_level, radius=radius, sigma=sigma, noise=noise)
 
 

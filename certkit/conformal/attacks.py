@@ -46,9 +46,9 @@ def smoothed_pgd(
 ) -> np.ndarray:
     r"""Expectation-over-noise PGD in the ℓ2 ball against the smoothed true-label probability.
 
-    Maximises :math:`-\log \frac{1}{N}\sum_{j=1}^{N} \pi_y(x + \delta + \varepsilon_j)` over
-    :math:`\|\delta\|_2 \le r` with :math:`N` = ``n_noise`` fresh Gaussian draws
-    :math:`\varepsilon_j \sim N(0, \sigma^2 I)` at every step (SmoothAdv-style EOT), i.e. it lowers
+    Maximises $-\log \frac{1}{N}\sum_{j=1}^{N} \pi_y(x + \delta + \varepsilon_j)$ over
+    $\|\delta\|_2 \le r$ with $N$ = ``n_noise`` fresh Gaussian draws
+    $\varepsilon_j \sim N(0, \sigma^2 I)$ at every step (SmoothAdv-style EOT), i.e. it lowers
     the smoothed THR conformity score of the true label, the event every smoothing-based conformal
     method thresholds.  Normalised-gradient steps, then projection onto the ball (and onto ``clip``).
     The returned points are evaluated by the conformal predictors with their own fresh noise, which the
@@ -64,7 +64,7 @@ def smoothed_pgd(
     y : array-like of int, shape (n,)
         True labels.
     radius : float
-        ℓ2 radius :math:`r \ge 0` (``0`` returns ``X`` unchanged).
+        ℓ2 radius $r \ge 0$ (``0`` returns ``X`` unchanged).
     sigma : float
         Standard deviation of the smoothing noise, ``> 0``.
     steps : int, default 20

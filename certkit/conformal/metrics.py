@@ -116,7 +116,7 @@ class SetEvaluation(ResultMixin):
     seconds_per_input: float
 
     def row(self) -> list:
-        """The values in the order of :data:`EVALUATION_HEADERS`."""
+        """The values in the order of `EVALUATION_HEADERS`."""
         return [self.method, self.set_size, self.coverage, self.attacked_set_size, self.attacked_coverage,
                 self.forward_passes, 1e3 * self.seconds_per_input]
 
@@ -124,7 +124,7 @@ class SetEvaluation(ResultMixin):
         return format_table(EVALUATION_HEADERS, [self.row()])
 
 
-#: Column names of :meth:`SetEvaluation.row` (and of :func:`evaluation_table`).
+#: Column names of `SetEvaluation.row` (and of `evaluation_table`).
 EVALUATION_HEADERS = ("method", "size", "coverage", "size (attacked)", "coverage (attacked)",
                       "passes/input", "ms/input")
 
@@ -142,7 +142,7 @@ def evaluate_sets(estimator: Any, X: Any, y: Any, *, X_attacked: Any = None, met
     y : array-like of int, shape (n,)
         Labels.
     X_attacked : array-like, optional
-        Perturbed versions of ``X`` (e.g. from :func:`certkit.conformal.attacks.smoothed_pgd`).
+        Perturbed versions of ``X`` (e.g. from `certkit.conformal.attacks.smoothed_pgd`).
     method : str, optional
         Label (default: the class name).
 
@@ -165,5 +165,5 @@ def evaluate_sets(estimator: Any, X: Any, y: Any, *, X_attacked: Any = None, met
 
 
 def evaluation_table(results: Any, *, title: str | None = None) -> str:
-    """A plain-text table of several :class:`SetEvaluation` results."""
+    """A plain-text table of several `SetEvaluation` results."""
     return format_table(EVALUATION_HEADERS, [r.row() for r in results], title=title)

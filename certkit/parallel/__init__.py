@@ -3,9 +3,9 @@
 ``executor`` is accepted everywhere parallel work happens:
 
 * ``None`` - run serially in this process;
-* an ``int`` ``k`` - a local :class:`concurrent.futures.ProcessPoolExecutor` with ``k``
+* an ``int`` ``k`` - a local `concurrent.futures.ProcessPoolExecutor` with ``k``
   workers, created for the call and shut down afterwards (``1`` means serial);
-* any object with ``submit`` (a :class:`concurrent.futures.Executor`, or a
+* any object with ``submit`` (a `concurrent.futures.Executor`, or a
   ``dask.distributed.Client`` - how users scale past one machine) - used as is and
   left running.
 
@@ -96,7 +96,7 @@ def parallel_map(
     items : iterable
         The inputs.
     executor : None, int or executor-like
-        Where to run (see :mod:`certkit.parallel`).
+        Where to run (see `certkit.parallel`).
     progress : bool or str
         Show a tqdm progress bar (a string becomes its description).
 
