@@ -11,7 +11,7 @@ import numpy as np
 from certkit._typing import ExecutorArg, Progress
 from certkit._validation import as_numpy, check_array, check_in_options, check_integer, check_progress
 from certkit.circuits.radius import THREATS, partition_radius
-from certkit.circuits.result import CircuitCertificate, decide
+from certkit.circuits.result import CircuitCertificate
 from certkit.circuits.score_rule import ScoreRule
 from certkit.circuits.votes import concept_size, partition_votes
 
@@ -120,19 +120,15 @@ def certify_circuit_partition(
     radii = k_star if threat in ("insertion", "deletion") else np.floor_divide(k_star, 2)
     radii = radii.astype(np.int64)
     fraction = counts / n_parts
-    included, excluded, abstained = decide(radii, fraction, radius)
-    return CircuitCertificate(
-        included=included,
-        excluded=excluded,
-        abstained=abstained,
+    return CircuitCertificate.from_radii(
         certified_radius=radii,
+        lower=fraction,
+        radius=radius,
         smoothed=included_vote,
         vote_fraction=fraction,
-        lower=fraction,
         upper=fraction,
         counts=counts,
         n_runs=n_parts,
-        radius=radius,
         threat=threat,
         confidence_level=1.0,
         scheme="partition",

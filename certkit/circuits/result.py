@@ -82,6 +82,22 @@ class CircuitCertificate(ResultMixin):
     deletion_prob: float | None
     n_selection: int
 
+    @classmethod
+    def from_radii(
+        cls, *, certified_radius: np.ndarray, lower: np.ndarray, radius: int, **fields: Any
+    ) -> CircuitCertificate:
+        """The certificate whose decisions at `radius` follow from the radii and the lower bounds."""
+        included, excluded, abstained = decide(certified_radius, lower, radius)
+        return cls(
+            included=included,
+            excluded=excluded,
+            abstained=abstained,
+            certified_radius=certified_radius,
+            lower=lower,
+            radius=radius,
+            **fields,
+        )
+
     @property
     def circuit(self) -> np.ndarray:
         """Indices of the certified-included components."""

@@ -24,7 +24,7 @@ from certkit._validation import (
     seed_from_rng,
 )
 from certkit.circuits.radius import THREATS, radius_from_bounds
-from certkit.circuits.result import CircuitCertificate, decide
+from certkit.circuits.result import CircuitCertificate
 from certkit.circuits.sampling import Sampling
 from certkit.circuits.score_rule import ScoreRule
 from certkit.circuits.votes import concept_size, count_votes
@@ -166,20 +166,15 @@ def certify_circuit(
             )
         smoothed = 2 * selection > n_selection
         lower, upper = _agreement_bounds(counts, n_runs, smoothed, level)
-    radii = radius_from_bounds(lower, upper, sampling, threat)
-    included, excluded, abstained = decide(radii, lower, radius)
-    return CircuitCertificate(
-        included=included,
-        excluded=excluded,
-        abstained=abstained,
-        certified_radius=radii,
+    return CircuitCertificate.from_radii(
+        certified_radius=radius_from_bounds(lower, upper, sampling, threat),
+        lower=lower,
+        radius=radius,
         smoothed=smoothed,
         vote_fraction=counts / n_runs,
-        lower=lower,
         upper=upper,
         counts=counts,
         n_runs=n_runs,
-        radius=radius,
         threat=threat,
         confidence_level=level,
         scheme=sampling.scheme,
