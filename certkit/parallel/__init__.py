@@ -20,20 +20,14 @@ import contextlib
 import numbers
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
-from typing import Any, Protocol, TypeVar
+from typing import Any, TypeVar
 
-from certkit._typing import ExecutorArg, Progress
+from certkit._typing import ExecutorArg, ExecutorLike, Progress
 
 __all__ = ["ExecutorLike", "parallel_map", "resolve_executor"]
 
 T = TypeVar("T")
 R = TypeVar("R")
-
-
-class ExecutorLike(Protocol):
-    """Anything with ``submit(fn, *args) -> future`` whose futures have ``result()``."""
-
-    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any: ...
 
 
 @contextlib.contextmanager
