@@ -23,7 +23,8 @@ from certkit._validation import (
     check_positive,
     check_probability,
 )
-from certkit.performative._inputs import check_order
+from certkit.performative._inputs import check_order, check_problem
+from certkit.performative.closed_form import loss_values
 from certkit.performative.risk import wasserstein_risk
 
 __all__ = ["BoundResult", "generalization_bound", "max_affected_share", "retraining_bound"]
@@ -112,8 +113,7 @@ def _thm_terms(
         "confidence_level": confidence_level,
         "radius R": R,
         "conditions": "loss L_loss-Lipschitz on Z, data in a set of diameter D_Z, i.i.d. sample, m of n "
-        "units "
-        "affected; R = max((q sqrt(r(1-r)/n))^(1/p), r^(1/p)) D_Z, q = Phi^-1(1 - delta/2)",
+        "units affected; R = max((q sqrt(r(1-r)/n))^(1/p), r^(1/p)) D_Z, q = Phi^-1(1 - delta/2)",
     }
     if kind == "thm3.13":
         assumptions["L_f (model Lipschitz)"] = model_lipschitz
@@ -161,14 +161,23 @@ def generalization_bound(
     5.29$, $L_\ell = \sqrt{28}$, $L_f = 0.25$, $C_\infty = 7.3855$, $p = 2$, $F = 1$, $B = 0.001$.
 
     ``kind="rademacher"``: for linear models with $\|\theta\|_2 \le \Lambda$, $\|x\|_2 \le X$ and a margin
-    loss that is $\varphi$-Lipschitz in the margin ($\varphi = 1$ for hinge and logistic) with values in $[0,
-    M]$: with probability $\ge 1 - \delta$, $R(\mathcal D_{perf}, \theta) - \hat R(S_{perf}, \theta) \le
-    2\varphi\Lambda X/\sqrt n + M\sqrt{\log(1/\delta)/(2n)} + [\sup_{B(\rho_D)} - \hat R] + [\hat R -
-    \inf_{B(\rho_S)}]$, the last two terms computed exactly with `wasserstein_risk` (transport norm $\ell_2$)
-    on the sample (``theta``, ``X``, ``y``). Required: ``theta``, ``X``, ``y``, ``weight_norm`` $\Lambda$ and
-    ``feature_norm`` $X$ (a priori bounds, not fitted to the sample), and either both radii or ``share`` and
-    ``diameter`` (then $\rho_D = \rho_S = r^{1/p} D_Z$, the `flip_radius`). ``loss_bound`` $M$ defaults to the
-    loss's maximum over the class: $1 + \Lambda X$ (hinge), $\log(1 + e^{\Lambda X})$ (logistic).
+    loss that is 1-Lipschitz in the margin (hinge, logistic) with values in $[0, M]$: with probability
+    $\ge 1 - \delta$,
+
+    $$R(\mathcal D_{perf}, \theta) - \hat R(S_{perf}, \theta) \le \frac{2\Lambda X}{\sqrt n} +
+    M\sqrt{\frac{\log(1/\delta)}{2n}} + \Big[\sup_{B_p(\mathcal D, \rho_D)} R - R(\mathcal D)\Big] +
+    \Big[\hat R(S) - \inf_{B_p(\hat S, \rho_S)} R\Big],$$
+
+    for every $\mathcal D_{perf}$ within $W_p$ distance $\rho_D$ of the population $\mathcal D$ and every
+    $S_{perf}$ within $\rho_S$ of the sample (labels fixed, $\ell_2$ transport). The sample term is computed
+    exactly with `wasserstein_risk` on (``theta``, ``X``, ``y``). The population term cannot be evaluated on
+    the unknown $\mathcal D$; it is replaced by its distribution-free bound $\rho_D\|\theta\|_2$, which is
+    the exact $W_1$ excess of a 1-Lipschitz margin loss on every distribution and bounds the $W_p$ excess
+    because $W_1 \le W_p$ (computed as the $W_1$ `wasserstein_risk` excess on the sample, which equals it).
+    Required: ``theta``, ``X``, ``y``, ``weight_norm`` $\Lambda$ and ``feature_norm`` $X$ (a priori bounds,
+    not fitted to the sample), and either both radii or ``share`` and ``diameter`` (then $\rho_D = \rho_S =
+    r^{1/p} D_Z$, the `flip_radius`). ``loss_bound`` $M$ defaults to the loss's maximum over the class:
+    $1 + \Lambda X$ (hinge), $\log(1 + e^{\Lambda X})$ (logistic).
 
     Returns
     -------
@@ -308,16 +317,16 @@ def _rademacher(
             raise TypeError(f"generalization_bound(kind='rademacher') needs {name}")
     Lam = check_nonnegative(weight_norm, "weight_norm")
     Xb = check_nonnegative(feature_norm, "feature_norm")
-    theta_arr = np.asarray(theta, dtype=np.float64)
-    if theta_arr.ndim != 1:
-        raise ValueError(f"theta must be 1-D for kind='rademacher', got shape {theta_arr.shape}")
+    thetas, X_arr, y_arr, batch = check_problem(theta, X, y, loss)
+    if batch:
+        raise ValueError(f"theta must be 1-D for kind='rademacher', got shape {thetas.shape}")
+    theta_arr = thetas[0]
     if np.linalg.norm(theta_arr) > Lam * (1 + 1e-12):
         raise ValueError(
             f"||theta||_2 = {np.linalg.norm(theta_arr):.6g} exceeds weight_norm = {Lam:g}; the class "
             "bound covers only ||theta||_2 <= weight_norm"
         )
-    X_arr = np.asarray(X, dtype=np.float64)
-    if X_arr.ndim == 2 and X_arr.size and np.linalg.norm(X_arr, axis=1).max() > Xb * (1 + 1e-12):
+    if np.linalg.norm(X_arr, axis=1).max() > Xb * (1 + 1e-12):
         raise ValueError(
             "some rows of X have ||x||_2 > feature_norm; feature_norm must bound every feature vector"
         )
@@ -333,16 +342,16 @@ def _rademacher(
     if loss_bound is None:
         loss_bound = 1.0 + Lam * Xb if loss == "hinge" else float(np.logaddexp(0.0, Lam * Xb))
     M = check_nonnegative(loss_bound, "loss_bound")
-    n = len(y) if hasattr(y, "__len__") else 0
-    common = {"loss": loss, "p": p, "norm": 2}
-    empirical = wasserstein_risk(theta_arr, X, y, radius=0.0, **common)
-    worst = wasserstein_risk(theta_arr, X, y, radius=rho_d, direction="sup", **common)
-    best = wasserstein_risk(theta_arr, X, y, radius=rho_s, direction="inf", **common)
+    n = X_arr.shape[0]
+    empirical = float(loss_values(loss, y_arr * (X_arr @ theta_arr)).mean())
+    best = wasserstein_risk(theta_arr, X_arr, y_arr, loss=loss, radius=rho_s, p=p, norm=2, direction="inf")
+    # population term: the W_1 excess rho_D ||theta||_2, exact on every distribution, bounds the W_p excess
+    population = rho_d * float(np.linalg.norm(theta_arr)) * (1.0 + 1e-12)
     delta = 1.0 - confidence_level
     terms = {
         "complexity": 2.0 * 1.0 * Lam * Xb / math.sqrt(n),
         "sampling": M * math.sqrt(math.log(1.0 / delta) / (2.0 * n)),
-        "population_performative": worst - empirical,
+        "population_performative": population,
         "sample_performative": empirical - best,
     }
     assumptions = {
@@ -358,8 +367,8 @@ def _rademacher(
         "confidence_level": confidence_level,
         "empirical_risk": empirical,
         "conditions": "i.i.d. sample; ||theta||_2 <= Lambda and ||x||_2 <= X fixed before seeing the data; "
-        "loss in "
-        "[0, M]; the performative shifts stay within the W_p balls (l2 transport, labels fixed)",
+        "loss in [0, M]; W_p(D_perf, D) <= radius_population, W_p(S_perf, S) <= radius_sample (l2 "
+        "transport, labels fixed); population term = its distribution-free W_1 bound",
     }
     return _result(terms, assumptions)
 
