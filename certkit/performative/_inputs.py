@@ -66,9 +66,13 @@ def ascent_direction(theta: np.ndarray, norm: float) -> np.ndarray:
     return np.sign(theta)
 
 
-def check_problem(theta: Any, X: Any, y: Any, loss: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, bool]:
-    """Validate ``theta`` ((d,) or (k, d)), ``X`` (n, d) and ``y`` (n,); returns theta as (k, d) and a
-    batch flag."""
+def check_problem(
+    theta: Any, X: Any, y: Any, loss: str, intercept: Any = 0.0
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, bool]:
+    """Validate ``theta`` ((d,) or (k, d)), ``X`` (n, d), ``y`` (n,) and ``intercept`` (scalar or (k,)).
+
+    Returns theta as (k, d), X, y, the intercepts as (k,) and whether theta was a batch.
+    """
     loss = check_in_options(loss, "loss", LOSSES)
     theta = check_array(theta, "theta", ndim=(1, 2))
     batch = theta.ndim == 2
@@ -87,7 +91,10 @@ def check_problem(theta: Any, X: Any, y: Any, loss: str) -> tuple[np.ndarray, np
             f"y must contain labels in {{-1, +1}} for loss={loss!r}, found {bad.tolist()}; "
             "map {0, 1} labels with y = 2 * y - 1"
         )
-    return theta, X, y, batch
+    b = check_array(intercept, "intercept", ndim=(0, 1))
+    if b.ndim == 1 and b.shape != (theta.shape[0],):
+        raise ValueError(f"intercept must be a scalar or have shape ({theta.shape[0]},), got {b.shape}")
+    return theta, X, y, np.broadcast_to(b, (theta.shape[0],)), batch
 
 
 def check_radius(radius: Any) -> float:

@@ -317,7 +317,7 @@ def _rademacher(
             raise TypeError(f"generalization_bound(kind='rademacher') needs {name}")
     Lam = check_nonnegative(weight_norm, "weight_norm")
     Xb = check_nonnegative(feature_norm, "feature_norm")
-    thetas, X_arr, y_arr, batch = check_problem(theta, X, y, loss)
+    thetas, X_arr, y_arr, _, batch = check_problem(theta, X, y, loss)
     if batch:
         raise ValueError(f"theta must be 1-D for kind='rademacher', got shape {thetas.shape}")
     theta_arr = thetas[0]

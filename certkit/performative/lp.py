@@ -87,19 +87,19 @@ def _solve(problem, solver_names: tuple[str, ...]) -> float:
 
 
 def _lp_sup(
-    theta: np.ndarray, X: np.ndarray, y: np.ndarray, loss: str, radius: float, p: float, norm: float
+    theta: np.ndarray, b: float, X: np.ndarray, y: np.ndarray, loss: str, radius: float, p: float, norm: float
 ) -> float:
     import cvxpy as cp
 
     n = X.shape[0]
     u = ascent_direction(theta, norm)
     k = float(dual_norm(theta, norm))
-    m = y * (X @ theta)
+    m = y * (X @ theta + b)
     dist = _support_distances(loss, m, k, radius, p)
     steps = -(y[:, None, None] * u[None, None, :]) * dist[:, :, None]  # (n, T, d) moves that lower the margin
     points = X[:, None, :] + steps
     cost = np.linalg.norm(points - X[:, None, :], ord=norm, axis=2) ** p
-    value = loss_values(loss, y[:, None] * (points @ theta))
+    value = loss_values(loss, y[:, None] * (points @ theta + b))
     w = cp.Variable(dist.shape, nonneg=True)
     problem = cp.Problem(
         cp.Maximize(cp.sum(cp.multiply(value, w)) / n),
@@ -109,14 +109,14 @@ def _lp_sup(
 
 
 def _conic_inf(
-    theta: np.ndarray, X: np.ndarray, y: np.ndarray, loss: str, radius: float, p: float, norm: float
+    theta: np.ndarray, b: float, X: np.ndarray, y: np.ndarray, loss: str, radius: float, p: float, norm: float
 ) -> float:
     import cvxpy as cp
 
     n, d = X.shape
     delta = cp.Variable((n, d))
     t = cp.Variable(n, nonneg=True)
-    score = X @ theta + delta @ theta
+    score = X @ theta + b + delta @ theta
     if loss == "linear":
         terms = -cp.multiply(y, score)
     elif loss == "hinge":
@@ -141,17 +141,19 @@ def lp_risk(
     norm: float,
     direction: str,
     *,
+    intercept: float = 0.0,
     pad: bool = True,
     purpose: str = "method='lp'",
 ) -> float:
     r"""The cvxpy value for one $\theta$ (``pad=False`` returns the solver's raw value, for cross-checks)."""
     require("cvxpy", extra="cvxpy", purpose=purpose)
-    mean = float(loss_values(loss, (X @ theta - y) if loss == "squared" else y * (X @ theta)).mean())
+    scores = X @ theta + intercept
+    mean = float(loss_values(loss, (scores - y) if loss == "squared" else y * scores).mean())
     if radius == 0.0 or not np.any(theta):
         return mean
     if direction == "sup":
-        return _lp_sup(theta, X, y, loss, radius, p, norm)
-    value = _conic_inf(theta, X, y, loss, radius, p, norm)
+        return _lp_sup(theta, intercept, X, y, loss, radius, p, norm)
+    value = _conic_inf(theta, intercept, X, y, loss, radius, p, norm)
     if pad:
         value -= _SOLVER_PAD * (1.0 + abs(value))
         if loss != "linear":

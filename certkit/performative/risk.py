@@ -63,6 +63,7 @@ def wasserstein_risk(
     norm: float = 2,
     direction: str = "sup",
     method: str = "auto",
+    intercept: Any = 0.0,
 ) -> float | np.ndarray:
     r"""Worst-case (``"sup"``) or best-case (``"inf"``) risk over a $W_p$ ball around the sample.
 
@@ -74,8 +75,7 @@ def wasserstein_risk(
     Parameters
     ----------
     theta : array-like, shape (d,) or (k, d)
-        Linear model(s) $x \mapsto \theta^\top x$ (append a constant feature for an intercept: the constant
-        then moves too; leave it out of `X` to keep it fixed). A batch gives one risk per row.
+        Linear model(s) $x \mapsto \theta^\top x + b$. A batch gives one risk per row.
     X : array-like, shape (n, d)
         Features of the sample (the atoms of $\hat P_n$).
     y : array-like, shape (n,)
@@ -97,6 +97,8 @@ def wasserstein_risk(
         ``sup`` (linear and hinge only: with any other loss a finite support only lower-bounds the supremum)
         and the exact conic program over shifts for ``inf``. ``"auto"`` takes the first exact route in that
         order, so it needs cvxpy only for ``inf`` of logistic/squared losses with $p \notin \{1, 2\}$.
+    intercept : float or array-like of shape (k,), default 0
+        The intercept $b$ (one per row of a batch); it does not move with $x$.
 
     Returns
     -------
@@ -121,21 +123,21 @@ def wasserstein_risk(
     >>> round(wasserstein_risk(theta, X, y, loss="hinge", radius=0.1), 6)  # mean hinge 0 + 0.1 * sqrt(2)
     0.141421
     """
-    theta, X, y, batch = check_problem(theta, X, y, loss)
+    theta, X, y, intercept, batch = check_problem(theta, X, y, loss, intercept)
     radius = check_radius(radius)
     p = check_order(p)
     norm = check_norm(norm)
     direction = check_in_options(direction, "direction", DIRECTIONS)
     method = resolve_method(loss, p, direction, check_in_options(method, "method", METHODS))
-    scores = X @ theta.T  # (n, k)
-    u = scores - y[:, None] if loss == "squared" else y[:, None] * scores
     ks = dual_norm(theta, norm)
     out = np.empty(theta.shape[0])
     for j in range(theta.shape[0]):
         C = float(ks[j]) * radius
+        scores = X @ theta[j] + intercept[j]  # one matrix-vector product per row: a batch equals single calls
+        u = scores - y if loss == "squared" else y * scores
         if method in ("closed_form", "dual"):
             solve = closed_form_risk if method == "closed_form" else dual_risk
-            out[j] = _pad(solve(loss, u[:, j], C, p, direction), loss, direction)
+            out[j] = _pad(solve(loss, u, C, p, direction), loss, direction)
         else:
             out[j] = lp_risk(
                 theta[j],
@@ -146,6 +148,7 @@ def wasserstein_risk(
                 p,
                 norm,
                 direction,
+                intercept=float(intercept[j]),
                 purpose=f"loss={loss!r}, direction={direction!r}, p={p:g} (solved by cvxpy)",
             )
     return out if batch else float(out[0])

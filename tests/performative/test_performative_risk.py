@@ -140,6 +140,25 @@ def test_curved_losses_inf_equals_the_conic_program(loss, norm, p):
             assert got == pytest.approx(conic, abs=LP_TOL * (1 + abs(got)))
 
 
+@pytest.mark.parametrize("loss", ["linear", "hinge", "logistic", "squared"])
+def test_intercept_does_not_move(loss):
+    theta, X, y = _problem(21, squared=loss == "squared")
+    b = 0.7
+    for p, direction in (("1", "inf"), ("2", "inf"), ("1", "sup"), ("2", "sup")):
+        if loss in ("logistic", "squared") and direction == "sup":
+            continue
+        got = wasserstein_risk(
+            theta, X, y, loss=loss, radius=0.3, p=float(p), direction=direction, intercept=b
+        )
+        ref = lp_risk(theta, X, y, loss, 0.3, float(p), 2.0, direction, intercept=b, pad=False)
+        assert got == pytest.approx(ref, abs=LP_TOL * (1 + abs(got)))
+    batch = wasserstein_risk(np.stack([theta, theta]), X, y, loss=loss, radius=0.3, p=2, intercept=[0.0, b])
+    assert batch[1] == wasserstein_risk(theta, X, y, loss=loss, radius=0.3, p=2, intercept=b)
+    assert batch[0] == wasserstein_risk(theta, X, y, loss=loss, radius=0.3, p=2)
+    with pytest.raises(ValueError, match=r"intercept must be a scalar or have shape \(2,\)"):
+        wasserstein_risk(np.stack([theta, theta]), X, y, loss=loss, radius=0.3, intercept=[1.0, 2.0, 3.0])
+
+
 def test_auto_uses_the_conic_program_when_nothing_else_is_exact():
     theta, X, y = _problem(3)
     got = wasserstein_risk(theta, X, y, loss="logistic", radius=0.3, p=3, direction="inf")
