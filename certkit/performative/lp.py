@@ -13,7 +13,9 @@ closed forms and duals rely on.
   analytic points provide for piecewise-linear losses.
 - ``inf`` (every loss, convex in $x$): $\min_\delta \frac1n\sum_i \ell(\theta, x_i + \delta_i, y_i)$ subject
   to $\frac1n\sum_i\|\delta_i\|^p \le \varepsilon^p$; splitting mass never helps a convex loss, so this conic
-  program is exact. The solver's value is padded down by $10^{-6}(1 + |v|)$ for its tolerance.
+  program is exact. The solver's value is padded down by $10^{-6}(1 + |v|)$ for its tolerance ($10^{-4}(1 +
+  |v|)$ when the interior-point solver reports ``optimal_inaccurate``, which happens for exp-cone programs
+  with $n \approx 10^4$; the values then still agreed with the 1-D dual to $10^{-9}$ in our runs).
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from certkit.performative.closed_form import hinge_sup_tau, loss_values
 
 __all__ = ["lp_risk"]
 
-_SOLVER_PAD = 1e-6
+_SOLVER_PAD = {"optimal": 1e-6, "optimal_inaccurate": 1e-4}  # relative pad of the conic value, by status
 _FAR = 1e6  # far support point (in units of the largest other distance) for the hinge W1 limit
 
 
@@ -70,7 +72,7 @@ def _silence_highs_banner() -> None:
         os.close(devnull)
 
 
-def _solve(problem, solver_names: tuple[str, ...]) -> float:
+def _solve(problem, solver_names: tuple[str, ...], *, accepted: tuple[str, ...] = ("optimal",)) -> float:
     import cvxpy as cp
 
     installed = set(cp.installed_solvers())
@@ -79,7 +81,7 @@ def _solve(problem, solver_names: tuple[str, ...]) -> float:
         _silence_highs_banner()
     options = {"max_iter": 1000} if solver == "CLARABEL" else {}  # the default 200 is short for exp cones
     problem.solve(solver=solver, verbose=False, **options)
-    if problem.status not in (cp.OPTIMAL,):
+    if problem.status not in accepted:
         raise RuntimeError(
             f"the cvxpy program ended with status {problem.status!r}; rescale X or theta, "
             "or use method='closed_form'"
@@ -111,7 +113,7 @@ def _lp_sup(
 
 def _conic_inf(
     theta: np.ndarray, b: float, X: np.ndarray, y: np.ndarray, loss: str, radius: float, p: float, norm: float
-) -> float:
+) -> tuple[float, str]:
     import cvxpy as cp
 
     n, d = X.shape
@@ -129,7 +131,10 @@ def _conic_inf(
     budget = cp.sum(t) if p == 1.0 else cp.sum_squares(t) if p == 2.0 else cp.sum(cp.power(t, p))
     constraints = [cp.norm(delta, norm, axis=1) <= t, budget <= n * radius**p]
     problem = cp.Problem(cp.Minimize(cp.sum(terms) / n), constraints)
-    return _solve(problem, ("CLARABEL", "ECOS", "SCS"))
+    # interior-point codes can stall near the optimum of exp-cone programs at large n ("optimal_inaccurate");
+    # such values are accepted for the inf with a wider pad (see lp_risk)
+    value = _solve(problem, ("CLARABEL", "ECOS", "SCS"), accepted=tuple(_SOLVER_PAD))
+    return value, problem.status
 
 
 def lp_risk(
@@ -154,9 +159,9 @@ def lp_risk(
         return mean
     if direction == "sup":
         return _lp_sup(theta, intercept, X, y, loss, radius, p, norm)
-    value = _conic_inf(theta, intercept, X, y, loss, radius, p, norm)
+    value, status = _conic_inf(theta, intercept, X, y, loss, radius, p, norm)
     if pad:
-        value -= _SOLVER_PAD * (1.0 + abs(value))
+        value -= _SOLVER_PAD[status] * (1.0 + abs(value))
         if loss != "linear":
             value = max(0.0, value)
     return value
