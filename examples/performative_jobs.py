@@ -94,25 +94,19 @@ def main(argv: list[str]) -> int:
         print(f"{r:6.2f} {m:4d} {risk_flipped:13.4f} {lo:8.4f} {hi:8.4f} {radius:7.3f} {exact:9.3f}")
 
     thm = [generalization_bound(kind="thm3.13", share=max(r, 1.0 / n), n=n, **PAPER) for r in shares]
-    rad = [
-        generalization_bound(
-            kind="rademacher",
-            theta=theta,
-            X=X,
-            y=y,
-            loss="logistic",
-            share=r,
-            diameter=D_Z,
-            p=P,
-            weight_norm=WEIGHT_NORM,
-            feature_norm=feature_norm,
-            confidence_level=LEVEL,
-        )
-        for r in shares
-    ]
-    print(
-        "\n share  Thm3.13 total (complexity, performative)   Rademacher total (sample, population perf.)"
-    )
+    model_bound = {
+        "theta": theta,
+        "X": X,
+        "y": y,
+        "loss": "logistic",
+        "diameter": D_Z,
+        "p": P,
+        "weight_norm": WEIGHT_NORM,
+        "feature_norm": feature_norm,
+        "confidence_level": LEVEL,
+    }
+    rad = [generalization_bound(kind="rademacher", share=r, **model_bound) for r in shares]
+    print("\n share  Thm3.13 total (complexity, performative)   Rademacher total (sample, population perf.)")
     for r, t, q in zip(shares, thm, rad):
         print(
             f"{r:6.2f} {t.total:9.2f} ({t.terms['complexity']:7.2f}, {t.terms['performative']:6.2f})"
@@ -124,19 +118,7 @@ def main(argv: list[str]) -> int:
     target_thm = 80.0
     share_thm = max_affected_share(target_thm, kind="thm3.13", n=n, **PAPER)
     target_rad = 4.5
-    share_rad = max_affected_share(
-        target_rad,
-        kind="rademacher",
-        theta=theta,
-        X=X,
-        y=y,
-        loss="logistic",
-        diameter=D_Z,
-        p=P,
-        weight_norm=WEIGHT_NORM,
-        feature_norm=feature_norm,
-        confidence_level=LEVEL,
-    )
+    share_rad = max_affected_share(target_rad, kind="rademacher", **model_bound)
     print(
         f"\nlargest share of affected units keeping the Thm 3.13 bound <= {target_thm:.1f}: {share_thm:.4f}"
     )

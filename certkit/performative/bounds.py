@@ -30,6 +30,7 @@ from certkit.performative.risk import wasserstein_risk
 __all__ = ["BoundResult", "generalization_bound", "max_affected_share", "retraining_bound"]
 
 KINDS = ("thm3.13", "thm3.15", "rademacher")
+_BRUTE_FORCE_BELOW = 200  # > q^2 for every confidence level below 1 - 1e-40
 
 
 @dataclasses.dataclass(frozen=True)
@@ -494,7 +495,9 @@ def max_affected_share(target: float, *, kind: str, **kwargs: Any) -> float:
     float
         $m/n$ for the largest integer $m \le n$ with bound $\le$ target. The Rademacher and retraining bounds
         increase with the share; the Thm 3.13/3.15 bounds first fall (the complexity term shrinks as the
-        radius grows) and then rise, so their feasible shares form an interval whose right end is returned.
+        radius grows) and then rise; for $n$ above $q^2$ (here: $n \ge 200$) the radius $R$ increases with the
+        share, their feasible shares form an interval and its right end is found by ternary search and
+        bisection; smaller $n$ are checked share by share.
 
     Raises
     ------
@@ -521,7 +524,14 @@ def max_affected_share(target: float, *, kind: str, **kwargs: Any) -> float:
             return retraining_bound(share=m / n, **kwargs).total
         return generalization_bound(kind=kind, share=m / n, **kwargs).total
 
-    lo = _argmin_unimodal(total, n) if kind in ("thm3.13", "thm3.15") else 0
+    if kind in ("thm3.13", "thm3.15") and n < _BRUTE_FORCE_BELOW:
+        # R(r) is increasing (so the bound unimodal in r) only when n exceeds q^2; small n: check every m
+        feasible = [m for m in range(n + 1) if total(m) <= target]
+        if feasible:
+            return max(feasible) / n
+        lo = min(range(n + 1), key=total)
+    else:
+        lo = _argmin_unimodal(total, n) if kind in ("thm3.13", "thm3.15") else 0
     best = total(lo)
     if best > target:
         raise ValueError(

@@ -23,6 +23,7 @@ from __future__ import annotations
 import functools
 import os
 import sys
+import warnings
 
 import numpy as np
 
@@ -80,7 +81,9 @@ def _solve(problem, solver_names: tuple[str, ...], *, accepted: tuple[str, ...] 
     if solver == "HIGHS":
         _silence_highs_banner()
     options = {"max_iter": 1000} if solver == "CLARABEL" else {}  # the default 200 is short for exp cones
-    problem.solve(solver=solver, verbose=False, **options)
+    with warnings.catch_warnings():  # the status is checked below; "inaccurate" solutions are handled there
+        warnings.filterwarnings("ignore", message="Solution may be inaccurate", category=UserWarning)
+        problem.solve(solver=solver, verbose=False, **options)
     if problem.status not in accepted:
         raise RuntimeError(
             f"the cvxpy program ended with status {problem.status!r}; rescale X or theta, "

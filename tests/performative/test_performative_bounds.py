@@ -231,6 +231,14 @@ def test_max_affected_share_matches_brute_force_for_the_theorem_bounds(kind):
         max_affected_share(lowest * 0.99, kind=kind, n=n, **extra, **NOTEBOOK)
 
 
+def test_max_affected_share_small_n_where_the_radius_is_not_monotone():
+    # n = 10 < q^2 at confidence 0.9999 (q = 3.89): R(r) falls for some r > 1/2, so the bound is not unimodal
+    kw = {**NOTEBOOK, "confidence_level": 0.9999, "model_lipschitz": 0.25, "n": 10}
+    totals = [generalization_bound(kind="thm3.13", share=m / 10, **kw).total for m in range(11)]
+    for target in sorted(totals)[:-1]:
+        assert max_affected_share(target, kind="thm3.13", **kw) == _largest_feasible(totals, target) / 10
+
+
 def test_max_affected_share_retraining_and_rademacher():
     common = {
         "n": 500,
@@ -284,28 +292,11 @@ def test_bound_errors_name_the_argument():
         )
     rng = np.random.default_rng(0)
     X, y = _sample(rng, 20)
+    rademacher = {"kind": "rademacher", "X": X, "y": y, "weight_norm": 1.0, "share": 0.1, "diameter": 1.0}
     with pytest.raises(ValueError, match="exceeds weight_norm"):
-        generalization_bound(
-            kind="rademacher",
-            theta=np.array([3.0, 0.0]),
-            X=X,
-            y=y,
-            weight_norm=1.0,
-            feature_norm=3.0,
-            share=0.1,
-            diameter=1.0,
-        )
+        generalization_bound(theta=np.array([3.0, 0.0]), feature_norm=3.0, **rademacher)
     with pytest.raises(ValueError, match="feature_norm must bound every feature vector"):
-        generalization_bound(
-            kind="rademacher",
-            theta=np.array([0.3, 0.0]),
-            X=X,
-            y=y,
-            weight_norm=1.0,
-            feature_norm=0.1,
-            share=0.1,
-            diameter=1.0,
-        )
+        generalization_bound(theta=np.array([0.3, 0.0]), feature_norm=0.1, **rademacher)
     with pytest.raises(ValueError, match="n_rounds must be >= 1"):
         retraining_bound(
             n=10,
