@@ -89,6 +89,9 @@ def test_zero_share_with_p_above_one_gives_an_infinite_complexity_term():
     assert b.terms["complexity"] == math.inf and b.total == math.inf
 
 
+CLASS = {"kind": "rademacher", "weight_norm": 1.0, "feature_norm": 3.0}  # ||theta|| <= 1, ||x|| <= 3
+
+
 def _sample(rng, n, *, bound=3.0):
     """Two Gaussian classes in 2-D, rows rescaled into the ball ||x||_2 <= bound."""
     y = np.where(rng.random(n) < 0.5, -1.0, 1.0)
@@ -124,12 +127,10 @@ def test_rademacher_terms():
     assert b.terms["sample_performative"] == pytest.approx(emp - inf2, rel=1e-9)
     assert b.total == pytest.approx(sum(b.terms.values()), rel=1e-12)
     zero = generalization_bound(
-        kind="rademacher",
+        **CLASS,
         theta=theta,
         X=X,
         y=y,
-        weight_norm=1.0,
-        feature_norm=3.0,
         radius_population=0.0,
         radius_sample=0.0,
     )
@@ -169,12 +170,10 @@ def test_rademacher_bound_holds_under_simulated_performative_shifts():
         X_perf[idx] += (y[idx, None] * D) * u
         emp_perf = np.maximum(0, 1 - y * (X_perf @ theta)).mean()
         b = generalization_bound(
-            kind="rademacher",
+            **CLASS,
             theta=theta,
             X=X,
             y=y,
-            weight_norm=1.0,
-            feature_norm=3.0,
             radius_population=(r * 1.2) ** 0.5 * D,
             radius_sample=(m / n) ** 0.5 * D,
             p=2,
