@@ -11,6 +11,7 @@ Capabilities live in submodules that are imported on first use, so that
 | ``certkit.mibp`` | MIBP certified training |
 | ``certkit.conformal`` | RCP1 robust conformal prediction |
 | ``certkit.circuits`` | certified circuits |
+| ``certkit.performative`` | performative generalization bounds |
 | ``certkit.plot`` | plot helpers (matplotlib) |
 
 The entry points ``certkit.certified_training``, ``certkit.RCP1Classifier`` and
@@ -33,7 +34,7 @@ except ImportError as exc:  # pragma: no cover - exercised only on a broken inst
         "(needs a C++17 compiler; scikit-build-core and pybind11 are fetched by pip)."
     ) from exc
 
-_SUBMODULES = ("stats", "parallel", "datasets", "mibp", "conformal", "circuits", "plot")
+_SUBMODULES = ("stats", "parallel", "datasets", "mibp", "conformal", "circuits", "performative", "plot")
 
 # The entry point of each capability, re-exported at the top level (imported on first use).
 _ENTRY_POINTS = {

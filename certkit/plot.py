@@ -1,4 +1,8 @@
-"""Plot helpers shared by the capabilities (matplotlib, imported lazily): certified accuracy against ε."""
+"""Plot helpers shared by the capabilities (matplotlib, imported lazily).
+
+- `plot_certified_accuracy`: certified accuracy against ε;
+- `plot_bound_terms`: a bound and each term against the share of affected units (performative trade-off).
+"""
 
 from __future__ import annotations
 
@@ -10,7 +14,11 @@ import numpy as np
 from certkit._optional import require
 from certkit._validation import check_array
 
-__all__ = ["plot_certified_accuracy"]
+__all__ = ["plot_bound_terms", "plot_certified_accuracy"]
+
+
+def _pyplot() -> Any:
+    return require("matplotlib.pyplot", extra="plot", purpose="plotting")
 
 
 def plot_certified_accuracy(
@@ -41,9 +49,8 @@ def plot_certified_accuracy(
         raise ValueError("epsilons must be >= 0")
     if not accuracies:
         raise ValueError("accuracies must contain at least one method")
-    plt = require("matplotlib.pyplot", extra="plot", purpose="plotting")
     if ax is None:
-        _, ax = plt.subplots(figsize=(5, 3.5))
+        _, ax = _pyplot().subplots(figsize=(5, 3.5))
     for label, acc in accuracies.items():
         acc = check_array(acc, f"accuracies[{label!r}]", ndim=1, shape=(len(eps),))
         if np.any((acc < 0) | (acc > 1)):
@@ -56,6 +63,63 @@ def plot_certified_accuracy(
     ax.set_ylim(0, 1.02)
     ax.grid(alpha=0.3)
     ax.legend()
+    if title:
+        ax.set_title(title)
+    return ax
+
+
+def plot_bound_terms(
+    shares: Sequence[float],
+    bounds: Sequence[Any],
+    *,
+    ax: Any = None,
+    title: str | None = None,
+    log_scale: bool = False,
+) -> Any:
+    """Draw a bound's total and each of its terms against the share of affected units.
+
+    The change-learn trade-off of performative learning: as more units are affected, the performative term
+    grows while (for Thm 3.13/3.15) the complexity term shrinks.
+
+    Parameters
+    ----------
+    shares : sequence of float
+        Shares of affected units $m/n$ in $[0, 1]$ (x axis).
+    bounds : sequence of BoundResult
+        One `certkit.performative.BoundResult` per share, all with the same term names.
+    ax : matplotlib Axes, optional
+        Where to draw (a new figure is made otherwise).
+    title : str, optional
+    log_scale : bool, default False
+        Logarithmic y axis (useful when the terms differ by orders of magnitude).
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+    """
+    x = check_array(shares, "shares", ndim=1)
+    if np.any((x < 0) | (x > 1)):
+        raise ValueError("shares must lie in [0, 1]")
+    if len(bounds) != len(x):
+        raise ValueError(f"bounds must have one result per share: got {len(bounds)} for {len(x)} shares")
+    names = list(bounds[0].terms)
+    if any(list(b.terms) != names for b in bounds):
+        raise ValueError("every bound must have the same terms")
+    if ax is None:
+        _, ax = _pyplot().subplots(figsize=(7.0, 3.8), layout="constrained")
+    totals = np.array([b.total for b in bounds], dtype=float)
+    ax.plot(x, totals, marker="o", markersize=3, linewidth=2.0, color="black", label="total bound")
+    for name in names:
+        values = np.array([b.terms[name] for b in bounds], dtype=float)
+        if log_scale and not np.any(values > 0):
+            continue
+        ax.plot(x, values, marker="o", markersize=2.5, linewidth=1.2, label=f"{name} term".replace("_", " "))
+    if log_scale:
+        ax.set_yscale("log")
+    ax.set_xlabel("share of units affected (m / n)")
+    ax.set_ylabel("bound and its terms")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)  # never over data
     if title:
         ax.set_title(title)
     return ax
