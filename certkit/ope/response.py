@@ -314,7 +314,7 @@ class LogNormalCostResponse(_GaussianLogCost):
         if np.any(data.moved & accepted):
             raise ValueError(
                 f"data: {int(np.sum(data.moved & accepted))} agents already accepted by policy moved; the "
-                "data were not logged under this policy"
+                "data were logged under another policy"
             )
         if not np.allclose(data.x_post[data.moved], x_cf[data.moved], rtol=1e-9, atol=1e-9):
             raise ValueError(
