@@ -12,7 +12,7 @@ def sim():
 
 @pytest.fixture(scope="session")
 def pi0():
-    return LinearThresholdPolicy([1.0, 1.0], 1.0, temperature=0.25)
+    return LinearThresholdPolicy([1.0, 1.0], 1.0, temperature=1.0)
 
 
 @pytest.fixture(scope="session")
