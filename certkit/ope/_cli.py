@@ -23,8 +23,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of the subcommand."""
     d = argparse.ArgumentDefaultsHelpFormatter
     parser.formatter_class = d
-    parser.add_argument("--data", metavar="FILE.npz",
-                        help="logged data: x_pre, x_post, moved, action, reward, pscore arrays (default: simulate)")
+    parser.add_argument(
+        "--data",
+        metavar="FILE.npz",
+        help="logged data: x_pre, x_post, moved, action, reward, pscore arrays (default: simulate)",
+    )
     parser.add_argument("--n", type=int, default=4000, help="simulated logged agents")
     parser.add_argument("--logging-theta", type=_vector, default="1,1", help="logging policy θ")
     parser.add_argument("--logging-tau", type=float, default=1.0, help="logging policy τ")
@@ -67,7 +70,9 @@ def _table(data, pi, pi0, resp, *, bootstrap=None, cross_fit=None, level=0.95, r
             b = res.confidence_interval(level, method="percentile")
             row.append(f"[{b.low:.4f}, {b.high:.4f}]")
         rows.append(row)
-    headers = ["estimator", "value", "std. error", f"{level:.0%} CI"] + (["bootstrap CI"] if bootstrap else [])
+    headers = ["estimator", "value", "std. error", f"{level:.0%} CI"] + (
+        ["bootstrap CI"] if bootstrap else []
+    )
     return results, format_table(headers, rows)
 
 
@@ -86,13 +91,24 @@ def run(args: argparse.Namespace) -> int:
             data = sim.sample(pi0, args.n, rng=args.seed)
         start = time.perf_counter()
         resp = LogNormalCostResponse(benefit=args.benefit).fit(data, policy=pi0)
-        _, table = _table(data, pi, pi0, resp, bootstrap=args.bootstrap or None, cross_fit=args.cross_fit,
-                          level=args.confidence_level, rng=args.seed, progress=True)
+        _, table = _table(
+            data,
+            pi,
+            pi0,
+            resp,
+            bootstrap=args.bootstrap or None,
+            cross_fit=args.cross_fit,
+            level=args.confidence_level,
+            rng=args.seed,
+            progress=True,
+        )
         elapsed = time.perf_counter() - start
     except (ValueError, TypeError, OSError, KeyError) as exc:
         print(f"certkit ope: error: {exc}", file=sys.stderr)
         return 2
-    print(f"logging policy {pi0}\ntarget policy  {pi}\n{data.n} logged agents, {int(data.moved.sum())} moved\n")
+    print(
+        f"logging policy {pi0}\ntarget policy  {pi}\n{data.n} logged agents, {int(data.moved.sum())} moved\n"
+    )
     print(resp.summary())
     print()
     print(table)

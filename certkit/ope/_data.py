@@ -43,9 +43,7 @@ class StrategicData:
     pscore: np.ndarray
 
     def __post_init__(self) -> None:
-        validated = _validate(
-            {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}, "data"
-        )
+        validated = _validate({f.name: getattr(self, f.name) for f in dataclasses.fields(self)}, "data")
         for name, value in validated.items():
             value.setflags(write=False)
             object.__setattr__(self, name, value)
@@ -76,8 +74,12 @@ def _validate(fields: Mapping[str, Any], name: str) -> dict[str, np.ndarray]:
     reward = check_array(fields["reward"], f"{name}.reward", ndim=1)
     pscore = check_array(fields["pscore"], f"{name}.pscore", ndim=1)
     check_same_length(
-        (f"{name}.x_pre", x_pre), (f"{name}.x_post", x_post), (f"{name}.moved", moved),
-        (f"{name}.action", action), (f"{name}.reward", reward), (f"{name}.pscore", pscore),
+        (f"{name}.x_pre", x_pre),
+        (f"{name}.x_post", x_post),
+        (f"{name}.moved", moved),
+        (f"{name}.action", action),
+        (f"{name}.reward", reward),
+        (f"{name}.pscore", pscore),
     )
     if np.any((action != 0) & (action != 1)):
         raise ValueError(f"{name}.action must contain only 0 and 1, got values {np.unique(action)[:5]}")
@@ -92,8 +94,14 @@ def _validate(fields: Mapping[str, Any], name: str) -> dict[str, np.ndarray]:
             f"{name}.moved must equal 1[x_post != x_pre] row by row; "
             f"{int(np.sum(changed != moved))} rows disagree"
         )
-    return {"x_pre": x_pre, "x_post": x_post, "moved": moved, "action": action, "reward": reward,
-            "pscore": pscore}
+    return {
+        "x_pre": x_pre,
+        "x_post": x_post,
+        "moved": moved,
+        "action": action,
+        "reward": reward,
+        "pscore": pscore,
+    }
 
 
 def as_strategic_data(data: Any, name: str = "data") -> StrategicData:

@@ -103,7 +103,9 @@ class OPEResult(ResultMixin):
         method = check_in_options(method, "method", ("normal", "percentile"))
         if method == "percentile":
             if self.bootstrap_estimates is None:
-                raise ValueError("method='percentile' needs bootstrap estimates: pass bootstrap=B to the estimator")
+                raise ValueError(
+                    "method='percentile' needs bootstrap estimates: pass bootstrap=B to the estimator"
+                )
             lo, hi = np.quantile(self.bootstrap_estimates, [(1 - level) / 2, (1 + level) / 2])
             return ConfidenceInterval(float(lo), float(hi))
         half = float(norm.ppf(0.5 + level / 2)) * self.std_error
@@ -126,9 +128,13 @@ class OPEResult(ResultMixin):
         ]
         if self.bootstrap_estimates is not None:
             b = self.confidence_interval(0.95, method="percentile")
-            rows.append([f"bootstrap std. error (B = {self.bootstrap_estimates.size})", self.bootstrap_std_error])
+            rows.append(
+                [f"bootstrap std. error (B = {self.bootstrap_estimates.size})", self.bootstrap_std_error]
+            )
             rows.append(["95% CI (percentile)", f"[{b.low:.4f}, {b.high:.4f}]"])
-        return format_table(["", ""], rows, title=f"{_NAMES.get(self.estimator, self.estimator)} (n = {self.n})")
+        return format_table(
+            ["", ""], rows, title=f"{_NAMES.get(self.estimator, self.estimator)} (n = {self.n})"
+        )
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -146,7 +152,11 @@ def _proba(policy: Policy, x: np.ndarray, name: str, *, open_interval: bool) -> 
     p = check_array(policy.action_proba(x), f"{name}.action_proba(x)", ndim=1, shape=(x.shape[0],))
     bad = (p <= 0) | (p >= 1) if open_interval else (p < 0) | (p > 1)
     if np.any(bad):
-        want = "(0, 1) (a logging policy must give both actions positive probability)" if open_interval else "[0, 1]"
+        want = (
+            "(0, 1) (a logging policy must give both actions positive probability)"
+            if open_interval
+            else "[0, 1]"
+        )
         raise ValueError(f"{name}.action_proba(x) must lie in {want}")
     return p
 
@@ -413,7 +423,9 @@ def _run(
     if bootstrap is not None:
         seeds = [int(s) for s in gen.integers(0, 2**63 - 1, size=bootstrap, dtype=np.int64)]
         boot = np.asarray(
-            parallel_map(functools.partial(_bootstrap_replicate, prob), seeds, executor=executor, progress=progress)
+            parallel_map(
+                functools.partial(_bootstrap_replicate, prob), seeds, executor=executor, progress=progress
+            )
         )
     return OPEResult(kind, value, se, prob.data.n, resp_se, boot)
 
@@ -442,8 +454,8 @@ _PARAMS_DOC = """
     OPEResult
 """
 _RESPONSE_DOC = """    response : CostDistribution
-        The fitted response model (e.g. `LogNormalCostResponse().fit(data, policy=logging_policy)`), fitted under
-        `logging_policy`.
+        The fitted response model (e.g. `LogNormalCostResponse().fit(data, policy=logging_policy)`),
+        fitted under `logging_policy`.
 """
 _OUTCOME_DOC = """    outcome_model : None, "auto", "ols", "logit" or estimator
         q̂(x, a), one model per action: statsmodels OLS / Logit on [1, x] by default ("auto": Logit for 0/1
@@ -472,9 +484,19 @@ def strategic_dr(
     with p̂_π from `target_action_proba`. Unbiased if the response model is right and either q̂ or the
     logging propensities are (they are known here); NOT robust to a wrong response model.
     """
-    return _run("dr", data, target_policy=target_policy, logging_policy=logging_policy, response=response,
-                outcome_model=outcome_model, cross_fit=cross_fit, bootstrap=bootstrap, executor=executor,
-                progress=progress, rng=rng)
+    return _run(
+        "dr",
+        data,
+        target_policy=target_policy,
+        logging_policy=logging_policy,
+        response=response,
+        outcome_model=outcome_model,
+        cross_fit=cross_fit,
+        bootstrap=bootstrap,
+        executor=executor,
+        progress=progress,
+        rng=rng,
+    )
 
 
 def strategic_ipw(
@@ -489,8 +511,17 @@ def strategic_ipw(
     rng: RNGLike = None,
 ) -> OPEResult:
     """Strategic inverse propensity weighting: V̂ = (1/n) Σᵢ p̂_π(aᵢ | x₀ᵢ, m₀ᵢ)/π₀(aᵢ | x'ᵢ) · rᵢ."""
-    return _run("ipw", data, target_policy=target_policy, logging_policy=logging_policy, response=response,
-                bootstrap=bootstrap, executor=executor, progress=progress, rng=rng)
+    return _run(
+        "ipw",
+        data,
+        target_policy=target_policy,
+        logging_policy=logging_policy,
+        response=response,
+        bootstrap=bootstrap,
+        executor=executor,
+        progress=progress,
+        rng=rng,
+    )
 
 
 def direct_method(
@@ -511,9 +542,19 @@ def direct_method(
     Consistent only if q̂ is. Its standard error includes the default GLM outcome model's estimation error
     (stacked score equations); with cross-fitting or a user estimator it is conditional on q̂.
     """
-    return _run("dm", data, target_policy=target_policy, logging_policy=logging_policy, response=response,
-                outcome_model=outcome_model, cross_fit=cross_fit, bootstrap=bootstrap, executor=executor,
-                progress=progress, rng=rng)
+    return _run(
+        "dm",
+        data,
+        target_policy=target_policy,
+        logging_policy=logging_policy,
+        response=response,
+        outcome_model=outcome_model,
+        cross_fit=cross_fit,
+        bootstrap=bootstrap,
+        executor=executor,
+        progress=progress,
+        rng=rng,
+    )
 
 
 def naive_dr(
@@ -533,9 +574,18 @@ def naive_dr(
     V̂ = (1/n) Σᵢ [Σ_a π(a | x'ᵢ) q̂(x'ᵢ, a) + π(aᵢ | x'ᵢ)/π₀(aᵢ | x'ᵢ) · (rᵢ − q̂(x'ᵢ, aᵢ))]. Biased when the
     agents would respond differently to the target policy.
     """
-    return _run("naive_dr", data, target_policy=target_policy, logging_policy=logging_policy,
-                outcome_model=outcome_model, cross_fit=cross_fit, bootstrap=bootstrap, executor=executor,
-                progress=progress, rng=rng)
+    return _run(
+        "naive_dr",
+        data,
+        target_policy=target_policy,
+        logging_policy=logging_policy,
+        outcome_model=outcome_model,
+        cross_fit=cross_fit,
+        bootstrap=bootstrap,
+        executor=executor,
+        progress=progress,
+        rng=rng,
+    )
 
 
 def naive_ipw(
@@ -549,16 +599,29 @@ def naive_ipw(
     rng: RNGLike = None,
 ) -> OPEResult:
     """Plain IPW that ignores the strategic response: V̂ = (1/n) Σᵢ π(aᵢ | x'ᵢ)/π₀(aᵢ | x'ᵢ) · rᵢ."""
-    return _run("naive_ipw", data, target_policy=target_policy, logging_policy=logging_policy,
-                bootstrap=bootstrap, executor=executor, progress=progress, rng=rng)
+    return _run(
+        "naive_ipw",
+        data,
+        target_policy=target_policy,
+        logging_policy=logging_policy,
+        bootstrap=bootstrap,
+        executor=executor,
+        progress=progress,
+        rng=rng,
+    )
 
 
 for _fn, _resp, _out in (
-    (strategic_dr, True, True), (strategic_ipw, True, False), (direct_method, True, True),
-    (naive_dr, False, True), (naive_ipw, False, False),
+    (strategic_dr, True, True),
+    (strategic_ipw, True, False),
+    (direct_method, True, True),
+    (naive_dr, False, True),
+    (naive_ipw, False, False),
 ):
-    _fn.__doc__ = (_fn.__doc__ or "") + "\n" + _PARAMS_DOC.format(
-        response=_RESPONSE_DOC if _resp else "", outcome=_OUTCOME_DOC if _out else ""
+    _fn.__doc__ = (
+        (_fn.__doc__ or "")
+        + "\n"
+        + _PARAMS_DOC.format(response=_RESPONSE_DOC if _resp else "", outcome=_OUTCOME_DOC if _out else "")
     )
 
 
@@ -588,8 +651,13 @@ def plain_dr(reward: Any, action: Any, pscore: Any, action_dist: Any, q_hat: Any
     pscore = check_array(pscore, "pscore", ndim=1)
     action_dist = check_array(action_dist, "action_dist", ndim=2)
     q_hat = check_array(q_hat, "q_hat", ndim=2, shape=action_dist.shape)
-    n = check_same_length(("reward", reward), ("action", action), ("pscore", pscore),
-                          ("action_dist", action_dist), ("q_hat", q_hat))
+    n = check_same_length(
+        ("reward", reward),
+        ("action", action),
+        ("pscore", pscore),
+        ("action_dist", action_dist),
+        ("q_hat", q_hat),
+    )
     k = action_dist.shape[1]
     if np.any((action < 0) | (action >= k)):
         raise ValueError(f"action must lie in {{0, ..., {k - 1}}} (the columns of action_dist)")
@@ -598,7 +666,9 @@ def plain_dr(reward: Any, action: Any, pscore: Any, action_dist: Any, q_hat: Any
     if np.any(action_dist < 0) or not np.allclose(action_dist.sum(axis=1), 1.0):
         raise ValueError("action_dist rows must be probability distributions (>= 0, summing to 1)")
     rows = np.arange(n)
-    terms = np.sum(action_dist * q_hat, axis=1) + action_dist[rows, action] / pscore * (reward - q_hat[rows, action])
+    terms = np.sum(action_dist * q_hat, axis=1) + action_dist[rows, action] / pscore * (
+        reward - q_hat[rows, action]
+    )
     value = float(np.mean(terms))
     se = float(np.std(terms, ddof=1) / np.sqrt(n)) if n > 1 else float("nan")
     return OPEResult("plain_dr", value, se, n)

@@ -52,6 +52,7 @@ class GLMOutcome:
     def fit(self, X: Any, y: Any) -> GLMOutcome:
         """Fit by (quasi-)maximum likelihood."""
         import statsmodels.api as sm
+
         X = check_array(X, "X", ndim=2)
         y = check_array(y, "y", ndim=1, shape=(X.shape[0],))
         family = self.family
@@ -112,9 +113,12 @@ def _resolve(outcome_model: Any) -> Any:
         return GLMOutcome()
     if isinstance(outcome_model, str):
         return GLMOutcome(check_in_options(outcome_model, "outcome_model", ("auto", "ols", "logit")))
-    if not (callable(getattr(outcome_model, "fit", None)) and callable(getattr(outcome_model, "predict", None))):
+    if not (
+        callable(getattr(outcome_model, "fit", None)) and callable(getattr(outcome_model, "predict", None))
+    ):
         raise TypeError(
-            "outcome_model must be None, 'auto', 'ols', 'logit' or an estimator with fit(X, y) and predict(X), "
+            "outcome_model must be None, 'auto', 'ols', 'logit' or an estimator with fit(X, y) and "
+            "predict(X), "
             f"got {type(outcome_model).__name__}"
         )
     return outcome_model
@@ -176,7 +180,9 @@ def fit_outcome(
             rows = train & (action == a)
             if not np.any(rows):
                 where = "" if fold is None else f" outside fold {fold}"
-                raise ValueError(f"outcome_model: no logged row took action {a}{where}; q̂(x, {a}) cannot be fitted")
+                raise ValueError(
+                    f"outcome_model: no logged row took action {a}{where}; q̂(x, {a}) cannot be fitted"
+                )
             model = _clone(template)
             model.fit(X[rows], reward[rows])
             q_hat[test, a] = _predict(model, X[test])

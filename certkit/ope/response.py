@@ -176,7 +176,8 @@ class _GaussianLogCost:
         values = [*self.coef_, self.scale_]
         rows = [[nm, v, se] for nm, v, se in zip(names, values, self.std_errors_)]
         return format_table(
-            ["parameter", "estimate", "std. error"], rows,
+            ["parameter", "estimate", "std. error"],
+            rows,
             title=f"{type(self).__name__}: log γ | x₀ ~ N(β₀ + βᵀx₀, s²), benefit B = {self.benefit:g}",
         )
 
@@ -324,7 +325,8 @@ class LogNormalCostResponse(_GaussianLogCost):
             )
         if not np.allclose(data.x_post[data.moved], x_cf[data.moved], rtol=1e-9, atol=1e-9):
             raise ValueError(
-                "data: the movers' x_post is not the counterfactual explanation disclosed by policy; the data "
+                "data: the movers' x_post is not the counterfactual explanation disclosed by policy; the "
+                "data "
                 "were logged under another policy (or agents do not follow the explanation exactly)"
             )
         return c, ~accepted
@@ -573,6 +575,7 @@ class CalibrationTable(ResultMixin):
             )
         ]
         return format_table(
-            ["predicted range", "agents", "predicted", "observed", "z"], rows,
+            ["predicted range", "agents", "predicted", "observed", "z"],
+            rows,
             title="Response-model calibration (agents below the logging threshold)",
         )

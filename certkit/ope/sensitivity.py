@@ -48,11 +48,17 @@ class SensitivityResult(ResultMixin):
     def summary(self) -> str:
         lower, upper = self.confidence_intervals()
         rows = [
-            [f"{s:.3f}" + (" (fit)" if np.isclose(s, self.fitted_scale) else ""), v, se, f"[{lo:.4f}, {hi:.4f}]"]
+            [
+                f"{s:.3f}" + (" (fit)" if np.isclose(s, self.fitted_scale) else ""),
+                v,
+                se,
+                f"[{lo:.4f}, {hi:.4f}]",
+            ]
             for s, v, se, lo, hi in zip(self.scales, self.values, self.std_errors, lower, upper)
         ]
         return format_table(
-            ["scale s", "value", "std. error", "95% CI"], rows,
+            ["scale s", "value", "std. error", "95% CI"],
+            rows,
             title=f"Sensitivity of {_NAMES[self.estimator]} to the response scale s",
         )
 

@@ -27,7 +27,8 @@ class StrategicSimulator:
 
     Parameters
     ----------
-    n_features : int, default 2
+    n_features : int, optional
+        Covariate dimension (default 2, or the number of columns of `features`).
     coef : array-like, shape (n_features + 1,), optional
         (β₀, β) of log γ; default (0.5, −0.5, 0, …).
     scale : float, default 0.7
@@ -39,19 +40,28 @@ class StrategicSimulator:
     reward_coef : array-like, shape (2, n_features + 1), optional
         Row a = (α_a0, α_a); default row 0 = (−1.5, 0, …) (a rejected agent rarely yields a reward), row 1 =
         (−0.5, 1.5, 0.5, 0, …).
+    features : array-like, shape (N, n_features), optional
+        A finite population of covariate rows (e.g. real, standardised covariates) used instead of the
+        Gaussian: agents are drawn from its rows with replacement, and `true_value` averages exactly over them.
     """
 
     def __init__(
         self,
         *,
-        n_features: int = 2,
+        n_features: int | None = None,
         coef: Any = None,
         scale: float = 0.7,
         benefit: float = 1.0,
         feature_mean: Any = None,
         reward_coef: Any = None,
+        features: Any = None,
     ) -> None:
+        self.features = None if features is None else check_array(features, "features", ndim=2)
+        if n_features is None:
+            n_features = 2 if self.features is None else self.features.shape[1]
         p = check_integer(n_features, "n_features", minimum=1)
+        if self.features is not None and self.features.shape[1] != p:
+            raise ValueError(f"features has {self.features.shape[1]} columns, n_features is {p}")
         self.n_features = p
         if coef is None:
             coef = np.zeros(p + 1)
@@ -79,6 +89,8 @@ class StrategicSimulator:
         return expit(self.reward_coef[a, 0] + x_pre @ self.reward_coef[a, 1:])
 
     def _agents(self, n: int, rng: np.random.Generator) -> np.ndarray:
+        if self.features is not None:
+            return self.features[rng.integers(0, self.features.shape[0], n)]
         return self.feature_mean + rng.standard_normal((n, self.n_features))
 
     def sample_costs(self, n: int, rng: RNGLike = None) -> tuple[np.ndarray, np.ndarray]:
@@ -104,26 +116,30 @@ class StrategicSimulator:
         q = np.where(action == 1, self.expected_reward(x0, 1), self.expected_reward(x0, 0))
         reward = (gen.random(n) < q).astype(np.float64)
         pscore = np.where(action == 1, p1, 1.0 - p1)
-        return StrategicData(x_pre=x0, x_post=x_post, moved=moved, action=action, reward=reward, pscore=pscore)
+        return StrategicData(
+            x_pre=x0, x_post=x_post, moved=moved, action=action, reward=reward, pscore=pscore
+        )
 
     def true_value(self, policy: ExplainingPolicy, *, n_mc: int = 2_000_000, rng: RNGLike = 0) -> float:
-        """V(π) = E[Σ_a P(a | response to π) q(x₀, a)] by Monte Carlo over x₀ with the move probability and the
-        rewards integrated exactly (Monte Carlo error ≈ 2·10⁻⁴ at the default `n_mc`).
+        """V(π) = E[Σ_a P(a | response to π) q(x₀, a)] by Monte Carlo over x₀, with the move probability
+        and the rewards integrated exactly (Monte Carlo error ≈ 2·10⁻⁴ at the default `n_mc`).
 
         Parameters
         ----------
         policy : ExplainingPolicy
         n_mc : int, default 2,000,000
-            Monte Carlo agents (processed in chunks of 10⁶).
+            Monte Carlo agents (processed in chunks of 10⁶); ignored with `features` (exact average).
         rng : None, int or numpy.random.Generator, default 0
         """
         _require_explaining(policy, "policy")
         n_mc = check_integer(n_mc, "n_mc", minimum=1)
         gen = check_rng(rng)
         total = 0.0
+        if self.features is not None:  # exact average over the finite population
+            n_mc = self.features.shape[0]
         for start in range(0, n_mc, 1_000_000):
             m = min(1_000_000, n_mc - start)
-            x0 = self._agents(m, gen)
+            x0 = self._agents(m, gen) if self.features is None else self.features[start : start + m]
             x_cf, c, accepted = move_threshold(policy, x0, self.benefit)
             p_move = np.zeros(m)
             mu = self.coef[0] + x0[~accepted] @ self.coef[1:]

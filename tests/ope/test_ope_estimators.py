@@ -75,7 +75,8 @@ def test_ipw_of_logging_policy_is_the_mean_reward_exactly(sim, pi0):
     mean = float(np.mean(data.reward))
     # With a response model: π = π₀ reproduces the logged behaviour row by row (weights exactly 1).
     assert strategic_ipw(data, target_policy=pi0, logging_policy=pi0, response=resp).value == pytest.approx(
-        mean, rel=1e-12)
+        mean, rel=1e-12
+    )
     assert naive_ipw(data, target_policy=pi0, logging_policy=pi0).value == pytest.approx(mean, rel=1e-12)
     # Without any strategic response (γ → ∞: nobody moves).
     static = StrategicSimulator(coef=[60.0, 0.0, 0.0], scale=0.5)
@@ -88,11 +89,13 @@ def test_ipw_of_logging_policy_is_the_mean_reward_exactly(sim, pi0):
 def test_infinite_cost_reduces_to_plain_dr_at_x_pre(pi0, pi):
     static = StrategicSimulator(coef=[60.0, 0.0, 0.0], scale=0.5)
     data = static.sample(pi0, 3000, rng=4)
-    res = strategic_dr(data, target_policy=pi, logging_policy=pi0, response=static.response(),
-                       outcome_model=KnownOutcome())
+    res = strategic_dr(
+        data, target_policy=pi, logging_policy=pi0, response=static.response(), outcome_model=KnownOutcome()
+    )
     p1 = pi.action_proba(data.x_pre)
-    q = np.column_stack([KnownOutcome().fit(None, data.reward[data.action == a]).predict(data.x_pre)
-                         for a in (0, 1)])
+    q = np.column_stack(
+        [KnownOutcome().fit(None, data.reward[data.action == a]).predict(data.x_pre) for a in (0, 1)]
+    )
     ref = plain_dr(data.reward, data.action, data.pscore, np.column_stack([1 - p1, p1]), q)
     assert res.value == pytest.approx(ref.value, rel=1e-12)
     assert res.std_error == pytest.approx(ref.std_error, rel=1e-9)
@@ -109,9 +112,14 @@ def test_target_action_proba_by_hand():
     x_post[2] = [1.0, 0.0]
     from certkit.ope import StrategicData
 
-    data = StrategicData(x_pre=x0, x_post=x_post, moved=np.array([False, False, True, False]),
-                         action=np.array([1, 1, 0, 0]), reward=np.zeros(4),
-                         pscore=np.array([0.5, 0.5, 0.5, 0.5]))
+    data = StrategicData(
+        x_pre=x0,
+        x_post=x_post,
+        moved=np.array([False, False, True, False]),
+        action=np.array([1, 1, 0, 0]),
+        reward=np.zeros(4),
+        pscore=np.array([0.5, 0.5, 0.5, 0.5]),
+    )
 
     def F(c, x):
         return ndtr((c - 0.2 - 0.3 * x[0]) / 0.8)
@@ -120,12 +128,14 @@ def test_target_action_proba_by_hand():
     d_t = np.array([0.0, 0.3, 1.0, 1.5])
     d_0 = np.array([0.0, 0.0, 0.5, 1.0])
     c_t, c_0 = np.log(2 / d_t[1:] ** 2), np.log(2 / d_0[2:] ** 2)
-    p_move = np.array([
-        0.0,
-        F(c_t[0], x0[1]),
-        F(c_t[1], x0[2]) / F(c_0[0], x0[2]),  # c_t < c_0 for the mover
-        0.0,  # c_t < c_0 for the stayer: still stays
-    ])
+    p_move = np.array(
+        [
+            0.0,
+            F(c_t[0], x0[1]),
+            F(c_t[1], x0[2]) / F(c_0[0], x0[2]),  # c_t < c_0 for the mover
+            0.0,  # c_t < c_0 for the stayer: still stays
+        ]
+    )
     cf = pi.counterfactual(x0)
     expected = p_move * sig(cf) + (1 - p_move) * sig(x0)
     got = target_action_proba(data, target_policy=pi, logging_policy=pi0, response=resp)
@@ -216,8 +226,12 @@ def test_bootstrap_on_dask(sim, pi0, pi):
     data = sim.sample(pi0, 500, rng=9)
     resp = LogNormalCostResponse().fit(data, policy=pi0)
     kw = dict(target_policy=pi, logging_policy=pi0, response=resp, bootstrap=6, rng=1)
-    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False,
-                                  dashboard_address=None) as cluster, distributed.Client(cluster) as client:
+    with (
+        distributed.LocalCluster(
+            n_workers=1, threads_per_worker=1, processes=False, dashboard_address=None
+        ) as cluster,
+        distributed.Client(cluster) as client,
+    ):
         res = strategic_ipw(data, executor=client, **kw)
     np.testing.assert_array_equal(res.bootstrap_estimates, strategic_ipw(data, **kw).bootstrap_estimates)
 
@@ -246,8 +260,9 @@ def test_cross_fit_and_user_outcome_models(sim, pi0, pi):
 def test_sensitivity_over_the_scale(sim, pi0, pi):
     data = sim.sample(pi0, 3000, rng=11)
     resp = LogNormalCostResponse().fit(data, policy=pi0)
-    res = sensitivity(data, target_policy=pi, logging_policy=pi0, response=resp, scale_range=(0.5, 2.0),
-                      n_points=5)
+    res = sensitivity(
+        data, target_policy=pi, logging_policy=pi0, response=resp, scale_range=(0.5, 2.0), n_points=5
+    )
     assert res.scales.shape == (5,) and res.scales[2] == pytest.approx(resp.scale_)
     dr = strategic_dr(data, target_policy=pi, logging_policy=pi0, response=resp)
     assert res.values[2] == pytest.approx(dr.value, abs=1e-7)  # the profile at ŝ is the MLE
@@ -339,8 +354,9 @@ def test_bad_inputs_name_the_argument(sim, pi0, pi):
 def test_constant_outcome_model_runs(sim, pi0, pi):
     data = sim.sample(pi0, 500, rng=14)
     resp = LogNormalCostResponse().fit(data, policy=pi0)
-    res = strategic_dr(data, target_policy=pi, logging_policy=pi0, response=resp,
-                       outcome_model=ConstantOutcome(0.0))
+    res = strategic_dr(
+        data, target_policy=pi, logging_policy=pi0, response=resp, outcome_model=ConstantOutcome(0.0)
+    )
     ipw = strategic_ipw(data, target_policy=pi, logging_policy=pi0, response=resp)
     # q̂ = 0 turns DR into IPW exactly.
     assert res.value == pytest.approx(ipw.value, rel=1e-12)

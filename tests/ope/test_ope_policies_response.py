@@ -105,8 +105,14 @@ def test_probit_mle_recovers_parameters_at_root_n_rate(sim, pi0):
 def _data(x_pre, x_post, n_rows=None):
     n = x_pre.shape[0]
     moved = np.any(x_post != x_pre, axis=1)
-    return StrategicData(x_pre=x_pre, x_post=x_post, moved=moved, action=np.ones(n, int),
-                         reward=np.zeros(n), pscore=np.full(n, 0.5))
+    return StrategicData(
+        x_pre=x_pre,
+        x_post=x_post,
+        moved=moved,
+        action=np.ones(n, int),
+        reward=np.zeros(n),
+        pscore=np.full(n, 0.5),
+    )
 
 
 def test_identification_errors(sim, pi0):

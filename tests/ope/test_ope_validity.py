@@ -69,6 +69,9 @@ def test_strategic_dr_unbiased_with_a_wrong_constant_outcome_model(sim, pi0, pi)
     for r in range(300):
         data = sim.sample(pi0, N, rng=50_000 + r)
         resp = LogNormalCostResponse().fit(data, policy=pi0)
-        values.append(strategic_dr(data, target_policy=pi, logging_policy=pi0, response=resp,
-                                   outcome_model=ConstantOutcome(0.5)).value)
+        values.append(
+            strategic_dr(
+                data, target_policy=pi, logging_policy=pi0, response=resp, outcome_model=ConstantOutcome(0.5)
+            ).value
+        )
     assert abs(_z(np.asarray(values), sim.true_value(pi))) < 3
