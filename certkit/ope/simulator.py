@@ -42,7 +42,8 @@ class StrategicSimulator:
         (−0.5, 1.5, 0.5, 0, …).
     features : array-like, shape (N, n_features), optional
         A finite population of covariate rows (e.g. real, standardised covariates) used instead of the
-        Gaussian: agents are drawn from its rows with replacement, and `true_value` averages exactly over them.
+        Gaussian: agents are drawn from its rows with replacement, and `true_value` averages exactly over
+        them.
     """
 
     def __init__(
