@@ -133,7 +133,7 @@ class OPEResult(ResultMixin):
             )
             rows.append(["95% CI (percentile)", f"[{b.low:.4f}, {b.high:.4f}]"])
         return format_table(
-            ["", ""], rows, title=f"{_NAMES.get(self.estimator, self.estimator)} (n = {self.n})"
+            ["quantity", "value"], rows, title=f"{_NAMES.get(self.estimator, self.estimator)} (n = {self.n})"
         )
 
 
@@ -484,19 +484,7 @@ def strategic_dr(
     with p̂_π from `target_action_proba`. Unbiased if the response model is right and either q̂ or the
     logging propensities are (they are known here); NOT robust to a wrong response model.
     """
-    return _run(
-        "dr",
-        data,
-        target_policy=target_policy,
-        logging_policy=logging_policy,
-        response=response,
-        outcome_model=outcome_model,
-        cross_fit=cross_fit,
-        bootstrap=bootstrap,
-        executor=executor,
-        progress=progress,
-        rng=rng,
-    )
+    return _run("dr", **locals())
 
 
 def strategic_ipw(
@@ -511,17 +499,7 @@ def strategic_ipw(
     rng: RNGLike = None,
 ) -> OPEResult:
     """Strategic inverse propensity weighting: V̂ = (1/n) Σᵢ p̂_π(aᵢ | x₀ᵢ, m₀ᵢ)/π₀(aᵢ | x'ᵢ) · rᵢ."""
-    return _run(
-        "ipw",
-        data,
-        target_policy=target_policy,
-        logging_policy=logging_policy,
-        response=response,
-        bootstrap=bootstrap,
-        executor=executor,
-        progress=progress,
-        rng=rng,
-    )
+    return _run("ipw", **locals())
 
 
 def direct_method(
@@ -542,19 +520,7 @@ def direct_method(
     Consistent only if q̂ is. Its standard error includes the default GLM outcome model's estimation error
     (stacked score equations); with cross-fitting or a user estimator it is conditional on q̂.
     """
-    return _run(
-        "dm",
-        data,
-        target_policy=target_policy,
-        logging_policy=logging_policy,
-        response=response,
-        outcome_model=outcome_model,
-        cross_fit=cross_fit,
-        bootstrap=bootstrap,
-        executor=executor,
-        progress=progress,
-        rng=rng,
-    )
+    return _run("dm", **locals())
 
 
 def naive_dr(
@@ -574,18 +540,7 @@ def naive_dr(
     V̂ = (1/n) Σᵢ [Σ_a π(a | x'ᵢ) q̂(x'ᵢ, a) + π(aᵢ | x'ᵢ)/π₀(aᵢ | x'ᵢ) · (rᵢ − q̂(x'ᵢ, aᵢ))]. Biased when the
     agents would respond differently to the target policy.
     """
-    return _run(
-        "naive_dr",
-        data,
-        target_policy=target_policy,
-        logging_policy=logging_policy,
-        outcome_model=outcome_model,
-        cross_fit=cross_fit,
-        bootstrap=bootstrap,
-        executor=executor,
-        progress=progress,
-        rng=rng,
-    )
+    return _run("naive_dr", **locals())
 
 
 def naive_ipw(
@@ -599,16 +554,7 @@ def naive_ipw(
     rng: RNGLike = None,
 ) -> OPEResult:
     """Plain IPW that ignores the strategic response: V̂ = (1/n) Σᵢ π(aᵢ | x'ᵢ)/π₀(aᵢ | x'ᵢ) · rᵢ."""
-    return _run(
-        "naive_ipw",
-        data,
-        target_policy=target_policy,
-        logging_policy=logging_policy,
-        bootstrap=bootstrap,
-        executor=executor,
-        progress=progress,
-        rng=rng,
-    )
+    return _run("naive_ipw", **locals())
 
 
 for _fn, _resp, _out in (
