@@ -24,6 +24,12 @@ def _axes(ax: Any) -> Any:
     return ax
 
 
+def _null_locator() -> Any:
+    from matplotlib.ticker import NullLocator
+
+    return NullLocator()
+
+
 def plot_certified_accuracy(
     epsilons: Sequence[float],
     accuracies: Mapping[str, Sequence[float]],
@@ -127,10 +133,13 @@ def plot_sensitivity(result: Any, *, confidence_level: float = 0.95, ax: Any = N
     ax.plot(result.scales, result.values, marker="o", label="estimate")
     ax.axvline(result.fitted_scale, color="0.4", ls=":", label="fitted s")
     ax.set_xscale("log")
+    ticks = result.scales[:: max(1, result.scales.size // 5)]
+    ax.set_xticks(ticks, [f"{t:.2g}" for t in ticks])
+    ax.xaxis.set_minor_locator(_null_locator())
     ax.set_xlabel("response scale s")
     ax.set_ylabel("estimated policy value")
     ax.grid(alpha=0.3)
-    ax.legend(loc="best")
+    ax.legend(loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=3, frameon=False)  # above the data
     if title:
-        ax.set_title(title)
+        ax.set_title(title, pad=24)
     return ax
