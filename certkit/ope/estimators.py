@@ -78,6 +78,10 @@ class OPEResult(ResultMixin):
         The part of `std_error` due to the response model alone (0 for known or absent response models).
     bootstrap_estimates : ndarray or None
         Estimates on the bootstrap replicates (response and outcome models refitted on each), if requested.
+    bootstrap_failures : int
+        Replicates left out because the response model could not be refitted on them (weak identification
+        at small n: no movers, separation or a non-positive threshold coefficient in the resample). More than
+        10% of failures raise an error instead.
     """
 
     estimator: str
@@ -86,6 +90,7 @@ class OPEResult(ResultMixin):
     n: int
     response_std_error: float = 0.0
     bootstrap_estimates: np.ndarray | None = None
+    bootstrap_failures: int = 0
 
     def confidence_interval(
         self, confidence_level: float = 0.95, *, method: str = "normal"
@@ -132,6 +137,8 @@ class OPEResult(ResultMixin):
                 [f"bootstrap std. error (B = {self.bootstrap_estimates.size})", self.bootstrap_std_error]
             )
             rows.append(["95% CI (percentile)", f"[{b.low:.4f}, {b.high:.4f}]"])
+            if self.bootstrap_failures:
+                rows.append(["replicates left out (response refit failed)", self.bootstrap_failures])
         return format_table(
             ["quantity", "value"], rows, title=f"{_NAMES.get(self.estimator, self.estimator)} (n = {self.n})"
         )
@@ -391,8 +398,8 @@ def _bootstrap_replicate(prob: _Problem, seed: int) -> float:
         same = response._eta_influence is not None and _same_rows(response._fit_x, data.x_pre)
         try:
             response = response._bootstrap(rows if same else None, rng)
-        except ValueError as exc:
-            raise ValueError(f"bootstrap: refitting the response model on a replicate failed: {exc}") from exc
+        except ValueError:
+            return float("nan")  # counted and bounded by _run
     replicate = dataclasses.replace(prob, data=data.subset(rows), response=response)
     return _estimate(replicate, rng, with_se=False)[0]
 
@@ -427,7 +434,14 @@ def _run(
                 functools.partial(_bootstrap_replicate, prob), seeds, executor=executor, progress=progress
             )
         )
-    return OPEResult(kind, value, se, prob.data.n, resp_se, boot)
+        failures = int(np.sum(np.isnan(boot)))
+        if failures > 0.1 * bootstrap or bootstrap - failures < 2:
+            raise ValueError(
+                f"bootstrap: the response model could not be refitted on {failures} of {bootstrap} "
+                "replicates (weakly identified at this sample size); use the influence-function interval"
+            )
+        return OPEResult(kind, value, se, prob.data.n, resp_se, boot[~np.isnan(boot)], failures)
+    return OPEResult(kind, value, se, prob.data.n, resp_se)
 
 
 _PARAMS_DOC = """

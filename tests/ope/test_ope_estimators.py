@@ -361,3 +361,17 @@ def test_constant_outcome_model_runs(sim, pi0, pi):
     # q̂ = 0 turns DR into IPW exactly.
     assert res.value == pytest.approx(ipw.value, rel=1e-12)
     assert res.std_error == pytest.approx(ipw.std_error, rel=1e-9)
+
+
+def test_bootstrap_replicates_with_failed_response_refits(sim, pi0, pi):
+    # At n = 60 a few resamples have no identifiable response model: they are left out and counted ...
+    data = sim.sample(pi0, 60, rng=0)
+    resp = LogNormalCostResponse().fit(data, policy=pi0)
+    res = strategic_ipw(data, target_policy=pi, logging_policy=pi0, response=resp, bootstrap=40, rng=0)
+    assert res.bootstrap_failures == 1 and res.bootstrap_estimates.shape == (39,)
+    assert np.all(np.isfinite(res.bootstrap_estimates)) and "left out" in res.summary()
+    # ... and more than 10% of failures raise.
+    data = sim.sample(pi0, 40, rng=0)
+    resp = LogNormalCostResponse().fit(data, policy=pi0)
+    with pytest.raises(ValueError, match="bootstrap: the response model could not be refitted"):
+        strategic_ipw(data, target_policy=pi, logging_policy=pi0, response=resp, bootstrap=40, rng=0)
