@@ -25,6 +25,7 @@ _COMMANDS = (
     "certkit.conformal._cli",
     "certkit.circuits._cli",
     "certkit.performative._cli",
+    "certkit.ope._cli",
 )
 
 
