@@ -30,7 +30,8 @@ def find_mixing_sets(
     sets : list of frozenset
         The mixing sets, ordered by their smallest node.
     group_labels : ndarray (n, len(sets)) of int
-        Per set, the labels of its most representative node (the highest total AMI to the others).
+        Per set, the labels of its most representative node: the fewest components, then the highest
+        total AMI to the others.
     ami : ndarray (d, d)
         Pairwise AMI between the labels of nodes with ``K > 1`` (0 elsewhere).
     """
@@ -51,6 +52,6 @@ def find_mixing_sets(
     for node, c in zip(mixed, comp):
         groups.setdefault(int(c), []).append(node)
     sets = sorted((sorted(g) for g in groups.values()), key=lambda g: g[0])
-    representative = [max(g, key=lambda v: (ami[v, g].sum(), -v)) for g in sets]
+    representative = [min(g, key=lambda v: (n_components[v], -ami[v, g].sum(), v)) for g in sets]
     group_labels = labels[:, representative].astype(np.int64) if sets else np.zeros((labels.shape[0], 0), int)
     return [frozenset(g) for g in sets], group_labels, ami

@@ -13,6 +13,10 @@ from certkit._typing import Progress
 
 __all__ = ["LocalScore", "SearchResult", "refine_parents", "topic_search"]
 
+#: Score differences below this fraction of the scores' magnitude are ties (broken by node index), so
+#: that rounding in the score cannot decide between score-equivalent choices.
+_TIE = 1e-9
+
 #: Refinement enumerates all parent subsets up to this many parents (greedy removal above).
 _MAX_EXHAUSTIVE = 8
 
@@ -53,7 +57,14 @@ def _next_source(score: LocalScore, candidates: list[int], parents: list[set[int
         imp[index[c], index[e]] = score(e, parents[e] | {c}) - score(e, parents[e])
     delta = imp - imp.T
     np.fill_diagonal(delta, -np.inf)
-    return candidates[int(np.argmin(delta.max(axis=1)))]
+    pressure = delta.max(axis=1)
+    scale = max(abs(score(e, parents[e])) for e in candidates)
+    return candidates[int(np.flatnonzero(pressure <= pressure.min() + _TIE * (1.0 + scale))[0])]
+
+
+def _better(new: float, old: float) -> bool:
+    """``new`` is lower than ``old`` by more than a tie."""
+    return new < old - _TIE * (1.0 + abs(old))
 
 
 def _add_children(
@@ -63,7 +74,7 @@ def _add_children(
     targets = [v for v in remaining if max_parents is None or len(parents[v]) < max_parents]
     score.prefetch([(v, parents[v]) for v in targets] + [(v, parents[v] | {source}) for v in targets])
     for v in targets:
-        if score(v, parents[v] | {source}) < score(v, parents[v]):
+        if _better(score(v, parents[v] | {source}), score(v, parents[v])):
             parents[v].add(source)
 
 
@@ -75,7 +86,7 @@ def _prune(score: LocalScore, node: int, parents: list[set[int]]) -> None:
         score.prefetch([(node, parents[node] - {q}) for q in options])
         scores = [score(node, parents[node] - {q}) for q in options]
         best = int(np.argmin(scores))
-        if scores[best] >= current:
+        if not _better(scores[best], current):
             return
         parents[node].discard(options[best])
 
