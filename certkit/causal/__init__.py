@@ -14,6 +14,7 @@ from certkit.causal.mixing import find_mixing_sets
 from certkit.causal.mixture_regression import MixtureRegressionResult, fit_mixture_regression
 from certkit.causal.score import LatentBIC, ScoreSettings
 from certkit.causal.search import SearchResult, topic_search
+from certkit.causal.stability import StabilityResult, edge_stability
 
 __all__ = [
     "CausalMixtureModel",
@@ -21,11 +22,13 @@ __all__ = [
     "MixtureRegressionResult",
     "ScoreSettings",
     "SearchResult",
+    "StabilityResult",
     "ami",
     "ari",
     "edge_f1",
     "edge_precision",
     "edge_recall",
+    "edge_stability",
     "find_mixing_sets",
     "fit_mixture_regression",
     "make_mixture_sem",

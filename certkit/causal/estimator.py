@@ -37,18 +37,22 @@ def check_data(X: Any, name: str = "X") -> tuple[np.ndarray, tuple[str, ...] | N
 
         for column, dtype in dtypes.items():
             if not is_numeric_dtype(dtype) or is_bool_dtype(dtype):
-                raise TypeError(f"{name} column {column!r} has non-numeric dtype {dtype}; encode it as numbers")
+                raise TypeError(
+                    f"{name} column {column!r} has non-numeric dtype {dtype}; encode it as numbers"
+                )
         names = tuple(str(c) for c in X.columns)
         X = X.to_numpy(dtype=np.float64)
     X = check_array(X, name, ndim=2)
-    n, d = X.shape
+    d = X.shape[1]
     if d < 2:
         raise ValueError(f"{name} must have at least 2 columns (variables), got {d}")
     spread = X.std(axis=0)
     constant = np.flatnonzero(~(spread > 0))
     if constant.size:
         which = ", ".join(names[j] if names else str(j) for j in constant)
-        raise ValueError(f"{name} has constant column(s) {which}; drop them (a constant has no causal mechanism)")
+        raise ValueError(
+            f"{name} has constant column(s) {which}; drop them (a constant has no causal mechanism)"
+        )
     return X, names
 
 
@@ -188,8 +192,14 @@ class CausalMixtureModel(BaseEstimator):
         n, d = X.shape
         settings = self._settings(n, d)
         search = check_in_options(self.search, "search", ("topic", "ges"))
-        refine = None if self.refine_threshold is None else check_nonnegative(self.refine_threshold, "refine_threshold")
-        max_parents = None if self.max_parents is None else check_integer(self.max_parents, "max_parents", minimum=0)
+        refine = (
+            None
+            if self.refine_threshold is None
+            else check_nonnegative(self.refine_threshold, "refine_threshold")
+        )
+        max_parents = (
+            None if self.max_parents is None else check_integer(self.max_parents, "max_parents", minimum=0)
+        )
         mixing_threshold = check_nonnegative(self.mixing_threshold, "mixing_threshold")
         progress = check_progress(self.progress)
         if not isinstance(self.standardize, (bool, np.bool_)):
@@ -241,7 +251,9 @@ class CausalMixtureModel(BaseEstimator):
         for j in range(self.n_features_in_):
             parents = ", ".join(names[i] for i in np.flatnonzero(self.adjacency_[:, j])) or "-"
             weights = " / ".join(f"{w:.2f}" for w in self.mechanisms_[j].weights)
-            rows.append([names[j], parents, int(self.n_components_[j]), weights, f"{self.node_scores_[j]:.1f}"])
+            rows.append(
+                [names[j], parents, int(self.n_components_[j]), weights, f"{self.node_scores_[j]:.1f}"]
+            )
         lines = [
             format_table(
                 ["node", "parents", "K", "group weights", "BIC"],

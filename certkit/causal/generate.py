@@ -1,4 +1,4 @@
-"""Synthetic causal mixture models: a random linear-Gaussian DAG whose mechanisms switch with latent groups."""
+"""Synthetic causal mixture models: a random linear-Gaussian DAG whose mechanisms switch with groups."""
 
 from __future__ import annotations
 
@@ -94,7 +94,8 @@ def make_mixture_sem(
     noise_scale = check_positive(noise_scale, "noise_scale")
     if n_mixing * mixing_size > d:
         raise ValueError(
-            f"n_mixing * mixing_size must be <= n_nodes (disjoint touched sets): {n_mixing} * {mixing_size} > {d}"
+            f"n_mixing * mixing_size must be <= n_nodes (disjoint touched sets): "
+            f"{n_mixing} * {mixing_size} > {d}"
         )
     gen = check_rng(rng)
 
@@ -111,13 +112,15 @@ def make_mixture_sem(
     which = {int(v): m for m in range(n_mixing) for v in touched[m]}
     group_weights: dict[int, list[np.ndarray]] = {}
     group_shift: dict[int, np.ndarray] = {}
-    for v, m in which.items():
+    for v in which:
         weights = [W[:, v]]
         for _ in range(1, n_groups):
             weights.append(_group_weights(gen, weights))
         group_weights[v] = weights
         signs = np.where(np.arange(n_groups) % 2 == 1, 1.0, -1.0)
-        group_shift[v] = np.concatenate([[0.0], signs[1:] * gen.uniform(_SHIFT_LOW, _SHIFT_HIGH, n_groups - 1)])
+        group_shift[v] = np.concatenate(
+            [[0.0], signs[1:] * gen.uniform(_SHIFT_LOW, _SHIFT_HIGH, n_groups - 1)]
+        )
 
     X = np.zeros((n, d))
     for v in order:

@@ -63,14 +63,19 @@ class MixtureRegressionResult(ResultMixin):
 
     def summary(self) -> str:
         """Components with their weights, scales and coefficients, then the fit statistics."""
-        rows = [
-            [k, self.weights[k], self.scale[k], *self.coef[k]] for k in range(self.n_components)
+        rows = [[k, self.weights[k], self.scale[k], *self.coef[k]] for k in range(self.n_components)]
+        headers = [
+            "component",
+            "weight",
+            "scale",
+            "intercept",
+            *(f"x{j}" for j in range(1, self.coef.shape[1])),
         ]
-        headers = ["component", "weight", "scale", "intercept", *(f"x{j}" for j in range(1, self.coef.shape[1]))]
         status = "converged" if self.converged else "stopped at max_iter"
         return (
             format_table(headers, rows, title=f"Mixture of {self.n_components} linear regression(s)")
-            + f"\nlog-likelihood {self.loglik:.3f}, BIC {self.bic:.3f}, {self.n_iter} EM iterations ({status})"
+            + f"\nlog-likelihood {self.loglik:.3f}, BIC {self.bic:.3f}, "
+            f"{self.n_iter} EM iterations ({status})"
         )
 
 

@@ -35,13 +35,16 @@ class ScoreSettings:
     greedy_components: bool = True
 
 
-def fit_node(X: np.ndarray, node: int, parents: Iterable[int], settings: ScoreSettings) -> MixtureRegressionResult:
+def fit_node(
+    X: np.ndarray, node: int, parents: Iterable[int], settings: ScoreSettings
+) -> MixtureRegressionResult:
     """The mixture (``K = 1 .. max_components``) of ``X[:, node]`` on ``X[:, parents]`` with the lowest BIC.
 
     With ``settings.greedy_components`` ``K`` grows only while the BIC decreases (the first ``K`` whose
-    BIC is not below that of ``K - 1`` stops the scan); otherwise every ``K`` is fitted. The EM starts for ``K`` are seeded by ``(settings.seed, node, K, parents)``, so a local score never
-    depends on the order in which scores are computed (or on the executor that computes them). A ``K``
-    whose mixture has more free parameters than there are samples is skipped.
+    BIC is not below that of ``K - 1`` stops the scan); otherwise every ``K`` is fitted. The EM starts
+    for ``K`` are seeded by ``(settings.seed, node, K, parents)``, so a local score never depends on
+    the order in which scores are computed (or on the executor that computes them). A ``K`` whose
+    mixture has more free parameters than there are samples is skipped.
     """
     parents = tuple(sorted(parents))
     y = X[:, node]
@@ -54,7 +57,13 @@ def fit_node(X: np.ndarray, node: int, parents: Iterable[int], settings: ScoreSe
             break
         rng = np.random.default_rng([settings.seed, node, k, len(parents), *parents])
         fit = fit_mixture_regression(
-            y, Xp, k, rng=rng, n_init=settings.n_init, max_iter=settings.max_iter, tol=settings.tol,
+            y,
+            Xp,
+            k,
+            rng=rng,
+            n_init=settings.n_init,
+            max_iter=settings.max_iter,
+            tol=settings.tol,
             min_variance=settings.min_variance,
         )
         if best is None or fit.bic < best.bic:

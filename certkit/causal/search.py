@@ -92,7 +92,12 @@ def _prune(score: LocalScore, node: int, parents: list[set[int]]) -> None:
 
 
 def refine_parents(
-    score: LocalScore, node: int, parents: Iterable[int], *, threshold: float, max_exhaustive: int = _MAX_EXHAUSTIVE
+    score: LocalScore,
+    node: int,
+    parents: Iterable[int],
+    *,
+    threshold: float,
+    max_exhaustive: int = _MAX_EXHAUSTIVE,
 ) -> set[int]:
     """The smallest parent subset whose score is at most ``threshold`` above that of ``parents``.
 

@@ -52,8 +52,12 @@ def reference_em(y, design, resp0, *, max_iter, tol, ridge, min_variance):
         trace.append(loglik)
         if converged or it >= max_iter:
             return {
-                "coef": coef, "variance": variance, "weights": weights, "responsibilities": resp,
-                "loglik_trace": np.array(trace), "converged": converged,
+                "coef": coef,
+                "variance": variance,
+                "weights": weights,
+                "responsibilities": resp,
+                "loglik_trace": np.array(trace),
+                "converged": converged,
             }
         _m_step(_statistics(y, design, resp), n, p, ridge, min_variance, coef, variance, weights)
         it += 1
