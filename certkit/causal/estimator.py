@@ -80,6 +80,10 @@ class CausalMixtureModel(BaseEstimator):
         (BIC units) above that of its parents (None skips refinement).
     max_parents : int, optional
         Cap on the number of parents per node during the search.
+    search_samples : int, optional
+        Score the candidates of the search on a random subsample of this many rows (drawn from ``rng``)
+        when ``n`` is larger: the search cost is linear in ``n``. The mechanisms, labels and mixing sets
+        are always fitted on all rows. None (default) searches on all rows.
     mixing_threshold : float
         Minimum adjusted mutual information of two nodes' labels to put them in one mixing set.
     n_init, max_iter, tol, min_variance
@@ -130,6 +134,7 @@ class CausalMixtureModel(BaseEstimator):
         component_search: str = "greedy",
         refine_threshold: float | None = 2.0,
         max_parents: int | None = None,
+        search_samples: int | None = None,
         mixing_threshold: float = 0.03,
         n_init: int = 3,
         max_iter: int = 100,
@@ -145,6 +150,7 @@ class CausalMixtureModel(BaseEstimator):
         self.component_search = component_search
         self.refine_threshold = refine_threshold
         self.max_parents = max_parents
+        self.search_samples = search_samples
         self.mixing_threshold = mixing_threshold
         self.n_init = n_init
         self.max_iter = max_iter
@@ -206,9 +212,19 @@ class CausalMixtureModel(BaseEstimator):
             raise TypeError(f"standardize must be True or False, got {type(self.standardize).__name__}")
         if self.standardize:
             X = (X - X.mean(axis=0)) / X.std(axis=0)
+        X_search = X
+        if self.search_samples is not None:
+            m = check_integer(
+                self.search_samples,
+                "search_samples",
+                minimum=n_mixture_parameters(settings.max_components, d),
+            )
+            if m < n:
+                rows = np.sort(np.random.default_rng([settings.seed, 1]).choice(n, size=m, replace=False))
+                X_search = np.ascontiguousarray(X[rows])
 
         with resolve_executor(self.executor) as executor:
-            score = LatentBIC(X, settings, executor=executor)
+            score = LatentBIC(X_search, settings, executor=executor)
             if search == "topic":
                 result = topic_search(
                     score, d, max_parents=max_parents, refine_threshold=refine, progress=progress
@@ -217,7 +233,7 @@ class CausalMixtureModel(BaseEstimator):
             else:
                 from certkit.causal.ges import ges_search
 
-                adjacency = ges_search(score, X, max_parents=max_parents)
+                adjacency = ges_search(score, X_search, max_parents=max_parents)
                 order = _topological_order(adjacency)
         self.n_scores_ = score.n_evaluations
         self.adjacency_ = adjacency

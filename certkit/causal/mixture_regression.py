@@ -16,6 +16,9 @@ __all__ = ["MixtureRegressionResult", "fit_mixture_regression", "n_mixture_param
 #: Relative ridge added to every weighted Gram matrix of the M-step: ``ridge * trace(G) / p``.
 RIDGE = 1e-8
 
+#: EM iterations every start gets before only the best one is run to convergence (short-run selection).
+BURN_IN = 10
+
 
 @dataclass(frozen=True)
 class MixtureRegressionResult(ResultMixin):
@@ -176,6 +179,7 @@ def fit_mixture_regression(
     n_init : int
         Number of EM starts (>= 1): the first splits the sorted ``y`` into ``K`` equal chunks, the others
         assign each sample to the nearest of ``K`` random anchor samples in the standardised ``(x, y)`` space.
+        Every start runs 10 EM iterations; the one with the highest log-likelihood then runs to convergence.
     max_iter : int
         Maximum EM iterations per start.
     tol : float
@@ -220,11 +224,21 @@ def fit_mixture_regression(
         gen = check_rng(rng)
         from certkit._core import mixreg
 
-        fit, n_iter = None, 0
-        for resp0 in initial_responsibilities(y, design, n_components, n_init, gen):
-            out = mixreg.em(y, design, resp0, max_iter=max_iter, tol=tol, ridge=RIDGE, min_variance=floor)
+        options = {"tol": tol, "ridge": RIDGE, "min_variance": floor}
+        starts = initial_responsibilities(y, design, n_components, n_init, gen)
+        burn_in = min(BURN_IN, max_iter) if len(starts) > 1 else max_iter
+        fit = None
+        for resp0 in starts:
+            out = mixreg.em(y, design, resp0, max_iter=burn_in, **options)
             if fit is None or out["loglik_trace"][-1] > fit["loglik_trace"][-1]:
-                fit, n_iter = out, out["loglik_trace"].size - 1
+                fit = out
+        n_iter = fit["loglik_trace"].size - 1
+        if not fit["converged"] and n_iter < max_iter:
+            # Continue the best start: an M-step from its responsibilities is its next EM iteration.
+            rest = mixreg.em(y, design, fit["responsibilities"], max_iter=max_iter - n_iter - 1, **options)
+            rest["loglik_trace"] = np.concatenate([fit["loglik_trace"], rest["loglik_trace"]])
+            fit = rest
+            n_iter = fit["loglik_trace"].size - 1
     loglik = float(fit["loglik_trace"][-1])
     resp = fit["responsibilities"]
     return MixtureRegressionResult(

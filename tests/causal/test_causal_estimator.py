@@ -102,6 +102,15 @@ def test_ges_variant_with_latent_score(data):
     np.testing.assert_array_equal(skeleton, [[0, 1, 0], [1, 0, 1], [0, 1, 0]])
 
 
+def test_search_on_a_subsample_fits_mechanisms_on_all_rows(data):
+    X, _, _ = data
+    model = CausalMixtureModel(rng=0, search_samples=150).fit(X)
+    assert model.labels_.shape == (300, 5)
+    assert all(r.shape[0] == 300 for r in model.responsibilities_)
+    _same_fit(model, CausalMixtureModel(rng=0, search_samples=150).fit(X))
+    _same_fit(CausalMixtureModel(rng=0, search_samples=300).fit(X), CausalMixtureModel(rng=0).fit(X))
+
+
 def test_sklearn_clone_and_not_fitted():
     model = CausalMixtureModel(max_components=3, rng=2)
     assert clone(model).get_params() == model.get_params()
@@ -124,6 +133,7 @@ def test_sklearn_clone_and_not_fitted():
         ({"mixing_threshold": -0.1}, None, ValueError, "mixing_threshold must be >= 0"),
         ({"refine_threshold": -1.0}, None, ValueError, "refine_threshold must be >= 0"),
         ({"rng": -1}, None, ValueError, "rng seed must be >= 0"),
+        ({"search_samples": 3}, None, ValueError, "search_samples must be >="),
         ({"executor": "many"}, None, TypeError, "executor must be"),
         ({"progress": 3}, None, TypeError, "progress must be"),
     ],
