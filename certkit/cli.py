@@ -24,6 +24,7 @@ _COMMANDS = (
     "certkit.mibp._cli",
     "certkit.conformal._cli",
     "certkit.circuits._cli",
+    "certkit.causal._cli",
 )
 
 

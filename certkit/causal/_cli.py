@@ -1,4 +1,4 @@
-"""``certkit causal``: causal graph, changing mechanisms and hidden groups from a CSV file or the Sachs data."""
+"""``certkit causal``: causal graph, changing mechanisms and hidden groups from a CSV file or Sachs."""
 
 from __future__ import annotations
 
