@@ -27,6 +27,7 @@
 #pragma once
 
 #include <cmath>
+#include <algorithm>
 #include <cstdint>
 #include <limits>
 #include <vector>
@@ -46,36 +47,61 @@ namespace detail {
 
 constexpr double kLog2Pi = 1.8378770664093454835606594728112;
 
-// Sufficient statistics of all K components, accumulated in one pass.
+// Sufficient statistics of all K components, accumulated in one pass.  Each sample is first
+// expanded once into the vector v_i = [upper triangle of phi phi', y phi, y^2, 1] (length L); the
+// pass then adds r_ik v_i to row k of acc (a contiguous axpy the compiler vectorises), and unpack()
+// turns acc back into G_k (upper triangle), b_k, s_k and N_k for the M-step.
 struct Stats {
-    std::int64_t K, p;
+    std::int64_t K, p, L;
+    std::vector<double> acc, sample;            // (K, L), (L,)
     std::vector<double> gram, rhs, syy, count;  // (K, p, p) upper triangle used, (K, p), (K,), (K,)
 
     Stats(std::int64_t k, std::int64_t dim)
-        : K(k), p(dim), gram(static_cast<std::size_t>(k * dim * dim)), rhs(static_cast<std::size_t>(k * dim)),
-          syy(static_cast<std::size_t>(k)), count(static_cast<std::size_t>(k)) {}
+        : K(k), p(dim), L(dim * (dim + 1) / 2 + dim + 2), acc(static_cast<std::size_t>(k * L)),
+          sample(static_cast<std::size_t>(L)), gram(static_cast<std::size_t>(k * dim * dim)),
+          rhs(static_cast<std::size_t>(k * dim)), syy(static_cast<std::size_t>(k)), count(static_cast<std::size_t>(k)) {}
 
-    void clear() {
-        std::fill(gram.begin(), gram.end(), 0.0);
-        std::fill(rhs.begin(), rhs.end(), 0.0);
-        std::fill(syy.begin(), syy.end(), 0.0);
-        std::fill(count.begin(), count.end(), 0.0);
-    }
+    void clear() { std::fill(acc.begin(), acc.end(), 0.0); }
 
-    // Add sample (phi, y) with weight r to component k.
-    inline void add(std::int64_t k, const double* phi, double y, double r) {
-        double* g = gram.data() + k * p * p;
-        double* b = rhs.data() + k * p;
+    inline void load(const double* phi, double y) {
+        std::int64_t l = 0;
         for (std::int64_t a = 0; a < p; ++a) {
-            const double ra = r * phi[a];
-            b[a] += ra * y;
-            double* row = g + a * p;
             for (std::int64_t c = a; c < p; ++c) {
-                row[c] += ra * phi[c];
+                sample[static_cast<std::size_t>(l++)] = phi[a] * phi[c];
             }
         }
-        syy[static_cast<std::size_t>(k)] += r * y * y;
-        count[static_cast<std::size_t>(k)] += r;
+        for (std::int64_t a = 0; a < p; ++a) {
+            sample[static_cast<std::size_t>(l++)] = y * phi[a];
+        }
+        sample[static_cast<std::size_t>(l++)] = y * y;
+        sample[static_cast<std::size_t>(l)] = 1.0;
+    }
+
+    // Add the loaded sample with weight r to component k.
+    inline void add(std::int64_t k, double r) {
+        double* __restrict row = acc.data() + k * L;
+        const double* __restrict v = sample.data();
+        for (std::int64_t l = 0; l < L; ++l) {
+            row[l] += r * v[l];
+        }
+    }
+
+    void unpack() {
+        for (std::int64_t k = 0; k < K; ++k) {
+            const double* row = acc.data() + k * L;
+            double* g = gram.data() + k * p * p;
+            std::int64_t l = 0;
+            for (std::int64_t a = 0; a < p; ++a) {
+                for (std::int64_t c = a; c < p; ++c) {
+                    g[a * p + c] = row[l++];
+                }
+            }
+            for (std::int64_t a = 0; a < p; ++a) {
+                rhs[static_cast<std::size_t>(k * p + a)] = row[l++];
+            }
+            syy[static_cast<std::size_t>(k)] = row[l++];
+            count[static_cast<std::size_t>(k)] = row[l];
+        }
     }
 };
 
@@ -185,13 +211,15 @@ inline EmOutput fit_em(const double* y, const double* phi, std::int64_t n, std::
 
     st.clear();
     for (std::int64_t i = 0; i < n; ++i) {
+        st.load(phi + i * p, y[i]);
         for (std::int64_t k = 0; k < K; ++k) {
             const double r = resp0[i * K + k];
             if (r > 0.0) {
-                st.add(k, phi + i * p, y[i], r);
+                st.add(k, r);
             }
         }
     }
+    st.unpack();
     if (detail::m_step(st, n, ridge, min_variance, out, work) == 0) {
         out.ok = false;
         return out;
@@ -225,15 +253,18 @@ inline EmOutput fit_em(const double* y, const double* phi, std::int64_t n, std::
             }
             double sum = 0.0;
             for (std::int64_t k = 0; k < K; ++k) {
-                sum += std::exp(logp[static_cast<std::size_t>(k)] - top);  // exp(-inf) = 0
+                const auto ks = static_cast<std::size_t>(k);
+                logp[ks] = std::exp(logp[ks] - top);  // now the unnormalised posterior; exp(-inf) = 0
+                sum += logp[ks];
             }
-            const double lse = top + std::log(sum);
-            loglik += lse;
+            loglik += top + std::log(sum);
+            const double inv_sum = 1.0 / sum;
+            st.load(row, y[i]);
             for (std::int64_t k = 0; k < K; ++k) {
-                const double r = std::exp(logp[static_cast<std::size_t>(k)] - lse);
+                const double r = logp[static_cast<std::size_t>(k)] * inv_sum;
                 resp[i * K + k] = r;
                 if (r > 0.0) {
-                    st.add(k, row, y[i], r);
+                    st.add(k, r);
                 }
             }
         }
@@ -244,6 +275,7 @@ inline EmOutput fit_em(const double* y, const double* phi, std::int64_t n, std::
             out.converged = converged;
             return out;
         }
+        st.unpack();
         if (detail::m_step(st, n, ridge, min_variance, out, work) == 0) {
             out.ok = false;
             return out;
