@@ -36,7 +36,7 @@ from certkit.datasets import load_sachs
 SACHS_OPTIONS = {"search_samples": 2000, "executor": 2}
 
 
-# --- 1. EM kernel ---------------------------------------------------------------------------------------------
+# --- 1. EM kernel ---
 
 
 def _numpy_em(y, design, resp, n_iter, min_variance, solve):
@@ -63,41 +63,30 @@ def _solve_lstsq(design, y, r, p):
     return np.linalg.lstsq(design * root[:, None], y * root, rcond=None)[0]
 
 
-def bench_em(repeats: int) -> list[list]:
-    rows = []
-    for n, q, K in [(2000, 2, 3), (7466, 3, 5)]:
-        gen = np.random.default_rng(0)
-        X = gen.normal(size=(n, q))
-        y = X @ gen.normal(size=q) + 2.0 * gen.integers(0, K, n) + 0.5 * gen.normal(size=n)
-        design = np.column_stack([np.ones(n), X])
-        resp0 = initial_responsibilities(y, design, K, 1, gen)[0]
-        floor = 1e-3 * y.var()
-        n_iter = 50
-        with threadpool_limits(1):
-            t_cpp, out = best_time(
-                lambda: mixreg.em(
-                    y, design, resp0, max_iter=n_iter, tol=0.0, ridge=RIDGE, min_variance=floor
-                ),
-                repeats,
-            )
-            iters = out["loglik_trace"].size - 1
-            t_gram, _ = best_time(lambda: _numpy_em(y, design, resp0, iters, floor, _solve_gram), repeats)
-            t_lstsq, _ = best_time(lambda: _numpy_em(y, design, resp0, iters, floor, _solve_lstsq), repeats)
-        best_numpy = min(t_gram, t_lstsq)
-        rows.append(
-            [
-                f"n={n}, p={q + 1}, K={K}",
-                iters,
-                t_cpp * 1e3,
-                t_gram * 1e3,
-                t_lstsq * 1e3,
-                f"{best_numpy / t_cpp:.1f}x",
-            ]
+def _em_row(n: int, q: int, K: int, repeats: int) -> list:
+    gen = np.random.default_rng(0)
+    X = gen.normal(size=(n, q))
+    y = X @ gen.normal(size=q) + 2.0 * gen.integers(0, K, n) + 0.5 * gen.normal(size=n)
+    design = np.column_stack([np.ones(n), X])
+    resp0 = initial_responsibilities(y, design, K, 1, gen)[0]
+    floor = 1e-3 * y.var()
+    with threadpool_limits(1):
+        t_cpp, out = best_time(
+            lambda: mixreg.em(y, design, resp0, max_iter=50, tol=0.0, ridge=RIDGE, min_variance=floor),
+            repeats,
         )
-    return rows
+        iters = out["loglik_trace"].size - 1
+        t_gram, _ = best_time(lambda: _numpy_em(y, design, resp0, iters, floor, _solve_gram), repeats)
+        t_lstsq, _ = best_time(lambda: _numpy_em(y, design, resp0, iters, floor, _solve_lstsq), repeats)
+    ratio = min(t_gram, t_lstsq) / t_cpp
+    return [f"n={n}, p={q + 1}, K={K}", iters, t_cpp * 1e3, t_gram * 1e3, t_lstsq * 1e3, f"{ratio:.1f}x"]
 
 
-# --- 2. synthetic -------------------------------------------------------------------------------------------
+def bench_em(repeats: int) -> list[list]:
+    return [_em_row(n, q, K, repeats) for n, q, K in [(2000, 2, 3), (7466, 3, 5)]]
+
+
+# --- 2. synthetic ---
 
 
 def _gmm_labels(X: np.ndarray, seed: int) -> np.ndarray:
@@ -153,7 +142,7 @@ def bench_synthetic(n_seeds: int) -> tuple[list[list], dict[str, float]]:
     return rows, {name: float(np.mean(s["f1"])) for name, s in stats.items()}
 
 
-# --- 3. Sachs -----------------------------------------------------------------------------------------------
+# --- 3. Sachs ---
 
 
 def bench_sachs() -> list[list]:
@@ -180,7 +169,7 @@ def bench_sachs() -> list[list]:
     return rows
 
 
-# --- 4. scaling ---------------------------------------------------------------------------------------------
+# --- 4. scaling ---
 
 
 def bench_scaling(quick: bool) -> list[list]:
