@@ -84,8 +84,8 @@ def plot_causal_graph(
     edge_values : array-like (d, d), optional
         Colour of edge ``i -> j`` (viridis, 0 to 1) with a colour bar; all edges black otherwise.
     true_adjacency : array-like (d, d) of 0/1, optional
-        Reference graph: its edges missing from ``adjacency`` are drawn as dashed grey arrows, and
-        drawn edges that are not in it get a dotted line style.
+        Reference graph: drawn edges that are in it are thick, the others thin, and its edges missing
+        from ``adjacency`` are drawn as thin dashed grey arrows.
     highlight : sequence of int
         Nodes drawn in orange (e.g. nodes whose mechanism changes).
     ax : matplotlib Axes, optional
@@ -122,18 +122,28 @@ def plot_causal_graph(
             ax.annotate("", pos[j], pos[i], arrowprops={**arrow, "color": "0.7", "linestyle": "--", "lw": 1})
     for i, j in zip(*np.nonzero(A)):
         color = "black" if values is None else cmap(norm(values[i, j]))
-        style = ":" if truth is not None and truth[i, j] == 0 else "-"
+        width = 1.1 if truth is not None and truth[i, j] == 0 else 2.8
         ax.annotate(
-            "", pos[j], pos[i],
-            arrowprops={**arrow, "color": color, "lw": 2.2, "ls": style, "connectionstyle": "arc3,rad=.08"},
+            "",
+            pos[j],
+            pos[i],
+            arrowprops={**arrow, "color": color, "lw": width, "connectionstyle": "arc3,rad=.08"},
         )
     for j in range(d):
         face = "#f5a142" if j in set(highlight) else "white"
-        ax.text(*pos[j], names[j], ha="center", va="center", fontsize=9, zorder=3,
-                bbox={"boxstyle": "round,pad=0.35", "fc": face, "ec": "0.3"})
+        ax.text(
+            *pos[j],
+            names[j],
+            ha="center",
+            va="center",
+            fontsize=9,
+            zorder=3,
+            bbox={"boxstyle": "round,pad=0.35", "fc": face, "ec": "0.3"},
+        )
     if values is not None:
-        plt.colorbar(cm.ScalarMappable(norm=norm, cmap=cmap), ax=ax, fraction=0.04, pad=0.02,
-                     label="edge stability")
+        plt.colorbar(
+            cm.ScalarMappable(norm=norm, cmap=cmap), ax=ax, fraction=0.04, pad=0.02, label="edge stability"
+        )
     ax.set_xlim(-1.3, 1.3)
     ax.set_ylim(-1.3, 1.3)
     ax.set_aspect("equal")

@@ -88,10 +88,16 @@ def main() -> None:
         true_adjacency=A,
         highlight=[j for j in range(len(names)) if model.n_components_[j] > 1],
         ax=ax,
-        title="Sachs: CMM graph (colour = stability; dashed = missed consensus; dotted = not in consensus)",
+        title="Sachs: causal mixture model, edges coloured by subsample stability",
     )
-    ax.title.set_fontsize(9)
-    fig.tight_layout()
+    fig.text(
+        0.02,
+        0.02,
+        "thick: in the consensus graph; thin: not in it; grey dashed: consensus edge missed; "
+        "orange: mechanism changes (K > 1)",
+        fontsize=7.5,
+    )
+    fig.tight_layout(rect=(0, 0.04, 1, 1))
     fig.savefig(args.out, dpi=120)
     print(f"saved {args.out}")
 

@@ -57,3 +57,22 @@ def test_demo_is_deterministic():
     a = _cli.demo(np.random.default_rng(0))
     assert strip(a) == strip(_cli.demo(np.random.default_rng(0)))
     assert "edge F1" in a and "mixing sets found" in a
+
+
+def test_plot_causal_graph_draws_every_edge():
+    matplotlib = pytest.importorskip("matplotlib")
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from certkit.plot import plot_causal_graph
+
+    A = np.array([[0, 1, 0], [0, 0, 1], [0, 0, 0]])
+    truth = np.array([[0, 1, 1], [0, 0, 0], [0, 0, 0]])
+    fig, ax = plt.subplots()
+    plot_causal_graph(A, names=["a", "b", "c"], edge_values=np.full((3, 3), 0.5), true_adjacency=truth, ax=ax)
+    arrows = [t for t in ax.texts if t.get_text() == ""]
+    assert len(arrows) == 3  # two estimated edges + one missed true edge
+    assert sorted(t.get_text() for t in ax.texts if t.get_text()) == ["a", "b", "c"]
+    with pytest.raises(ValueError, match="names must have 3 entries"):
+        plot_causal_graph(A, names=["a"])
+    plt.close(fig)
