@@ -34,6 +34,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="B",
         help="also refit on B subsamples (80%%) and report edge / mechanism frequencies (default 0: off)",
     )
+    parser.add_argument(
+        "--search-samples",
+        type=int,
+        default=2000,
+        help="score the search on this many random rows when there are more; 0 = all rows (default 2000)",
+    )
     parser.add_argument("--jobs", type=int, default=1, help="worker processes for the scoring (default 1)")
     parser.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
 
@@ -81,6 +87,7 @@ def run(args: argparse.Namespace) -> int:
         model = CausalMixtureModel(
             args.max_components,
             search=args.search,
+            search_samples=args.search_samples or None,
             rng=args.seed,
             executor=args.jobs if args.jobs > 1 else None,
             progress=True,
