@@ -13,10 +13,11 @@ Capabilities live in submodules that are imported on first use, so that
 | ``certkit.circuits`` | certified circuits |
 | ``certkit.performative`` | performative generalization bounds |
 | ``certkit.ope`` | off-policy evaluation under strategic behaviour |
+| ``certkit.causal`` | causal mixture discovery |
 | ``certkit.plot`` | plot helpers (matplotlib) |
 
 The entry points ``certkit.certified_training``, ``certkit.RCP1Classifier``,
-``certkit.certify_circuit`` and ``certkit.strategic_dr`` are re-exported here.
+``certkit.certify_circuit``, ``certkit.strategic_dr`` and ``certkit.CausalMixtureModel`` are re-exported here.
 """
 
 from __future__ import annotations
@@ -35,7 +36,9 @@ except ImportError as exc:  # pragma: no cover - exercised only on a broken inst
         "(needs a C++17 compiler; scikit-build-core and pybind11 are fetched by pip)."
     ) from exc
 
-_SUBMODULES = ("stats", "parallel", "datasets", "mibp", "conformal", "circuits", "performative", "ope", "plot")
+_SUBMODULES = (
+    "stats", "parallel", "datasets", "mibp", "conformal", "circuits", "performative", "ope", "causal", "plot",
+)
 
 # The entry point of each capability, re-exported at the top level (imported on first use).
 _ENTRY_POINTS = {
@@ -43,6 +46,7 @@ _ENTRY_POINTS = {
     "RCP1Classifier": "conformal",
     "certify_circuit": "circuits",
     "strategic_dr": "ope",
+    "CausalMixtureModel": "causal",
 }
 
 __all__ = ["__version__", *_SUBMODULES, *_ENTRY_POINTS]

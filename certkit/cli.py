@@ -26,6 +26,7 @@ _COMMANDS = (
     "certkit.circuits._cli",
     "certkit.performative._cli",
     "certkit.ope._cli",
+    "certkit.causal._cli",
 )
 
 
