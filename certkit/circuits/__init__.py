@@ -16,6 +16,8 @@ with the largest edit distance of the concept dataset under which its decision p
 :class:`AblationDiscovery`                  ablation-based black-box discovery (torch)
 :func:`circuit_accuracy`                    accuracy with every non-circuit neuron mean- or zero-ablated
 :func:`layer_mean`                          mean activations of a layer (for repeated mean ablation)
+:func:`circuit_stability`                   Jaccard overlap of circuits found on disjoint concept sets
+:func:`jaccard`                             Jaccard overlap of inclusion masks
 ==========================================  ==============================================================
 """
 
@@ -29,18 +31,23 @@ from certkit.circuits.certify import (
 )
 from certkit.circuits.discovery import AblationDiscovery, neuron_scores
 from certkit.circuits.evaluation import circuit_accuracy, layer_mean
+from certkit.circuits.stability import CircuitStability, circuit_stability, jaccard
 
 __all__ = [
     "AblationDiscovery",
     "CircuitCertificate",
+    "CircuitStability",
     "ScoreRule",
     "certified_radius",
     "certify_circuit",
     "certify_circuit_partition",
     "circuit_accuracy",
+    "circuit_stability",
     "edit_bounds",
     "example_parts",
+    "jaccard",
     "layer_mean",
     "neuron_scores",
     "partition_radius",
 ]
+
