@@ -18,6 +18,10 @@ with the largest edit distance of the concept dataset under which its decision p
 :func:`layer_mean`                          mean activations of a layer (for repeated mean ablation)
 :func:`circuit_stability`                   Jaccard overlap of circuits found on disjoint concept sets
 :func:`jaccard`                             Jaccard overlap of inclusion masks
+:func:`edge_scores`                         per-example edge attribution patching scores of a transformer
+:func:`edge_faithfulness`                   share of the metric an edge circuit recovers (edge patching)
+:func:`edge_accuracy`                       next-token accuracy of an edge circuit
+:class:`AttentionOnlyTransformer`           small transformer with an explicit edge graph (torch)
 ==========================================  ==============================================================
 """
 
@@ -30,11 +34,13 @@ from certkit.circuits.certify import (
     example_parts,
 )
 from certkit.circuits.discovery import AblationDiscovery, neuron_scores
+from certkit.circuits.edges import edge_accuracy, edge_faithfulness, edge_scores
 from certkit.circuits.evaluation import circuit_accuracy, layer_mean
 from certkit.circuits.stability import CircuitStability, circuit_stability, jaccard
 
 __all__ = [
     "AblationDiscovery",
+    "AttentionOnlyTransformer",
     "CircuitCertificate",
     "CircuitStability",
     "ScoreRule",
@@ -43,6 +49,9 @@ __all__ = [
     "certify_circuit_partition",
     "circuit_accuracy",
     "circuit_stability",
+    "edge_accuracy",
+    "edge_faithfulness",
+    "edge_scores",
     "edit_bounds",
     "example_parts",
     "jaccard",
@@ -51,3 +60,10 @@ __all__ = [
     "partition_radius",
 ]
 
+
+def __getattr__(name: str):  # PEP 562: the torch model is imported on first use
+    if name == "AttentionOnlyTransformer":
+        from certkit.circuits.edges import _model_class
+
+        return _model_class()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
