@@ -1,6 +1,6 @@
 """A small attention-only transformer whose computation graph is explicit, edge by edge (torch).
 
-Imported lazily by :mod:`certkit.circuits.edges` (torch is optional).
+Imported lazily by `certkit.circuits.edges` (torch is optional).
 """
 
 from __future__ import annotations
@@ -22,13 +22,13 @@ class AttentionOnlyTransformer(nn.Module):
     Nodes: the embedding (token + position), every attention head, and the logits.  The residual
     stream read by a node is the sum of the outputs of all earlier nodes, so the model is a graph
     whose **edges** are (upstream node, downstream input): ``embed`` and each head of layer
-    :math:`\ell' < \ell` feed the query, key and value inputs of each head of layer :math:`\ell`
-    separately, and every node feeds the logits.  With :math:`H` heads and :math:`L` layers there are
-    :math:`\sum_\ell 3H (1 + \ell H) + 1 + LH` edges (81 for L = 2, H = 4; 257 for H = 8).
+    $\ell' < \ell$ feed the query, key and value inputs of each head of layer $\ell$
+    separately, and every node feeds the logits.  With $H$ heads and $L$ layers there are
+    $\sum_\ell 3H (1 + \ell H) + 1 + LH$ edges (81 for L = 2, H = 4; 257 for H = 8).
 
     ``forward(tokens, edge_mask=None, patch=None)`` returns the logits at the last position; an edge
     with ``edge_mask[e] = False`` carries the node output of ``patch`` (the node outputs of another
-    input, from :meth:`node_outputs`) instead of the clean one: the usual edge ablation of circuit
+    input, from `node_outputs`) instead of the clean one: the usual edge ablation of circuit
     discovery (activation patching of a single edge).
 
     Parameters

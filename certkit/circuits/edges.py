@@ -1,22 +1,22 @@
 r"""Edge-level circuits of a transformer: edge attribution patching (EAP) and edge ablation.
 
 A component is an **edge** of the model's computation graph: (upstream node, downstream input), e.g.
-"head 0.2 feeds the value input of head 1.1".  :func:`edge_scores` gives, for every example and every
+"head 0.2 feeds the value input of head 1.1".  `edge_scores` gives, for every example and every
 edge, the attribution-patching estimate (Syed, Rager & Conmy, 2023) of how much the metric drops
 when that edge alone carries the corrupted input's activation instead of the clean one:
 
-.. math::
+$$
+s_{u \to v}(x) = \big(a_u(x) - a_u(\tilde x)\big)^\top \frac{\partial m(x)}{\partial z_v},
+$$
 
-    s_{u \to v}(x) = \big(a_u(x) - a_u(\tilde x)\big)^\top \frac{\partial m(x)}{\partial z_v},
-
-with :math:`a_u` the output of node :math:`u`, :math:`z_v` the (summed) input of the downstream
-input :math:`v`, and :math:`m` the logit difference between the answer and a wrong answer.  The
-score matrix is per example, so a :class:`certkit.circuits.ScoreRule` over it is a decomposable
-discovery rule and the edge circuit is certified by :func:`certkit.circuits.certify_circuit` exactly
-as neurons are.  :func:`edge_faithfulness` and :func:`edge_accuracy` evaluate a circuit by patching
+with $a_u$ the output of node $u$, $z_v$ the (summed) input of the downstream
+input $v$, and $m$ the logit difference between the answer and a wrong answer.  The
+score matrix is per example, so a `certkit.circuits.ScoreRule` over it is a decomposable
+discovery rule and the edge circuit is certified by `certkit.circuits.certify_circuit` exactly
+as neurons are.  `edge_faithfulness` and `edge_accuracy` evaluate a circuit by patching
 every edge outside it.
 
-The model is a :class:`AttentionOnlyTransformer` (or any torch module with the same edge interface:
+The model is a `AttentionOnlyTransformer` (or any torch module with the same edge interface:
 ``edge_index``, ``input_names``, ``input_sizes``, ``vocab_size``, ``node_outputs(tokens)``,
 ``run(tokens, edge_mask, patch, record)`` and ``forward(tokens, edge_mask, patch)``).
 torch is an optional dependency, imported inside the functions.
@@ -116,7 +116,7 @@ def edge_scores(
     wrong: Any = None,
     batch_size: int = 256,
 ) -> np.ndarray:
-    r"""Per-example edge attribution patching (EAP) scores: a score matrix for :class:`ScoreRule`.
+    r"""Per-example edge attribution patching (EAP) scores: a score matrix for `ScoreRule`.
 
     Parameters
     ----------
@@ -212,10 +212,10 @@ def edge_faithfulness(
 ) -> float:
     r"""Normalised faithfulness of an edge circuit: the share of the metric it recovers.
 
-    :math:`F = (\bar m_C - \bar m_\emptyset) / (\bar m_{\text{full}} - \bar m_\emptyset)`, where
-    :math:`\bar m_C` is the mean metric with every edge outside the circuit patched with the corrupted
-    prompt's activations, :math:`\bar m_\emptyset` the same with every edge patched (the corrupted
-    run) and :math:`\bar m_{\text{full}}` the clean model (Wang et al., 2023).  1: the circuit
+    $F = (\bar m_C - \bar m_\emptyset) / (\bar m_{\text{full}} - \bar m_\emptyset)$, where
+    $\bar m_C$ is the mean metric with every edge outside the circuit patched with the corrupted
+    prompt's activations, $\bar m_\emptyset$ the same with every edge patched (the corrupted
+    run) and $\bar m_{\text{full}}$ the clean model (Wang et al., 2023).  1: the circuit
     recovers the whole effect; 0: nothing; it can fall outside [0, 1].
 
     Parameters
@@ -224,7 +224,7 @@ def edge_faithfulness(
     edge_mask : array-like of bool, shape (n_edges,)
         The circuit.
     tokens, corrupted, answer, wrong, batch_size
-        As in :func:`edge_scores`.
+        As in `edge_scores`.
 
     Returns
     -------
@@ -259,7 +259,7 @@ def edge_accuracy(
 ) -> float:
     """Fraction of prompts whose arg-max next token is ``answer`` with the edges outside the circuit patched.
 
-    Parameters are as in :func:`edge_faithfulness`; an all-True mask gives the model's own accuracy.
+    Parameters are as in `edge_faithfulness`; an all-True mask gives the model's own accuracy.
     """
     model, clean, corr, ans, _ = _prepare(model, tokens, corrupted, answer, None)
     mask = _mask(edge_mask, model)

@@ -1,15 +1,15 @@
 r"""Stability of circuit discovery across concept sets: do disjoint samples of one concept give one circuit?
 
 Circuit discovery is run on a *concept dataset*, a handful of examples of the concept being explained.
-:func:`circuit_stability` measures how much the answer depends on which examples were picked: it draws
+`circuit_stability` measures how much the answer depends on which examples were picked: it draws
 ``n_pairs`` pairs of **disjoint** concept sets of ``set_size`` examples from a pool of examples of the
 same concept, discovers a circuit on each set, and reports the Jaccard overlap
-:math:`J(A, B) = |A \cap B| / |A \cup B|` of the two circuits of every pair.  It does so for
+$J(A, B) = |A \cap B| / |A \cup B|$ of the two circuits of every pair.  It does so for
 
 * ``"plain"``: the discovery algorithm run once on each set;
 * ``"smoothed"``: the majority vote over random subsamples of each set (no certificate);
 * ``"certified r=..."``: the components certified as *included* at edit distance ``r`` of each set
-  by :func:`certkit.circuits.certify_circuit` (abstained components are left out of the circuit),
+  by `certkit.circuits.certify_circuit` (abstained components are left out of the circuit),
 
 with the mean overlap of each method, its confidence interval, and paired differences between methods.
 """
@@ -45,7 +45,7 @@ _RESERVED = ("radius", "rng", "progress", "executor")
 
 
 def jaccard(mask_a: Any, mask_b: Any) -> np.ndarray | float:
-    r"""Jaccard overlap :math:`|A \cap B| / |A \cup B|` of boolean masks (last axis = components).
+    r"""Jaccard overlap $|A \cap B| / |A \cup B|$ of boolean masks (last axis = components).
 
     Two empty circuits are identical, so their overlap is 1.
 
@@ -98,7 +98,7 @@ def _mean_interval(values: np.ndarray, level: float, method: str, value_range: t
 
 @dataclasses.dataclass(frozen=True)
 class CircuitStability(ResultMixin):
-    """Jaccard overlap of circuits discovered on disjoint concept sets (from :func:`circuit_stability`).
+    """Jaccard overlap of circuits discovered on disjoint concept sets (from `circuit_stability`).
 
     Attributes
     ----------
@@ -249,12 +249,12 @@ def circuit_stability(
     r"""Jaccard overlap of the circuits discovered on disjoint concept sets of the same concept.
 
     For each of ``n_pairs`` pairs, ``2 * set_size`` examples are drawn without replacement from the
-    pool and split into two disjoint concept sets :math:`A` and :math:`B`; the circuit is discovered
-    on each, and the pair scores :math:`J = |C_A \cap C_B| / |C_A \cup C_B|` (1 if both circuits are
+    pool and split into two disjoint concept sets $A$ and $B$; the circuit is discovered
+    on each, and the pair scores $J = |C_A \cap C_B| / |C_A \cup C_B|$ (1 if both circuits are
     empty).  With ``radii`` non-empty, each set is also certified by
-    :func:`certkit.circuits.certify_circuit` (options from ``certify_options``), giving the smoothed
-    (majority-vote) circuit and, per radius :math:`r`, the certified circuit: the components
-    certified as included at edit distance :math:`r`; abstained components are not in it.
+    `certkit.circuits.certify_circuit` (options from ``certify_options``), giving the smoothed
+    (majority-vote) circuit and, per radius $r$, the certified circuit: the components
+    certified as included at edit distance $r$; abstained components are not in it.
 
     The pairs are independent draws from the pool, so the overlaps of one method are i.i.d. and
     their mean estimates the expected overlap of two circuits found on random disjoint concept sets
@@ -264,7 +264,7 @@ def circuit_stability(
     ----------
     discover : callable or ScoreRule
         ``discover(X_set) -> bool array (N,)``, deterministic (the same examples give the same mask), as
-        for :func:`certkit.circuits.certify_circuit`; or a :class:`certkit.circuits.ScoreRule` whose
+        for `certkit.circuits.certify_circuit`; or a `certkit.circuits.ScoreRule` whose
         score rows are the pool's examples (each set then uses its rows, and certification runs in the
         compiled kernel).
     X_pool : array-like, torch.Tensor or sequence, optional
@@ -277,7 +277,7 @@ def circuit_stability(
         Radii of the certified circuits (``>= 0``).  Empty: plain discovery only (no certification,
         no smoothed circuit).
     certify_options : mapping, optional
-        Keyword arguments of :func:`certkit.circuits.certify_circuit` (``subsample_size``,
+        Keyword arguments of `certkit.circuits.certify_circuit` (``subsample_size``,
         ``deletion_prob``, ``n_subsamples``, ``confidence_level``, ``threat``, ...), except ``radius``,
         ``rng``, ``progress`` and ``executor``, which this function sets.
     confidence_level : float, default 0.95
@@ -285,12 +285,12 @@ def circuit_stability(
     interval : {"t", "hoeffding", "bernstein"}, default "t"
         ``"t"``: Student t interval (asymptotic; the usual choice for a benchmark table).
         ``"hoeffding"`` / ``"bernstein"``: distribution-free intervals for variables in [0, 1]
-        (:func:`certkit.stats.hoeffding_bound`, :func:`certkit.stats.empirical_bernstein_bound`),
+        (`certkit.stats.hoeffding_bound`, `certkit.stats.empirical_bernstein_bound`),
         valid for any number of pairs but wider.
     rng : None, int or numpy.random.Generator
         Draws the sets and the certification seeds.
     executor : None, int, Executor or dask.distributed.Client
-        Runs the pairs in parallel (see :mod:`certkit.parallel`); results do not depend on it.
+        Runs the pairs in parallel (see `certkit.parallel`); results do not depend on it.
     progress : bool or str, default False
         Progress bar over the pairs.
 

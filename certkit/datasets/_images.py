@@ -1,7 +1,7 @@
 """Image data sets read from files that an installed system package ships (never downloaded).
 
 Fashion-MNIST is packaged by Debian (and Ubuntu) as ``dataset-fashion-mnist``, which installs the four
-original IDX files under ``/usr/share/datasets/fashion-mnist``.  :func:`read_idx` parses the IDX format
+original IDX files under ``/usr/share/datasets/fashion-mnist``.  `read_idx` parses the IDX format
 (LeCun's MNIST container: a magic number giving the element type and the number of dimensions, the
 dimension sizes as big-endian uint32, then the data).
 """
