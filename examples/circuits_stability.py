@@ -260,7 +260,7 @@ def plot(records: list[dict], path: str) -> None:
         import matplotlib.pyplot as plt
     except ImportError as exc:  # pragma: no cover
         raise ImportError('plotting needs matplotlib: pip install "certkit[plot]"') from exc
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
+    fig, axes = plt.subplots(1, 2, figsize=(11, 5.0))
     cmap = plt.get_cmap("tab10")
     for i, m in enumerate(METHODS):
         size, size_ci = mean_ci(_column(records, m, "size"))
@@ -282,7 +282,7 @@ def plot(records: list[dict], path: str) -> None:
         ylabel="class accuracy, circuit alone",
         title="accuracy vs size (filled: clean, open: mean of 4 shifts)",
     )
-    axes[0].legend(fontsize=7, loc="lower right")
+    axes[0].legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=3)
     stab = [
         (m, *mean_ci(_column(records, m, "jaccard"))) for m in METHODS if _column(records, m, "jaccard").size
     ]
