@@ -5,7 +5,7 @@ two distinct names A, B and the subject S one of them (templates ABBA and BABA);
 other name (the indirect object).  Corrupted prompts replace S by a third name, which removes the
 information.  The metric is the logit difference answer - subject.
 
-A 2-layer attention-only transformer (4 heads per layer, 81 edges) is trained in seconds.  Edge
+A 2-layer attention-only transformer (4 heads per layer, 81 edges) is trained on fresh prompts.  Edge
 attribution patching (:func:`certkit.circuits.edge_scores`) scores every edge on a concept set of
 ``SET_SIZE`` prompts; discovery keeps the ``TOP_K`` edges with the largest mean score.  The edge
 circuit is certified exactly as neurons are (Poisson deletion, p_del = 0.9, 1,000 runs), and every
@@ -13,7 +13,9 @@ circuit is evaluated on 1,000 held-out prompts by its faithfulness (share of the
 recovered with every other edge patched) and its accuracy, and by its Jaccard stability across
 disjoint concept sets.
 
-Run ``python examples/circuits_edges.py`` (under a minute).
+Run ``python examples/circuits_edges.py --seeds 1`` (a training run of 400 steps, then
+certification and evaluation; about 10 minutes per seed were measured on a heavily shared 2-core
+machine).
 """
 
 from __future__ import annotations
