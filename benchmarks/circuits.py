@@ -11,7 +11,7 @@
    clean and shifted accuracy of the circuit alone and Jaccard stability for plain, smoothed and
    certified (r = 1, 2, 5) circuits, means with 95% intervals; saves ``circuits_stability.png`` and
    the per-unit records ``circuits_stability.json``.  Needs the Debian package
-   ``dataset-fashion-mnist`` (skipped with a message otherwise); about 30 min on one shared core.
+   ``dataset-fashion-mnist`` (skipped with a message otherwise); 45 min measured on one shared core.
 4. Edge circuits (``examples/circuits_edges.py``): a 2-layer attention-only transformer on an
    IOI-style task, 5 seeds: size, faithfulness, accuracy and stability of plain, smoothed and
    certified edge circuits.

@@ -5,7 +5,7 @@ Setting (all choices fixed before looking at any shifted test image; nothing is 
 * data: Fashion-MNIST read from the Debian package ``dataset-fashion-mnist`` (never downloaded);
   1,000 training and 200 test images per class;
 * model: conv(1->32) - pool - conv(32->64) - pool - conv(64->256) "relu3" - global average pool -
-  linear(256->10), trained for 2 epochs with Adam (about a minute on one CPU core);
+  linear(256->10), trained for 2 epochs with Adam (2-5 min on one heavily shared CPU core);
 * concept: a class; concept sets of ``SET_SIZE`` = 32 training images of it, drawn from a pool of
   512; discovery (the black box): the ``TOP_K`` = 32 channels of relu3 with the largest mean
   attribution-patching score for the class logit;
@@ -18,7 +18,7 @@ Setting (all choices fixed before looking at any shifted test image; nothing is 
   clean test images and under Gaussian noise, rotation, translation and contrast reduction; the
   Jaccard stability of each method over pairs of disjoint concept sets (:func:`circuit_stability`).
 
-Run ``python examples/circuits_stability.py --seeds 1`` for one seed (a few minutes); the benchmark
+Run ``python examples/circuits_stability.py --seeds 1`` for one seed (7-11 min measured); the benchmark
 (``benchmarks/circuits.py``) runs 10 classes x 5 seeds and draws ``circuits_stability.png``.
 """
 
