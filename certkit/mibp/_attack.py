@@ -165,7 +165,7 @@ def random_case(
     elif kind == "budget":
         pert = Budget(FeatureBox(eps * 3), int(gen.integers(1, max(2, n // 2))))
     elif kind == "label_flips":
-        pert = LabelFlips(int(gen.integers(1, 3))) & FeatureBox(eps / 3)
+        pert = FeatureBox(eps / 3) & LabelFlips(int(gen.integers(1, 3)))
     else:
         raise ValueError(f"unknown perturbation kind {kind!r}; expected one of {PERTURBATION_KINDS}")
     return dict(

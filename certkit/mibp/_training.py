@@ -153,8 +153,8 @@ _N_ATTACKS = 4
 
 
 class _Witnesses:
-    """Trajectories that every certified box must contain: the nominal data and a few perturbed datasets
-    (vertex and uniform draws of the perturbation, labels flipped within the budget).
+    """Trajectories that every certified box must contain: the nominal data (when the perturbation allows
+    them) and a few perturbed datasets (vertex and uniform draws, labels flipped within the budget).
 
     They give, for every step program, its objectives' values at known feasible points (the runtime guard
     of `solve_program`), and the step's box is checked against them.
@@ -164,7 +164,8 @@ class _Witnesses:
         gen = np.random.default_rng(0)
         self.loss, self.lr, self.y = loss, lr, y
         self.fit_labels = y_fit
-        data = [(X, y_fit)]
+        # the observed data are allowed unless an entry lies outside its set (a missing value's placeholder)
+        data = [(X, y_fit)] if sets.budget is not None or _in_sets(X, sets) else []
         for i in range(_N_ATTACKS):
             Xp = sets.sample(gen, vertex=i % 2 == 0)
             yp = sets.sample_labels(y_fit, gen) if sets.label_flips else y_fit
