@@ -284,6 +284,8 @@ def _scip_model(program: Program, options: BackendOptions):
     m.setParam("numerics/feastol", _SCIP_FEAS_TOL)
     m.setParam("limits/gap", 0.0)
     m.setParam("limits/absgap", 0.0)
+    if program.widened:
+        m.setParam("presolving/maxrounds", 0)
     if options.time_limit is not None:
         m.setParam("limits/time", float(options.time_limit))
     x = [
@@ -314,7 +316,11 @@ def _solve_scip(program: Program, tasks, options: BackendOptions):
             quicksum(float(c) * x[i] for i, c in zip(idx, coef)),
             sense="minimize" if sense > 0 else "maximize",
         )
-        m.optimize()
+        if options.verbose:
+            m.optimize()
+        else:
+            with _quiet_fds():  # SoPlex prints GMP tolerance warnings even with hideOutput()
+                m.optimize()
         status = m.getStatus()
         if status == "infeasible":
             raise RuntimeError(
@@ -398,6 +404,8 @@ def _solve_gurobi(program: Program, tasks, options: BackendOptions):
         m.Params.MIPGap = 0.0
         m.Params.MIPGapAbs = 0.0
         m.Params.Threads = 1
+        if program.widened:
+            m.Params.Presolve = 0
         if options.time_limit is not None:
             m.Params.TimeLimit = float(options.time_limit)
         vt = [gp.GRB.BINARY if b else gp.GRB.CONTINUOUS for b in program.binary]

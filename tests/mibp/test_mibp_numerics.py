@@ -49,6 +49,26 @@ def test_reproduction_a_missing_value(backend, formulation):
     assert hi[0] >= reach > 1.8  # the reported bound was 1.5861
 
 
+@needs_scip
+def test_reproduction_b_label_flips_joint_scip():
+    # LabelFlips(1), 5 points, 1-3-1, binary hinge, 2 steps of lr 0.1, joint SCIP: the re-solved model
+    # missed the trajectory with one label flipped by 0.0039
+    from certkit.mibp import LabelFlips
+
+    g = np.random.default_rng(44)
+    m = MLP.random([1, 3, 1], rng=g)
+    X, y = g.normal(size=(5, 1)), np.where(g.random(5) < 0.5, -1.0, 1.0)
+    res = certified_training(
+        m, X, y, perturbation=LabelFlips(1), epochs=2, learning_rate=0.1, backend="scip", formulation="joint"
+    )
+    for k in range(-1, 5):
+        yk = y.copy()
+        if k >= 0:
+            yk[k] = -yk[k]
+        for t, p in enumerate(m.train(X, yk, epochs=2, learning_rate=0.1)):
+            assert res.contains(p, t), f"label {k} flipped, epoch {t}"
+
+
 @pytest.mark.parametrize("backend", [*EXACT, "milp", "lp"])
 def test_feature_box_1e6_is_rejected_not_solved(backend):
     # coefficients beyond what the tolerances can honour: interval bounds instead of a wrong box
@@ -76,6 +96,16 @@ def test_program_scale_threshold():
     out = solve_program(program, [(0, 1), (0, -1)], BackendOptions("lp"))
     assert out["rejected"] == 1 and out["solves"] == 0
     np.testing.assert_array_equal(out["bounds"], program.objective_bounds[0])  # the interval bounds
+
+
+def test_widened_boxes_are_counted():
+    from certkit.mibp._program import build_decomposed
+
+    m = MLP.random([2, 2, 1], rng=0)
+    X, y = np.array([[0.3, -0.2]]), np.array([1.0])
+    tiny = build_decomposed(m, m, FeatureBox(1e-9).sets(X), 0, y[0], "hinge", 0.1)
+    wide = build_decomposed(m, m, FeatureBox(1e-2).sets(X), 0, y[0], "hinge", 0.1)
+    assert tiny.widened == 2 and wide.widened == 0  # two inputs of 2e-9 width, widened to 1e-6
 
 
 # ------------------------------------------------------------------------------------ runtime guard
