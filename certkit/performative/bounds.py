@@ -331,6 +331,11 @@ def _rademacher(
         raise ValueError(
             "some rows of X have ||x||_2 > feature_norm; feature_norm must bound every feature vector"
         )
+    if radius_population is not None and radius_sample is not None and (share is not None or diameter is not None):
+        raise TypeError(
+            "give the radii (radius_population, radius_sample) or share and diameter, not both: with both radii "
+            "given, share and diameter would be ignored"
+        )
     if radius_population is None or radius_sample is None:
         if radius_population is not None or radius_sample is not None:
             raise TypeError("give both radius_population and radius_sample, or share and diameter")
@@ -510,6 +515,12 @@ def max_affected_share(target: float, *, kind: str, **kwargs: Any) -> float:
     kind = check_in_options(kind, "kind", (*KINDS, "retraining"))
     if "share" in kwargs:
         raise TypeError("max_affected_share varies share itself; do not pass it")
+    fixed_radii = sorted({"radius_population", "radius_sample"} & kwargs.keys())
+    if fixed_radii:
+        raise TypeError(
+            f"max_affected_share derives the radii from the share; do not pass {', '.join(fixed_radii)} "
+            "(give diameter instead)"
+        )
     if kind == "rademacher":
         if "y" not in kwargs or kwargs["y"] is None:
             raise TypeError("max_affected_share(kind='rademacher') needs y")

@@ -73,12 +73,15 @@ def hinge_sup_tau(u: np.ndarray, C: float, p: float) -> tuple[float, float]:
     n = u.size
     b = np.sort(u - 1.0)
     prefix = np.concatenate(([0.0], np.cumsum(b)))
-    A = C**p * (p - 1.0) ** (p - 1.0) * p ** (-p)
+    k = (p - 1.0) ** (p - 1.0) * p ** (-p)
     j = np.arange(1, n + 1, dtype=np.float64)
     stationary = (p - 1.0) / p * C * (n / j) ** (1.0 / p)
     candidates = np.concatenate((stationary, b[b > 0]))
     active = np.searchsorted(b, candidates, side="left")
-    values = A * candidates ** (1.0 - p) + (active * candidates - prefix[active]) / n
+    # C^p k tau^(1-p) written as C k (tau/C)^(1-p): no 0 * inf (NaN) when C^p under- or overflows
+    with np.errstate(over="ignore", under="ignore"):
+        transport = C * k * (candidates / C) ** (1.0 - p)
+    values = transport + (active * candidates - prefix[active]) / n
     best = int(np.argmin(values))
     return float(values[best]), float(candidates[best])
 
@@ -86,7 +89,8 @@ def hinge_sup_tau(u: np.ndarray, C: float, p: float) -> tuple[float, float]:
 def _hinge_inf_capped(h: np.ndarray, C: float, p: float) -> float:
     r"""Water-filling for hinge ``inf``, $p > 1$: lower every hinge term to $\max(h_i - c, 0)$-type cap."""
     n = h.size
-    budget = n * C**p
+    with np.errstate(over="ignore", under="ignore"):
+        budget = n * np.float64(C) ** p  # inf for a huge radius: every hinge term can reach 0
     hp = h**p
     if hp.sum() <= budget:
         return 0.0

@@ -156,6 +156,11 @@ def wasserstein_risk(
 
 def _pad(value: float, loss: str, direction: str) -> float:
     """Pad a floating-point risk outward (losses other than linear are >= 0, so an inf is clipped at 0)."""
+    if np.isnan(value):
+        raise FloatingPointError(
+            f"the {direction} risk of the {loss} loss evaluated to NaN (an overflow in the closed form); "
+            "please report this case, and use method='dual' meanwhile"
+        )
     if np.isinf(value):
         return value
     if direction == "sup":

@@ -309,3 +309,18 @@ def test_bound_errors_name_the_argument():
         )
     with pytest.raises(TypeError, match="do not pass it"):
         max_affected_share(1.0, kind="retraining", share=0.1, n=10)
+
+
+def test_rademacher_rejects_share_with_both_radii():
+    # with both radii given, share and diameter used to be ignored silently (review finding)
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(50, 3))
+    X /= np.linalg.norm(X, axis=1, keepdims=True)
+    y = rng.choice([-1.0, 1.0], 50)
+    theta = np.array([0.5, 0.2, -0.1])
+    kwargs = {"theta": theta, "X": X, "y": y, "weight_norm": 1, "feature_norm": 1}
+    with pytest.raises(TypeError, match="not both"):
+        generalization_bound(kind="rademacher", share=0.9, diameter=2, radius_population=0.01,
+                             radius_sample=0.01, **kwargs)
+    with pytest.raises(TypeError, match="radius_population, radius_sample"):
+        max_affected_share(3.0, kind="rademacher", radius_population=0.5, radius_sample=0.5, diameter=2, **kwargs)

@@ -368,3 +368,24 @@ def test_missing_cvxpy_names_the_extra(monkeypatch):
         wasserstein_risk(theta, X, y, loss="hinge", radius=0.1, method="lp")
     with pytest.raises(ImportError, match=r"loss='squared', direction='inf', p=3 .*certkit\[cvxpy\]"):
         wasserstein_risk(theta, X, y, loss="squared", radius=0.1, p=3, direction="inf")
+
+
+@pytest.mark.parametrize(("radius", "p"), [(1e-35, 10.0), (1e-200, 3.0), (1e-300, 2.0)])
+def test_hinge_sup_tiny_radius_is_the_mean_not_nan(radius, p):
+    # C**p underflows to 0 while tau**(1-p) overflows: the closed form must not return 0 * inf = NaN (review finding)
+    X, y, theta = np.array([[0.0], [3.0]]), np.ones(2), np.array([1.0])
+    value = wasserstein_risk(theta, X, y, loss="hinge", radius=radius, p=p)
+    assert np.isfinite(value)
+    assert value == pytest.approx(0.5, abs=1e-9)  # hinge terms 1 and 0: the mean, the radius being negligible
+    assert value >= 0.5
+
+
+@pytest.mark.parametrize(("radius", "p"), [(1e120, 3.0), (1e200, 2.0), (1e12, 50.0)])
+def test_hinge_huge_radius_no_overflow(radius, p):
+    X, y, theta = np.array([[0.0], [3.0]]), np.ones(2), np.array([1.0])
+    sup = wasserstein_risk(theta, X, y, loss="hinge", radius=radius, p=p)
+    inf = wasserstein_risk(theta, X, y, loss="hinge", radius=radius, p=p, direction="inf")
+    # W_p >= W_1: the sup is at most the W_1 sup mean + radius and grows without bound; the inf reaches 0
+    assert np.isfinite(sup) and sup > 0.5
+    assert sup <= (0.5 + radius) * (1 + 1e-9)
+    assert inf == 0.0
