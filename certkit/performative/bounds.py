@@ -331,10 +331,11 @@ def _rademacher(
         raise ValueError(
             "some rows of X have ||x||_2 > feature_norm; feature_norm must bound every feature vector"
         )
-    if radius_population is not None and radius_sample is not None and (share is not None or diameter is not None):
+    both_radii = radius_population is not None and radius_sample is not None
+    if both_radii and (share is not None or diameter is not None):
         raise TypeError(
-            "give the radii (radius_population, radius_sample) or share and diameter, not both: with both radii "
-            "given, share and diameter would be ignored"
+            "give the radii (radius_population, radius_sample) or share and diameter, not both: "
+            "with both radii given, share and diameter would be ignored"
         )
     if radius_population is None or radius_sample is None:
         if radius_population is not None or radius_sample is not None:

@@ -323,4 +323,5 @@ def test_rademacher_rejects_share_with_both_radii():
         generalization_bound(kind="rademacher", share=0.9, diameter=2, radius_population=0.01,
                              radius_sample=0.01, **kwargs)
     with pytest.raises(TypeError, match="radius_population, radius_sample"):
-        max_affected_share(3.0, kind="rademacher", radius_population=0.5, radius_sample=0.5, diameter=2, **kwargs)
+        max_affected_share(3.0, kind="rademacher", radius_population=0.5, radius_sample=0.5, diameter=2,
+                           **kwargs)
