@@ -372,7 +372,7 @@ def test_missing_cvxpy_names_the_extra(monkeypatch):
 
 @pytest.mark.parametrize(("radius", "p"), [(1e-35, 10.0), (1e-200, 3.0), (1e-300, 2.0)])
 def test_hinge_sup_tiny_radius_is_the_mean_not_nan(radius, p):
-    # C**p underflows to 0 while tau**(1-p) overflows: the closed form must not return 0 * inf = NaN (review finding)
+    # C**p underflows to 0 while tau**(1-p) overflows: no 0 * inf = NaN (review finding)
     X, y, theta = np.array([[0.0], [3.0]]), np.ones(2), np.array([1.0])
     value = wasserstein_risk(theta, X, y, loss="hinge", radius=radius, p=p)
     assert np.isfinite(value)
