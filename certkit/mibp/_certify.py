@@ -13,6 +13,7 @@ from certkit._validation import check_array, check_in_options, check_positive, c
 from certkit.mibp._builder import build_output
 from certkit.mibp._interval import interval_forward, pad
 from certkit.mibp._licence import check_gurobi_licence
+from certkit.mibp._mlp import MLP
 from certkit.mibp._training import CertifiedTrainingResult
 from certkit.mibp.solvers import BACKENDS, BackendOptions, check_backend, solve_program
 from certkit.parallel import parallel_map
@@ -133,7 +134,9 @@ def certify_predictions(
     undecided = np.flatnonzero(margin <= 0)
     if backend != "interval" and undecided.size:
         options = BackendOptions(backend, time_limit, solver, verbose=verbose)
-        inside = (nominal, lower, upper)
+        # parameter vectors inside the box (the nominal model need not be: a missing value's placeholder)
+        mid = MLP.from_vector(0.5 * (lower.to_vector() + upper.to_vector()), lower.sizes)
+        inside = (lower, upper, mid)
         items = [
             (
                 build_output(lower, upper, X_test[i], int(pred[i]), n_out),

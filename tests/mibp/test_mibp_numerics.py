@@ -159,6 +159,34 @@ def test_guard_in_training_raises_on_an_injected_wrong_bound(monkeypatch):
     assert info.value.program is not None
 
 
+def test_guard_in_certify_predictions(monkeypatch):
+    from certkit.mibp import certify_predictions
+    from certkit.mibp.solvers import _highs
+
+    X = np.array([[0.5, -0.2], [-0.3, 0.8], [0.1, 0.4]])
+    y = np.array([1, -1, 1])
+    mask = np.array([[True, False], [False, False], [False, True]])
+    res = certified_training(
+        MLP.random([2, 3, 1], rng=0), X, y, perturbation=MissingValues(mask, -3.0, 3.0), epochs=2
+    )
+    X_test = np.random.default_rng(1).normal(size=(20, 2))
+    cert = certify_predictions(res, X_test, backend="lp")  # the observed data lie outside the sets
+    gen = np.random.default_rng(2)
+    lo, hi = res.lower[-1].to_vector(), res.upper[-1].to_vector()
+    for _ in range(50):  # certified predictions hold for parameters drawn from the box
+        theta = MLP.from_vector(lo + gen.random(lo.size) * (hi - lo), res.nominal.sizes)
+        assert np.all(theta.predict(X_test)[cert.certified] == cert.prediction[cert.certified])
+    real = _highs.solve_linear
+
+    def wrong(program, tasks, options):
+        values, flags = real(program, tasks, options)
+        return [v + 10.0 for v in values], flags  # every lower bound of a margin 10 too high
+
+    monkeypatch.setattr(_highs, "solve_linear", wrong)
+    with pytest.raises(UnsoundBoundError):
+        certify_predictions(res, X_test, backend="lp")
+
+
 # ------------------------------------------------------------------------------------ safe dual bound
 def test_safe_lp_bound_by_hand():
     # min x + 2y  s.t.  x + y >= 1,  0 <= x, y <= 1: optimum 1 at (1, 0), dual y = 1
