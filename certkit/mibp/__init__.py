@@ -30,8 +30,8 @@ from certkit.mibp._perturbation import (
     OrdinalShift,
     Perturbation,
 )
-from certkit.mibp._solvers import MAX_SCALE, GurobiLicenseError, UnsoundBoundError
 from certkit.mibp._training import BACKENDS, FORMULATIONS, CertifiedTrainingResult, certified_training
+from certkit.mibp.solvers import MAX_SCALE, GurobiLicenseError, SolveStats, UnsoundBoundError
 
 __all__ = [
     "BACKENDS",
@@ -49,6 +49,7 @@ __all__ = [
     "OrdinalShift",
     "Perturbation",
     "PredictionCertificate",
+    "SolveStats",
     "UnsoundBoundError",
     "certified_training",
     "certify_predictions",

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from certkit._optional import require
+from certkit._typing import RNGLike
 from certkit._validation import check_rng
 from certkit.mibp._perturbation import InputSets, Perturbation
 
@@ -64,7 +65,7 @@ def attack_violation(
     *,
     restarts: int = 8,
     steps: int = 10,
-    rng: Any = None,
+    rng: RNGLike = None,
 ) -> tuple[float, int]:
     """Largest amount by which an attacked or sampled trajectory leaves its certified box.
 

@@ -8,11 +8,14 @@ from typing import Any
 import numpy as np
 
 from certkit._results import ResultMixin, format_table
-from certkit._validation import check_array, check_in_options, check_positive
+from certkit._typing import ExecutorArg, Progress
+from certkit._validation import check_array, check_in_options, check_positive, check_progress
+from certkit.mibp._builder import build_output
 from certkit.mibp._interval import interval_forward, pad
-from certkit.mibp._program import Builder, Lin, lin_sum
-from certkit.mibp._solvers import BackendOptions, solve_program
-from certkit.mibp._training import BACKENDS, CertifiedTrainingResult, _check_backend, _check_gurobi_licence
+from certkit.mibp._licence import check_gurobi_licence
+from certkit.mibp._mlp import MLP
+from certkit.mibp._training import CertifiedTrainingResult
+from certkit.mibp.solvers import BACKENDS, BackendOptions, check_backend, solve_program
 from certkit.parallel import parallel_map
 
 __all__ = ["PredictionCertificate", "certify_predictions"]
@@ -57,23 +60,6 @@ class PredictionCertificate(ResultMixin):
         )
 
 
-def _output_program(lower, upper, x: np.ndarray, pred: int, n_out: int):
-    bld = Builder()
-    W, b = bld.parameters(lower, upper)
-    h = [Lin(const=v) for v in x]
-    for layer in range(len(W)):
-        z = [
-            lin_sum([bld.mul(w, hi) for w, hi in zip(W[layer][o], h)]) + b[layer][o]
-            for o in range(len(W[layer]))
-        ]
-        h = [bld.relu(zo)[0] for zo in z] if layer < len(W) - 1 else z
-    if n_out == 1:
-        objectives = [h[0] * float(pred)]
-    else:
-        objectives = [h[pred] - h[c] for c in range(n_out) if c != pred]
-    return bld.finish(objectives)
-
-
 def _solve_item(item: tuple) -> float:
     program, options, witnesses = item
     res = solve_program(program, [(j, 1) for j in range(len(program.objectives))], options, witnesses)
@@ -97,8 +83,8 @@ def certify_predictions(
     epoch: int = -1,
     time_limit: float | None = None,
     solver: str | None = None,
-    executor: Any = None,
-    progress: bool | str = False,
+    executor: ExecutorArg = None,
+    progress: Progress = False,
     verbose: bool = False,
 ) -> PredictionCertificate:
     """Certify test predictions against every parameter vector in the box of ``epoch``.
@@ -111,7 +97,7 @@ def certify_predictions(
     Parameters
     ----------
     result : CertifiedTrainingResult
-        Output of :func:`certified_training`.
+        Output of `certified_training`.
     X_test : array (m, d)
         Test inputs (unperturbed).
     backend : {"interval", "gurobi", "scip", "milp", "lp"}
@@ -129,9 +115,10 @@ def certify_predictions(
     backend = check_in_options(backend, "backend", BACKENDS)
     if time_limit is not None:
         time_limit = check_positive(time_limit, "time_limit")
-    _check_backend(backend, solver)
+    check_backend(backend, solver)
     if not isinstance(verbose, bool):
         raise TypeError(f"verbose must be True or False, got {type(verbose).__name__}")
+    progress = check_progress(progress)
     pred = nominal.predict(X_test)
     _, pre = interval_forward(lower, upper, X_test, X_test)
     fL, fU = pre[-1]
@@ -147,10 +134,12 @@ def certify_predictions(
     undecided = np.flatnonzero(margin <= 0)
     if backend != "interval" and undecided.size:
         options = BackendOptions(backend, time_limit, solver, verbose=verbose)
-        inside = (nominal, lower, upper)
+        # parameter vectors inside the box (the nominal model need not be: a missing value's placeholder)
+        mid = MLP.from_vector(0.5 * (lower.to_vector() + upper.to_vector()), lower.sizes)
+        inside = (lower, upper, mid)
         items = [
             (
-                _output_program(lower, upper, X_test[i], int(pred[i]), n_out),
+                build_output(lower, upper, X_test[i], int(pred[i]), n_out),
                 options,
                 _objective_values(inside, X_test[i], int(pred[i]), n_out),
             )
@@ -159,8 +148,8 @@ def certify_predictions(
         if backend == "gurobi":
             big = max(range(len(items)), key=lambda r: items[r][0].n_vars)
             x, p = X_test[undecided[big]], int(pred[undecided[big]])
-            _check_gurobi_licence(
-                items[big][0], lambda lo, up: _output_program(lo, up, x, p, n_out), lower, upper
+            check_gurobi_licence(
+                items[big][0], lambda lo, up: build_output(lo, up, x, p, n_out), lower, upper
             )
         solved = parallel_map(_solve_item, items, executor=executor, progress=progress)
         margin = margin.copy()

@@ -103,7 +103,7 @@ def interval_loss_derivative(fL, fU, y, loss):
 def interval_gradients(lower, upper, XL, XU, y, loss):
     """Per-sample gradient bounds of ``ℓ(f_θ(x_k), y_k)`` over the parameter box and input boxes.
 
-    Returns ``(gL, gU)`` of shape (n, n_params) in :meth:`MLP.to_vector` order.
+    Returns ``(gL, gU)`` of shape (n, n_params) in `MLP.to_vector` order.
     """
     acts, pre = interval_forward(lower, upper, XL, XU)
     gzL, gzU = interval_loss_derivative(*pre[-1], y, loss)

@@ -8,7 +8,15 @@ from typing import Any
 
 import numpy as np
 
-from certkit._validation import check_array, check_in_options, check_integer, check_positive, check_rng
+from certkit._typing import RNGLike
+from certkit._validation import (
+    check_array,
+    check_in_options,
+    check_integer,
+    check_positive,
+    check_rng,
+    check_same_length,
+)
 
 __all__ = ["LOSSES", "MLP", "check_labels", "loss_gradient_output"]
 
@@ -29,7 +37,7 @@ class MLP:
     -----
     Every hidden layer is followed by a ReLU, the output layer is linear.  The
     ReLU derivative at 0 is taken as 0 (as in PyTorch).  The same class holds
-    lower and upper parameter bounds in :class:`CertifiedTrainingResult`.
+    lower and upper parameter bounds in `CertifiedTrainingResult`.
     """
 
     def __init__(self, weights: Sequence[Any], biases: Sequence[Any]) -> None:
@@ -58,7 +66,7 @@ class MLP:
 
     # ------------------------------------------------------------------ construction
     @classmethod
-    def random(cls, sizes: Sequence[int], *, rng: Any = None) -> MLP:
+    def random(cls, sizes: Sequence[int], *, rng: RNGLike = None) -> MLP:
         """He-uniform initialised network with layer widths ``sizes`` (e.g. ``[2, 8, 1]``).
 
         Weights are uniform in ``±sqrt(6 / fan_in)``, biases uniform in ``±1/sqrt(fan_in)``.
@@ -140,7 +148,7 @@ class MLP:
 
     @classmethod
     def from_vector(cls, vector: Any, sizes: Sequence[int]) -> MLP:
-        """Inverse of :meth:`to_vector` for the layer widths ``sizes``."""
+        """Inverse of `to_vector` for the layer widths ``sizes``."""
         vector = check_array(vector, "vector", ndim=1)
         ws, bs, pos = [], [], 0
         for fan_in, fan_out in itertools.pairwise(sizes):
@@ -240,8 +248,7 @@ def check_labels(y: Any, loss: str, n_outputs: int, n: int) -> np.ndarray:
             )
         return y
     y = check_array(y, "y", ndim=1, dtype=None)
-    if len(y) != n:
-        raise ValueError(f"inconsistent numbers of samples: X has {n}, y has {len(y)}")
+    check_same_length(("X", range(n)), ("y", y))
     if n_outputs == 1:
         if not np.all(np.isin(y, (-1, 1))):
             raise ValueError(

@@ -1,6 +1,6 @@
 """Perturbation models: which training sets ``D'`` could have been the real one.
 
-Every model turns the observed inputs ``X`` (n, d) into :class:`InputSets`: for each
+Every model turns the observed inputs ``X`` (n, d) into `InputSets`: for each
 entry ``(k, f)`` a set ``{v + e : v in options[k, f], e in [offset_lo, offset_hi]}``
 (a finite union of intervals), plus an optional budget ``k`` on how many points may
 differ from their observed value and an optional number of binary labels that may be
@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from certkit._typing import RNGLike
 from certkit._validation import check_array, check_integer, check_rng
 
 __all__ = [
@@ -79,7 +80,7 @@ class InputSets:
         single = (self.n_options == 1) & (self.offset_lo == 0) & (self.offset_hi == 0)
         return ~(single & (self.options[:, :, 0] == self.nominal))
 
-    def sample(self, rng: Any = None, *, vertex: bool = False) -> np.ndarray:
+    def sample(self, rng: RNGLike = None, *, vertex: bool = False) -> np.ndarray:
         """One dataset ``X'`` from the sets (uniform offsets, or offset endpoints with ``vertex=True``).
 
         Under a budget, a random subset of points deviates (``budget`` of them half of the time, a uniform
@@ -102,7 +103,7 @@ class InputSets:
             X[keep] = self.nominal[keep]
         return X
 
-    def sample_labels(self, y: np.ndarray, rng: Any = None) -> np.ndarray:
+    def sample_labels(self, y: np.ndarray, rng: RNGLike = None) -> np.ndarray:
         """Labels with up to ``label_flips`` random binary labels flipped (a copy of ``y`` otherwise)."""
         y = np.array(y, copy=True)
         if self.label_flips:
@@ -304,7 +305,7 @@ class Budget(Perturbation):
 class LabelFlips(Perturbation):
     """At most ``k`` training labels are flipped (binary hinge loss, labels in {-1, +1}).
 
-    Combines with input perturbations (``FeatureBox(0.01) & LabelFlips(2)``) but not with :class:`Budget`.
+    Combines with input perturbations (``FeatureBox(0.01) & LabelFlips(2)``) but not with `Budget`.
     """
 
     def __init__(self, k: int):

@@ -3,10 +3,11 @@
 import numpy as np
 import pytest
 
-import certkit.mibp._solvers as solvers
+import certkit.mibp.solvers._cvxpy as cvxpy_backend
+import certkit.mibp.solvers._highs as highs_backend
 from certkit.mibp import MLP, FeatureBox, certified_training
-from certkit.mibp._program import build_decomposed, build_joint
-from certkit.mibp._solvers import BackendOptions, solve_program
+from certkit.mibp._builder import build_decomposed, build_joint
+from certkit.mibp.solvers import BackendOptions, solve_program
 
 SOLVER_TOL = 1e-6
 
@@ -34,7 +35,7 @@ def test_highs_direct_equals_cvxpy(backend, monkeypatch):
     programs, m = _programs()
     tasks = [(p, s) for p in range(m) for s in (1, -1)]
     direct = [solve_program(p, tasks, BackendOptions(backend))["bounds"] for p in programs]
-    monkeypatch.setattr(solvers, "_solve_highs", solvers._solve_cvxpy)
+    monkeypatch.setattr(highs_backend, "solve_highs", cvxpy_backend.solve_cvxpy)
     via_cvxpy = [solve_program(p, tasks, BackendOptions(backend))["bounds"] for p in programs]
     for a, b in zip(direct, via_cvxpy):
         assert np.all(np.isfinite(a))
@@ -74,6 +75,6 @@ def test_other_cvxpy_solver_still_used(monkeypatch):
         calls.append(options.solver)
         return [0.0] * len(tasks), [True] * len(tasks)
 
-    monkeypatch.setattr(solvers, "_solve_cvxpy", fake)
+    monkeypatch.setattr(highs_backend, "solve_cvxpy", fake)
     solve_program(programs[1], [(0, 1)], BackendOptions("lp", solver="CLARABEL"))
     assert calls == ["CLARABEL"]

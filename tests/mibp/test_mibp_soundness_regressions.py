@@ -14,8 +14,9 @@ import numpy as np
 import pytest
 
 from certkit.mibp import MLP, FeatureBox, certified_training
-from certkit.mibp._program import MIN_WIDTH, Builder, Lin, widen
-from certkit.mibp._solvers import BackendOptions, solve_program
+from certkit.mibp._builder import Builder
+from certkit.mibp._program import MIN_WIDTH, Lin, widen
+from certkit.mibp.solvers import BackendOptions, solve_program
 
 PROGRAM_BACKENDS = [
     "lp",

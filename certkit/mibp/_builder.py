@@ -1,0 +1,519 @@
+"""`Builder`: writes one certified gradient-descent step as a `Program` (the MIBP encoding).
+
+A `Program` has continuous and binary variables with finite bounds,
+linear constraints (``<=`` and ``==``), bilinear equalities ``s = a * b`` and
+a list of linear objectives (one per bound to compute).  `Builder`
+writes it from the network, the parameter box and the input sets:
+
+* linear layer ``z = W h + b``: a product of two varying factors becomes a
+  variable ``s`` with ``s = W_ij * h_j`` (bilinear); a constant factor is a
+  coefficient;
+* ReLU with interval bounds ``l < 0 < u``: big-M with a binary ``δ``
+  (``h >= 0, h >= z, h <= z - l (1 - δ), h <= u δ``); fixed when ``l > 0`` or ``u <= 0``;
+* hinge derivative: binary ``a`` with ``a = 1`` iff the hinge term is positive
+  (both values allowed exactly at the kink, which contains the nominal choice 0);
+  MSE derivative ``2 (f - y)`` is linear;
+* backward: products with expressions made of binaries are linearised exactly
+  (``s = δ b`` by four big-M inequalities); other products are bilinear;
+* update ``θ' = θ - (λ/n) Σ_k g_k`` is linear.
+
+Every variable gets sound bounds from interval arithmetic over its defining
+expression (padded outward for rounding), which is what big-M and McCormick use.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+import scipy.sparse as sp
+
+from certkit.mibp._interval import pad
+from certkit.mibp._program import Lin, Program, lin_sum, widen
+
+__all__ = ["BoundTightener", "Builder", "build_decomposed", "build_joint", "build_output"]
+
+_U = 2.0**-52
+
+#: ``tighten(program, tasks) -> bounds``: sound bounds of the objectives ``tasks = [(index, ±1)]``.
+BoundTightener = Callable[[Program, list[tuple[int, int]]], np.ndarray]
+
+
+class Builder:
+    """Accumulates variables and constraints; see the module docstring."""
+
+    def __init__(self, *, tighten: BoundTightener | None = None) -> None:
+        self.tighten = tighten
+        self.lb: list[float] = []
+        self.ub: list[float] = []
+        self.is_binary: list[bool] = []
+        self.rows: list[tuple[dict[int, float], bool, float]] = []
+        self.bilinear: list[tuple[int, int, int]] = []
+        self.widened = 0
+
+    # -- variables and bounds ---------------------------------------------------------
+    def var(self, lo: float, hi: float, *, binary: bool = False) -> Lin:
+        if not lo <= hi:
+            raise RuntimeError(f"internal error: empty variable bounds [{lo}, {hi}]")
+        self.lb.append(float(lo))
+        self.ub.append(float(hi))
+        self.is_binary.append(binary)
+        return Lin({len(self.lb) - 1: 1.0})
+
+    def binary(self) -> Lin:
+        return self.var(0.0, 1.0, binary=True)
+
+    def _widen(self, lo: float, hi: float) -> tuple[float, float]:
+        """`widen`, counting the boxes it widens (the exact solvers then run without presolve)."""
+        out = widen(lo, hi)
+        self.widened += out != (lo, hi)
+        return out
+
+    def _term_mag(self, e: Lin) -> float:
+        return sum(max(abs(c * self.lb[k]), abs(c * self.ub[k])) for k, c in e.terms.items())
+
+    def error(self, e: Lin, term_mag: float | None = None) -> float:
+        """Bound on ``|float evaluation of e - e|`` at any point of the variable bounds.
+
+        Covers the fold of the constant (`Lin.err`) and the rounding of ``Σ coef_i x_i`` in any
+        summation order (a float computation such as the nominal training's matmul).
+        """
+        if not e.terms:
+            return e.err
+        if term_mag is None:
+            term_mag = self._term_mag(e)
+        return e.err + 2.0 * (len(e.terms) + e.nops + 2) * _U * term_mag
+
+    def _maxabs(self, e: Lin) -> float:
+        lo, hi = self.bounds(e)
+        return max(abs(lo), abs(hi))
+
+    def bounds(self, e: Lin) -> tuple[float, float]:
+        """Sound interval of ``e`` over the variable bounds, padded for rounding.
+
+        It contains the represented expression and every float evaluation of it (`error`), so
+        a decision made from it (a ReLU or hinge fixed on or off) holds for the nominal float trajectory.
+        """
+        if e.is_const:
+            r = e.err
+            if r == 0.0:
+                return e.const, e.const
+            lo, hi = pad(np.float64(e.const - r), np.float64(e.const + r), abs(e.const) + r, 1)
+            return float(lo), float(hi)
+        lo = hi = mag = 0.0
+        for k, c in e.terms.items():
+            a, b = c * self.lb[k], c * self.ub[k]
+            if a > b:
+                a, b = b, a
+            lo += a
+            hi += b
+            mag += max(abs(a), abs(b))
+        r = self.error(e, mag)
+        lo, hi = pad(
+            np.float64(lo + e.const - r),
+            np.float64(hi + e.const + r),
+            mag + abs(e.const) + r,
+            len(e.terms) + 2,
+        )
+        return float(lo), float(hi)
+
+    def add_row(self, terms: dict[int, float], rhs: float, *, eq: bool = False) -> None:
+        """``Σ terms <= rhs`` (or ``== rhs``)."""
+        self.rows.append((terms, eq, float(rhs)))
+
+    def _all_binary(self, e: Lin) -> bool:
+        return bool(e.terms) and all(self.is_binary[k] for k in e.terms)
+
+    def as_var(self, e: Lin) -> Lin:
+        """A single variable equal to ``e`` (``e`` itself when it already is one)."""
+        if e.is_const or (len(e.terms) == 1 and e.const == 0.0 and next(iter(e.terms.values())) == 1.0):
+            return e
+        lo, hi = self.bounds(e)
+        v = self.var(lo, hi)
+        v.xerr = self.error(e)
+        (k,) = v.terms
+        terms = {key: -c for key, c in e.terms.items()}
+        terms[k] = 1.0
+        self.add_row(terms, e.const, eq=True)
+        return v
+
+    def shared(self, e: Lin) -> Lin:
+        """``e`` prepared for use in several products (materialised unless constant or all-binary)."""
+        if e.is_const or self._all_binary(e):
+            return e
+        return self.as_var(e)
+
+    # -- nonlinear pieces ---------------------------------------------------------------
+    @staticmethod
+    def _row(*parts: tuple[Lin | int, float]) -> tuple[dict[int, float], float]:
+        """Terms and constant of ``Σ c * part`` (a part is an expression or a variable index)."""
+        terms: dict[int, float] = {}
+        const = 0.0
+        for part, c in parts:
+            if isinstance(part, Lin):
+                const += c * part.const
+                for k, v in part.terms.items():
+                    terms[k] = terms.get(k, 0.0) + c * v
+            else:
+                terms[part] = terms.get(part, 0.0) + c
+        return terms, const
+
+    def _le(self, *parts: tuple[Lin | int, float], rhs: float = 0.0) -> None:
+        """``Σ c * part <= rhs``."""
+        terms, const = self._row(*parts)
+        self.add_row(terms, rhs - const)
+
+    def _binary_times(self, d: int, e: Lin) -> Lin:
+        """``s = δ e`` for a binary ``δ`` by four big-M inequalities (exact)."""
+        if e.is_const:
+            return Lin({d: e.const}, xerr=e.err)
+        bL, bU = self.bounds(e)
+        s = self.var(min(0.0, bL), max(0.0, bU))
+        (si,) = s.terms
+        self._le((si, 1.0), (d, -bU))  # s <= u δ
+        self._le((si, -1.0), (d, bL))  # s >= l δ
+        self._le((si, 1.0), (e, -1.0), (d, -bL), rhs=-bL)  # s <= e - l (1 - δ)
+        self._le((si, -1.0), (e, 1.0), (d, bU), rhs=bU)  # s >= e - u (1 - δ)
+        return s
+
+    def mul(self, e1: Lin, e2: Lin) -> Lin:
+        """``e1 * e2``: linear, exact big-M (binary factor) or a bilinear variable."""
+        if e2.is_const and not e1.is_const:
+            e1, e2 = e2, e1
+        if e1.is_const:
+            r = e2 * e1.const
+            if e1.err:
+                r.xerr += e1.err * self._maxabs(e2)
+            return r
+        if not self._all_binary(e1) and self._all_binary(e2):
+            e1, e2 = e2, e1
+        if self._all_binary(e1):
+            parts = [e2 * e1.const] + [self._binary_times(d, e2) * c for d, c in e1.terms.items()]
+            return lin_sum(parts)
+        a, b = self.as_var(e1), self.as_var(e2)
+        (ai,), (bi,) = a.terms, b.terms
+        p = np.array(
+            [
+                self.lb[ai] * self.lb[bi],
+                self.lb[ai] * self.ub[bi],
+                self.ub[ai] * self.lb[bi],
+                self.ub[ai] * self.ub[bi],
+            ]
+        )
+        lo, hi = pad(p.min(), p.max(), np.abs(p).max(), 0)
+        s = self.var(float(lo), float(hi))
+        ea, eb = a.err, b.err
+        if ea or eb:
+            ma = max(abs(self.lb[ai]), abs(self.ub[ai]))
+            mb = max(abs(self.lb[bi]), abs(self.ub[bi]))
+            s.xerr = ma * eb + mb * ea + ea * eb
+        self.bilinear.append((next(iter(s.terms)), ai, bi))
+        return s
+
+    def tightened_bounds(self, exprs: list[Lin]) -> list[tuple[float, float]]:
+        """Interval bounds of ``exprs``, tightened by ``self.tighten`` (if given) on the program so far.
+
+        ``tighten(program, tasks)`` returns sound bounds of the program's objectives (e.g. its LP
+        relaxation: McCormick envelopes, relaxed binaries, which contains every feasible point of the
+        constraints written so far).
+        """
+        bounds = [self.bounds(e) for e in exprs]
+        todo = [j for j, (lo, hi) in enumerate(bounds) if lo < 0 < hi]
+        if self.tighten is None or not todo:
+            return bounds
+        program = self.finish([exprs[j] for j in todo])
+        tasks = [(i, s) for i in range(len(todo)) for s in (1, -1)]
+        values = self.tighten(program, tasks)
+        for i, j in enumerate(todo):
+            lo, hi = bounds[j]
+            r = self.error(exprs[j])  # the LP bounds the represented value; widen to its float evaluations
+            bounds[j] = (max(lo, values[2 * i] - r), min(hi, values[2 * i + 1] + r))
+        return bounds
+
+    def relu(self, z: Lin, bounds: tuple[float, float] | None = None) -> tuple[Lin, Lin]:
+        """``h = max(z, 0)`` and the derivative indicator ``δ = [z > 0]`` (either value at ``z = 0``).
+
+        ``bounds`` are sound bounds on ``z`` (default: its interval bounds).  The unit is fixed only
+        when the padded bounds exclude the kink; otherwise ``δ`` stays free and the big-M rows are
+        relaxed by the rounding error of ``z``, so the nominal float choice (``δ = [z_float > 0]``)
+        stays feasible.
+        """
+        lo, hi = self.bounds(z) if bounds is None else bounds
+        if lo > 0:
+            h = self.as_var(z)
+            if len(h.terms) == 1 and h.const == 0.0:
+                (k,) = h.terms
+                self.lb[k], self.ub[k] = max(self.lb[k], lo), min(self.ub[k], hi)
+            return h, Lin(const=1.0)
+        if hi <= 0:
+            return Lin(), Lin()
+        d = self.binary()
+        h = self.var(0.0, hi)
+        (di,), (hv,) = d.terms, h.terms
+        r = self.error(z)
+        self._le((z, 1.0), (hv, -1.0), rhs=r)  # h >= z - r
+        self._le((hv, 1.0), (z, -1.0), (di, -lo), rhs=r - lo)  # h <= z + r - l (1 - δ)
+        self._le((hv, 1.0), (di, -hi))  # h <= u δ
+        return h, d
+
+    def positive(self, v: Lin, bounds: tuple[float, float] | None = None) -> Lin:
+        """Indicator ``a = [v > 0]`` (either value at ``v = 0``); ``bounds`` are sound bounds on ``v``."""
+        lo, hi = self.bounds(v) if bounds is None else bounds
+        if lo > 0:
+            return Lin(const=1.0)
+        if hi <= 0:
+            return Lin()
+        a = self.binary()
+        (ai,) = a.terms
+        r = self.error(v)  # rows relaxed by the rounding error of v: the float choice stays feasible
+        terms = dict(v.terms)
+        terms[ai] = terms.get(ai, 0.0) - hi
+        self.add_row(terms, r - v.const)  # v <= u a + r
+        terms = {k: -c for k, c in v.terms.items()}
+        terms[ai] = terms.get(ai, 0.0) - lo
+        self.add_row(terms, v.const - lo + r)  # v >= l (1 - a) - r
+        return a
+
+    # -- network pieces -----------------------------------------------------------------
+    def parameters(self, lower, upper) -> tuple[list, list]:
+        """Parameter expressions ``W[l][o][i]``, ``b[l][o]`` (constants where the box is a point)."""
+
+        def one(lo: float, hi: float) -> Lin:
+            return Lin(const=lo) if lo == hi else self.var(*self._widen(float(lo), float(hi)))
+
+        W = [
+            [[one(wl[o, i], wu[o, i]) for i in range(wl.shape[1])] for o in range(wl.shape[0])]
+            for wl, wu in zip(lower.weights, upper.weights)
+        ]
+        b = [[one(bl[o], bu[o]) for o in range(len(bl))] for bl, bu in zip(lower.biases, upper.biases)]
+        return W, b
+
+    def inputs(self, sets, k: int, deviate: Lin | None) -> list[Lin]:
+        """Input expressions of point ``k``; ``deviate`` is the budget binary (None: no budget)."""
+        xs = []
+        nominal = sets.nominal[k]
+        for f in range(len(nominal)):
+            if not sets.varies[k, f]:
+                xs.append(Lin(const=nominal[f]))
+                continue
+            vals = sets.options[k, f, : sets.n_options[k, f]]
+            eL, eU = self._widen(float(sets.offset_lo[k, f]), float(sets.offset_hi[k, f]))
+            x0 = 0.0 if deviate is None else nominal[f]
+            if len(vals) == 1:
+                base = Lin(const=vals[0]) if deviate is None else Lin(const=x0) + deviate * (vals[0] - x0)
+                base.xerr += 2.0 * _U * (abs(vals[0]) + abs(x0))  # the folded coefficient vals[0] - x0
+            else:
+                sig = [self.binary() for _ in vals]
+                terms = {next(iter(s.terms)): 1.0 for s in sig}
+                if deviate is None:
+                    self.add_row(terms, 1.0, eq=True)
+                else:
+                    terms[next(iter(deviate.terms))] = -1.0
+                    self.add_row(terms, 0.0, eq=True)
+                base = Lin(const=x0) + lin_sum([s * (v - x0) for s, v in zip(sig, vals)])
+                base.xerr += 2.0 * _U * (float(np.max(np.abs(vals))) + abs(x0))
+            if deviate is None and len(vals) == 1:
+                lo, hi = pad(
+                    np.float64(vals[0] + eL), np.float64(vals[0] + eU), abs(vals[0]) + abs(eL) + abs(eU), 1
+                )
+                xs.append(self.var(*self._widen(float(lo), float(hi))))
+                continue
+            if eL == eU == 0.0:
+                off = Lin()
+            elif deviate is None:
+                off = Lin(const=eL) if eL == eU else self.var(eL, eU)
+            else:
+                off = self.var(min(eL, 0.0), max(eU, 0.0))
+                (oi,), (ui,) = off.terms, deviate.terms
+                self.add_row({oi: 1.0, ui: -eU}, 0.0)
+                self.add_row({oi: -1.0, ui: eL}, 0.0)
+            xs.append(self.shared(base + off))
+        return xs
+
+    def sample_gradient(
+        self, W: list, b: list, x: list[Lin], y, loss: str, flip: Lin | None = None
+    ) -> list[Lin]:
+        """Gradient of ``ℓ(f_θ(x), y)`` in `MLP.to_vector` order (``flip``: label-flip binary)."""
+        n_layers = len(W)
+        acts, deltas = [x], []
+        h = x
+        for layer in range(n_layers):
+            z = [
+                lin_sum([self.mul(w, hi) for w, hi in zip(W[layer][o], h)]) + b[layer][o]
+                for o in range(len(W[layer]))
+            ]
+            if layer < n_layers - 1:
+                pairs = [self.relu(zo, zb) for zo, zb in zip(z, self.tightened_bounds(z))]
+                h = [p[0] for p in pairs]
+                deltas.append([p[1] for p in pairs])
+                acts.append(h)
+            else:
+                f = z
+        gz = [self.shared(g) for g in self.loss_derivative(f, y, loss, flip)]
+        grads: list[list[Lin]] = [None] * n_layers  # type: ignore[list-item]
+        for layer in range(n_layers - 1, -1, -1):
+            hp = acts[layer]
+            grads[layer] = [self.mul(gz[o], hp[i]) for o in range(len(gz)) for i in range(len(hp))] + list(gz)
+            if layer > 0:
+                new = []
+                for i, d in enumerate(deltas[layer - 1]):
+                    if d.is_const and d.const == 0.0:
+                        new.append(Lin())
+                        continue
+                    gh = lin_sum([self.mul(W[layer][o][i], gz[o]) for o in range(len(gz))])
+                    new.append(self.shared(self.mul(d, gh)))
+                gz = new
+        return [g for part in grads for g in part]
+
+    def loss_derivative(self, f: list[Lin], y, loss: str, flip: Lin | None = None) -> list[Lin]:
+        """``dℓ/df`` as expressions; with a label-flip binary ``r`` the label is ``y (1 - 2 r)``."""
+        if loss == "mse":
+            return [(fo - float(yo)) * 2.0 for fo, yo in zip(f, np.atleast_1d(y))]
+        if len(f) == 1:
+            yv = float(y)
+            v = (f[0] * -yv) + 1.0
+            if flip is not None:
+                v = v + self.mul(flip, f[0]) * (2.0 * yv)
+            a = self.positive(v, self.tightened_bounds([v])[0])
+            g = a * -yv
+            if flip is not None:
+                g = g + self.mul(flip, a) * (2.0 * yv)
+            return [g]
+        yc = int(y)
+        g = [Lin() for _ in f]
+        others = [c for c in range(len(f)) if c != yc]
+        vs = [f[c] - f[yc] + 1.0 for c in others]
+        for c, v, vb in zip(others, vs, self.tightened_bounds(vs)):
+            a = self.positive(v, vb)
+            g[c] = a
+            g[yc] = g[yc] - a
+        return g
+
+    # -- output -------------------------------------------------------------------------
+    def finish(self, objectives: list[Lin]) -> Program:
+        n = len(self.lb)
+        data, cols, ptr, rhs, eq = [], [], [0], [], []
+        for terms, is_eq, r in self.rows:
+            cols.extend(terms.keys())
+            data.extend(terms.values())
+            ptr.append(len(cols))
+            rhs.append(r)
+            eq.append(is_eq)
+        A = sp.csr_matrix(
+            (
+                np.asarray(data, dtype=np.float64),
+                np.asarray(cols, dtype=np.int64),
+                np.asarray(ptr, dtype=np.int64),
+            ),
+            shape=(len(self.rows), n),
+        )
+        objs = []
+        obounds = []
+        oerrs = []
+        for e in objectives:
+            oerrs.append(self.error(e))
+            idx = np.fromiter(e.terms.keys(), dtype=np.int64, count=len(e.terms))
+            coef = np.fromiter(e.terms.values(), dtype=np.float64, count=len(e.terms))
+            objs.append((idx, coef, e.const))
+            obounds.append(self.bounds(e))
+        return Program(
+            lb=np.asarray(self.lb, dtype=np.float64),
+            ub=np.asarray(self.ub, dtype=np.float64),
+            binary=np.asarray(self.is_binary, dtype=bool),
+            A=A,
+            is_eq=np.asarray(eq, dtype=bool),
+            rhs=np.asarray(rhs, dtype=np.float64),
+            bilinear=np.asarray(self.bilinear, dtype=np.int64).reshape(-1, 3),
+            objectives=objs,
+            objective_bounds=np.asarray(obounds, dtype=np.float64).reshape(-1, 2),
+            objective_errors=np.asarray(oerrs, dtype=np.float64),
+            widened=self.widened,
+        )
+
+
+def _flat(W: list, b: list) -> list[Lin]:
+    theta: list[Lin] = []
+    for layer_w, layer_b in zip(W, b):
+        theta.extend(w for row in layer_w for w in row)
+        theta.extend(layer_b)
+    return theta
+
+
+def build_joint(
+    lower,
+    upper,
+    sets,
+    y,
+    loss: str,
+    learning_rate: float,
+    *,
+    tighten: BoundTightener | None = None,
+    cuts=None,
+) -> Program:
+    """One program over all samples with shared θ; objective ``p`` is ``θ'_p``.
+
+    ``cuts = (L, U)``, arrays ``(n, m)``: sound bounds on each sample's ``θ_p - λ g_{k,p}`` (the
+    decomposed objectives), added as linear constraints; no budget or label flips.
+    """
+    bld = Builder(tighten=tighten)
+    W, b = bld.parameters(lower, upper)
+    theta = _flat(W, b)
+    n = len(y)
+    budget = sets.budget
+    us, flips = [], []
+    total = [Lin() for _ in theta]
+    for k in range(n):
+        dev = flip = None
+        if budget is not None and sets.varies[k].any():
+            dev = bld.binary()
+            us.append(next(iter(dev.terms)))
+        if sets.label_flips:
+            flip = bld.binary()
+            flips.append(next(iter(flip.terms)))
+        x = bld.inputs(sets, k, dev)
+        g = bld.sample_gradient(W, b, x, y[k], loss, flip)
+        total = [t + gk for t, gk in zip(total, g)]
+        if cuts is not None:
+            for p, (t, gk) in enumerate(zip(theta, g)):
+                e = t - gk * learning_rate
+                if not e.is_const:
+                    r = bld.error(e)  # the cuts bound float values; the represented e may differ by r
+                    bld.add_row(dict(e.terms), float(cuts[1][k, p]) - e.const + r)
+                    bld.add_row({i: -c for i, c in e.terms.items()}, e.const - float(cuts[0][k, p]) + r)
+    if us and budget < len(us):
+        bld.add_row(dict.fromkeys(us, 1.0), float(budget))
+    if flips and sets.label_flips < len(flips):
+        bld.add_row(dict.fromkeys(flips, 1.0), float(sets.label_flips))
+    c = learning_rate / n
+    return bld.finish([t - s * c for t, s in zip(theta, total)])
+
+
+def build_decomposed(
+    lower, upper, sets, k: int, y_k, loss: str, learning_rate: float, *, tighten: BoundTightener | None = None
+) -> Program:
+    """Program for sample ``k`` alone (own copy of θ); objective ``p`` is ``θ_p - λ g_{k,p}``."""
+    bld = Builder(tighten=tighten)
+    W, b = bld.parameters(lower, upper)
+    theta = _flat(W, b)
+    x = bld.inputs(sets, k, None)
+    g = bld.sample_gradient(W, b, x, y_k, loss)
+    return bld.finish([t - gk * learning_rate for t, gk in zip(theta, g)])
+
+
+def build_output(lower, upper, x: np.ndarray, pred: int, n_out: int) -> Program:
+    """Program of the prediction margin at test point ``x`` over the parameter box: objective ``pred * f``
+    (one output) or ``f_pred - f_c`` for each ``c != pred``."""
+    bld = Builder()
+    W, b = bld.parameters(lower, upper)
+    h = [Lin(const=v) for v in x]
+    for layer in range(len(W)):
+        z = [
+            lin_sum([bld.mul(w, hi) for w, hi in zip(W[layer][o], h)]) + b[layer][o]
+            for o in range(len(W[layer]))
+        ]
+        h = [bld.relu(zo)[0] for zo in z] if layer < len(W) - 1 else z
+    if n_out == 1:
+        objectives = [h[0] * float(pred)]
+    else:
+        objectives = [h[pred] - h[c] for c in range(n_out) if c != pred]
+    return bld.finish(objectives)
