@@ -22,7 +22,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="target coverage under attack (default 0.9)")
     parser.add_argument("--method", action="append", choices=METHODS, default=None,
                         help="method to run (repeatable; default: all)")
-    parser.add_argument("--score", choices=("thr", "aps", "raps"), default="thr", help="conformity score (default thr)")
+    parser.add_argument("--score", choices=("thr", "aps", "raps"), default="thr",
+                        help="conformity score (default thr)")
     parser.add_argument("--n-samples", type=int, default=256,
                         help="noisy samples per input for BinCP / RSCP+ (default 256; RSCP+ returns every "
                         "label with too few)")
