@@ -190,7 +190,8 @@ def plot(circuits: list[ClassCircuits], path: str) -> None:
     for i, (r, vals) in enumerate(counts.items()):
         axes[1].bar(np.arange(10) + i * width, vals, width, label=f"r = {r}")
     axes[1].set_xticks(np.arange(10) + width * (len(counts) - 1) / 2, [str(d) for d in range(10)])
-    axes[1].set_ylim(0, 1.3 * max(max(vals) for vals in counts.values()))  # room for the legend above the bars
+    # room for the legend above the bars
+    axes[1].set_ylim(0, 1.3 * max(max(vals) for vals in counts.values()))
     axes[1].set(xlabel="digit", ylabel="certified-included channels", title="certified circuit size")
     axes[1].legend(fontsize=8, ncol=len(counts), loc="upper center")
     fig.tight_layout()

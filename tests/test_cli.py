@@ -106,7 +106,7 @@ def test_every_registered_module_has_the_command_shape():
 def test_foundation_demo_numbers():
     text = _demo_foundation.demo(np.random.default_rng(0))
     # Clopper-Pearson 990/1000 at 95%: [0.9817, 0.9952]; one-sided 99.9% lower bound 0.976
-    assert re.search(r"two-sided\s+0\.95\s+0\.9817\s+0\.9952", text)
+    assert re.search(r"two-sided\s+0\.950\s+0\.9817\s+0\.9952", text)
     # c[0.9, 0.25] with sigma = 0.25: Phi(Phi^-1(0.9) - 1) = 0.6109
     assert re.search(r"gaussian\s+0\.9\s+0\.8110\s+0\.6109\s+0\.2362", text)
     # uniform: 0.9 - r / (2 sqrt(3) 0.25)
