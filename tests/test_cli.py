@@ -204,3 +204,25 @@ def test_demo_tables_share_one_number_format_and_indentation(capsys):
     assert all(line.startswith("   ") for line in body)
     assert not re.search(r"\de[-+]\d\d", text)  # no scientific notation beside fixed point
     assert "0.0007  0.0099" in text  # family-wise bounds of the rarest component, same format as the rest
+
+
+def test_demo_runs_every_section_without_any_extra():
+    """As after a plain ``pip install -e .``: no torch, solvers, cvxpy, matplotlib or dask."""
+    blocked = ["torch", "gurobipy", "pyscipopt", "cvxpy", "highspy", "matplotlib", "dask", "distributed"]
+    code = f"""
+import sys
+class Block:
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in {blocked!r}:
+            raise ModuleNotFoundError(f"No module named {{name!r}}", name=name)
+sys.meta_path.insert(0, Block())
+from certkit import cli
+sys.exit(cli.main(["demo"]))
+"""
+    proc = _run(sys.executable, "-c", code)
+    assert proc.returncode == 0, proc.stderr
+    for mod in cli._load_commands():
+        assert f"== {mod.NAME}: {mod.HELP}" in proc.stdout
+    assert "nan" not in proc.stdout and "skipped" not in proc.stdout
+    assert 'pip install "certkit[gurobi]" or "certkit[scip]" adds the exact certificate' in proc.stdout
+    assert 'pip install "certkit[torch]" adds the attacked columns' in proc.stdout
