@@ -6,12 +6,18 @@ Each capability contributes a module listed in ``_COMMANDS`` that defines
 * ``add_arguments(parser)`` - its options;
 * ``run(args) -> int`` - the subcommand itself (prints a summary, returns an exit code);
 * ``demo(rng) -> str`` - a short section of the ``certkit demo`` tour on embedded data.
+
+Mistakes in the user's input (``ValueError``, ``TypeError``, ``OSError`` and a missing optional
+dependency's ``ImportError`` raised while a command runs) end in one line
+``certkit <command>: error: ...`` on stderr and exit status 2, as argparse's own errors do.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import os
+import re
 import sys
 import time
 from collections.abc import Sequence
@@ -29,6 +35,9 @@ _COMMANDS = (
     "certkit.causal._cli",
 )
 
+#: Exceptions that mean "the input was wrong" (or an extra is missing) rather than a bug in certkit.
+_USER_ERRORS = (ValueError, TypeError, OSError, ImportError)
+
 
 def _load_commands() -> list:
     return [importlib.import_module(name) for name in _COMMANDS]
@@ -36,19 +45,26 @@ def _load_commands() -> list:
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser (exposed for the docs and the tests)."""
+    commands = _load_commands()
     parser = argparse.ArgumentParser(
         prog="certkit", description="Statistical guarantees for machine learning."
     )
     parser.add_argument("--version", action="version", version=f"certkit {certkit.__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    demo = sub.add_parser("demo", help="a tour of every capability on embedded data")
+    demo = sub.add_parser(
+        "demo",
+        help="a tour of every capability on embedded data",
+        description="A tour of every capability on embedded data: each section prints a short table and "
+        "its run time. Sections whose optional dependencies are missing say which extra would add what.",
+    )
     demo.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     demo.add_argument(
-        "--only", action="append", default=None, metavar="SECTION",
-        help="run only this section (repeatable); sections: "
-        + ", ".join(mod.NAME for mod in _load_commands()),
+        "--only", nargs="+", action="extend", default=None, metavar="SECTION",
+        choices=[mod.NAME for mod in commands],
+        help="run only these sections (one or more, or repeat the flag; default: all): "
+        + ", ".join(mod.NAME for mod in commands),
     )
-    for mod in _load_commands():
+    for mod in commands:
         if hasattr(mod, "run"):
             p = sub.add_parser(mod.NAME, help=mod.HELP, description=mod.HELP)
             mod.add_arguments(p)
@@ -58,37 +74,74 @@ def build_parser() -> argparse.ArgumentParser:
 def _run_demo(seed: int, only: Sequence[str] | None) -> int:
     import numpy as np
 
-    commands = _load_commands()
-    names = [mod.NAME for mod in commands]
-    for name in only or ():
-        if name not in names:
-            print(f"certkit demo: unknown section {name!r}; expected one of {names}", file=sys.stderr)
-            return 2
     print(f"certkit {certkit.__version__} - demo tour (seed {seed})\n")
-    for mod in commands:
+    for mod in _load_commands():
         if only and mod.NAME not in only:
             continue
         start = time.perf_counter()
-        print(f"== {mod.NAME}: {mod.HELP}")
-        print(mod.demo(np.random.default_rng(seed)))
-        print(f"   ({time.perf_counter() - start:.1f} s)\n")
+        print(f"== {mod.NAME}: {mod.HELP}", flush=True)
+        try:
+            text = mod.demo(np.random.default_rng(seed))
+        except ImportError as exc:  # a section's own optional parts are handled inside it; this is the rest
+            text = f"skipped: {exc}"
+        print("\n".join(f"   {line}".rstrip() for line in text.splitlines()))
+        print(f"   ({time.perf_counter() - start:.1f} s)\n", flush=True)
     return 0
+
+
+def _asks_for_version(argv: Sequence[str]) -> bool:
+    """True when ``argv`` is top-level options with ``--version`` before any ``-h``: answered without
+    building the parser, which imports every capability (scipy, scikit-learn)."""
+    for arg in argv:
+        if arg == "--version":
+            return True
+        if arg in ("-h", "--help") or not arg.startswith("-"):
+            return False
+    return False
+
+
+def _subparser(parser: argparse.ArgumentParser, command: str) -> argparse.ArgumentParser:
+    action = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    return action.choices[command]
+
+
+def _error_message(exc: BaseException, parser: argparse.ArgumentParser) -> str:
+    """``exc`` as one line, with a leading Python argument name written as its command-line flag."""
+    if isinstance(exc, OSError) and exc.filename is not None and exc.strerror:
+        return f"{exc.filename}: {exc.strerror}"
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    for action in parser._actions:
+        flags = [s for s in action.option_strings if s.startswith("--")]
+        if flags and re.match(rf"{re.escape(action.dest)}\b(?![\[.(])", text):
+            return flags[0] + text[len(action.dest):]
+    return text
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``certkit`` command."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if _asks_for_version(argv):
+        print(f"certkit {certkit.__version__}")
+        return 0
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.command is None:
         parser.print_help()
         return 0
-    if args.command == "demo":
-        return _run_demo(args.seed, args.only)
-    for mod in _load_commands():
-        if mod.NAME == args.command:
-            return int(mod.run(args))
-    parser.error(f"unknown command {args.command!r}")  # pragma: no cover - argparse rejects it first
-    return 2  # pragma: no cover
+    try:
+        if args.command == "demo":
+            return _run_demo(args.seed, args.only)
+        mod = next(mod for mod in _load_commands() if mod.NAME == args.command)
+        return int(mod.run(args))
+    except BrokenPipeError:
+        # The reader went away (``certkit demo | head``): stop quietly, as other command-line tools do.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
+    except _USER_ERRORS as exc:
+        sys.stdout.flush()
+        print(f"certkit {args.command}: error: {_error_message(exc, _subparser(parser, args.command))}",
+              file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -49,6 +49,7 @@ def plot_certified_accuracy(
     *,
     ax: Any = None,
     title: str | None = None,
+    nominal: float | None = None,
 ) -> Any:
     """Draw one line of certified accuracy vs ε per method (e.g. per backend).
 
@@ -61,6 +62,9 @@ def plot_certified_accuracy(
     ax : matplotlib Axes, optional
         Where to draw (a new figure is made otherwise).
     title : str, optional
+    nominal : float, optional
+        Test accuracy of the nominally trained model, drawn as a dashed reference line (the ceiling of every
+        certified accuracy).
 
     Returns
     -------
@@ -77,13 +81,18 @@ def plot_certified_accuracy(
         if np.any((acc < 0) | (acc > 1)):
             raise ValueError(f"accuracies[{label!r}] must lie in [0, 1]")
         ax.plot(eps, acc, marker="o", label=label)
+    if nominal is not None:
+        if not 0 <= nominal <= 1:
+            raise ValueError(f"nominal must lie in [0, 1], got {nominal}")
+        ax.axhline(nominal, color="grey", linestyle="--", linewidth=1,
+                   label=f"nominal accuracy {nominal:.3f}")
     if np.all(eps > 0):
         ax.set_xscale("log")
     ax.set_xlabel("training-data perturbation ε")
     ax.set_ylabel("certified accuracy")
     ax.set_ylim(0, 1.02)
     ax.grid(alpha=0.3)
-    ax.legend()
+    ax.legend(loc="lower left")
     if title:
         ax.set_title(title)
     return ax

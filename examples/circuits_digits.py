@@ -156,7 +156,7 @@ def evaluate(model, circuits: list[ClassCircuits], X_train, X_test, y_test, *, s
         cond: circuit_accuracy(model, LAYER, np.ones(circuits[0].masks["uncertified"].size, bool), X, y_test)
         for cond, X in conditions.items()
     }
-    rows = [["full model", float(circuits[0].masks["uncertified"].size)] + [full[c] for c in conditions]]
+    rows = [["full model", int(circuits[0].masks["uncertified"].size)] + [full[c] for c in conditions]]
     for meth in methods:
         rows.append(
             [meth, float(np.mean(sizes[meth]))] + [float(np.mean(acc[(meth, c)])) for c in conditions]
@@ -186,8 +186,11 @@ def plot(circuits: list[ClassCircuits], path: str) -> None:
     width = 0.2
     for i, (r, vals) in enumerate(counts.items()):
         axes[1].bar(np.arange(10) + i * width, vals, width, label=f"r = {r}")
+    axes[1].set_xticks(np.arange(10) + width * (len(counts) - 1) / 2, [str(d) for d in range(10)])
+    # room for the legend above the bars
+    axes[1].set_ylim(0, 1.3 * max(max(vals) for vals in counts.values()))
     axes[1].set(xlabel="digit", ylabel="certified-included channels", title="certified circuit size")
-    axes[1].legend(fontsize=8)
+    axes[1].legend(fontsize=8, ncol=len(counts), loc="upper center")
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)

@@ -75,7 +75,9 @@ def main() -> None:
     print(res.summary())
     nominal = np.mean(res.nominal.predict(X_test) == y_test)
     print(f"\nnominal test accuracy after {args.epochs} epochs: {nominal:.3f}")
-    ax = plot_certified_accuracy(epsilons, curves, title=f"two moons, {args.epochs} epochs")
+    ax = plot_certified_accuracy(
+        epsilons, curves, nominal=float(nominal), title=f"two moons, {args.epochs} epochs"
+    )
     ax.figure.savefig(args.output, dpi=120, bbox_inches="tight")
     print(f"saved {args.output}")
 

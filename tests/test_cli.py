@@ -1,6 +1,8 @@
 """The certkit command line: --version, demo, python -m certkit, errors."""
 
+import argparse
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -66,7 +68,7 @@ def test_demo_section_via_python_m_is_deterministic():
 def test_unknown_demo_section_is_an_error():
     proc = _run(_script(), "demo", "--only", "nonexistent")
     assert proc.returncode == 2
-    assert "certkit demo: unknown section 'nonexistent'" in proc.stderr
+    assert "certkit demo: error: argument --only: invalid choice: 'nonexistent'" in proc.stderr
     assert "foundation" in proc.stderr  # lists the valid sections
     assert proc.stdout == ""
 
@@ -104,11 +106,123 @@ def test_every_registered_module_has_the_command_shape():
 def test_foundation_demo_numbers():
     text = _demo_foundation.demo(np.random.default_rng(0))
     # Clopper-Pearson 990/1000 at 95%: [0.9817, 0.9952]; one-sided 99.9% lower bound 0.976
-    assert re.search(r"two-sided\s+0\.95\s+0\.9817\s+0\.9952", text)
+    assert re.search(r"two-sided\s+0\.950\s+0\.9817\s+0\.9952", text)
     # c[0.9, 0.25] with sigma = 0.25: Phi(Phi^-1(0.9) - 1) = 0.6109
-    assert re.search(r"gaussian\s+0\.9\s+0\.811\s+0\.6109\s+0\.2362", text)
+    assert re.search(r"gaussian\s+0\.9\s+0\.8110\s+0\.6109\s+0\.2362", text)
     # uniform: 0.9 - r / (2 sqrt(3) 0.25)
     assert re.search(r"uniform\s+0\.9\s+0\.7845\s+0\.6113\s+0\.3226", text)
     assert "0.960927" in text  # RCP1 level Phi(Phi^-1(0.9) + 0.12 / 0.25)
     assert re.search(r"\n\s+8\s+9\s+inf\s+9", text)  # n = 8: rank 9 > 8 -> inf
     assert _demo_foundation.demo(np.random.default_rng(0)) == text
+
+
+# ------------------------------------------------------------------------------------------------
+# a newcomer's first hour: mistakes end in one line, defaults fit the data, help is complete
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["circuits", "--scores", "missing.npy"],
+         "certkit circuits: error: missing.npy: No such file or directory"),
+        (["mibp", "--epsilon", "-1"], "certkit mibp: error: --epsilon must be >= 0"),
+        (["mibp", "--hidden", "0"], "certkit mibp: error: --hidden must be >= 1, got 0"),
+        (["conformal", "--confidence-level", "1.5"],
+         "certkit conformal: error: --confidence-level must lie strictly between 0 and 1, got 1.5"),
+        (["circuits", "--radius", "-1"], "certkit circuits: error: --radius must be >= 0, got -1"),
+    ],
+)
+def test_input_mistakes_end_in_one_line_and_status_2(tmp_path, args, message):
+    proc = subprocess.run([_script(), *args], capture_output=True, text=True, check=False, timeout=600,
+                          cwd=tmp_path)
+    assert proc.returncode == 2
+    assert proc.stderr.strip() == message
+
+
+def test_scores_file_that_is_not_an_array_is_one_line(tmp_path):
+    (tmp_path / "s.txt").write_text("hello")
+    proc = _run(_script(), "circuits", "--scores", str(tmp_path / "s.txt"))
+    assert proc.returncode == 2
+    expected = f"certkit circuits: error: --scores {tmp_path / 's.txt'} is not an array saved with numpy.save"
+    assert proc.stderr.strip() == expected
+    np.save(tmp_path / "v.npy", np.zeros(5))
+    proc = _run(_script(), "circuits", "--scores", str(tmp_path / "v.npy"))
+    assert proc.returncode == 2 and "2-D (examples, neurons)" in proc.stderr
+    assert len(proc.stderr.splitlines()) == 1
+
+
+def test_default_top_k_fits_a_narrow_score_matrix(tmp_path):
+    path = tmp_path / "s.npy"
+    np.save(path, np.random.default_rng(0).normal(size=(50, 20)))
+    proc = _run(_script(), "circuits", "--scores", str(path), "--n-subsamples", "200")
+    assert proc.returncode == 0, proc.stderr
+    assert "200 subsamples x 20 components" in proc.stdout
+
+
+def test_only_takes_several_sections_after_one_flag_or_repeated(capsys):
+    for args in (["--only", "foundation", "circuits"], ["--only", "foundation", "--only", "circuits"]):
+        assert cli.main(["demo", *args]) == 0
+        out = capsys.readouterr().out
+        assert "== foundation" in out and "== circuits" in out
+        assert "== mibp" not in out and "== conformal" not in out
+
+
+def test_every_option_has_help_and_shows_its_default():
+    parser = cli.build_parser()
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    for name, subparser in sub.choices.items():
+        assert subparser.description, f"certkit {name} has no description"
+        for action in subparser._actions:
+            if not action.option_strings or action.dest == "help":
+                continue
+            flag = action.option_strings[-1]
+            assert action.help, f"certkit {name} {flag} has no help"
+            if action.default not in (None, False):
+                assert "default" in action.help, f"certkit {name} {flag} does not show its default"
+
+
+def test_demo_into_a_closed_pipe_has_no_traceback():
+    proc = subprocess.run(f"{shlex.quote(_script())} demo --only foundation | head -3", shell=True,
+                          capture_output=True, text=True, check=False, timeout=600)
+    assert len(proc.stdout.splitlines()) == 3
+    assert "Traceback" not in proc.stderr and "BrokenPipeError" not in proc.stderr
+
+
+def test_version_imports_no_capability():
+    code = ("import sys; from certkit import cli; assert cli.main(['--version']) == 0; "
+            "print(sorted(m for m in ('scipy', 'sklearn', 'certkit.mibp', 'certkit.conformal') "
+            "if m in sys.modules))")
+    proc = _run(sys.executable, "-c", code)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines() == [f"certkit {certkit.__version__}", "[]"]
+
+
+def test_demo_tables_share_one_number_format_and_indentation(capsys):
+    assert cli.main(["demo", "--only", "foundation", "circuits"]) == 0
+    text = capsys.readouterr().out
+    body = [line for line in text.splitlines()[1:] if line and not line.startswith("==")]
+    assert all(line.startswith("   ") for line in body)
+    assert not re.search(r"\de[-+]\d\d", text)  # no scientific notation beside fixed point
+    assert "0.0007  0.0099" in text  # family-wise bounds of the rarest component, same format as the rest
+
+
+def test_demo_runs_every_section_without_any_extra():
+    """As after a plain ``pip install -e .``: no torch, solvers, cvxpy, matplotlib or dask."""
+    blocked = ["torch", "gurobipy", "pyscipopt", "cvxpy", "highspy", "matplotlib", "dask", "distributed"]
+    code = f"""
+import sys
+class Block:
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in {blocked!r}:
+            raise ModuleNotFoundError(f"No module named {{name!r}}", name=name)
+sys.meta_path.insert(0, Block())
+from certkit import cli
+sys.exit(cli.main(["demo"]))
+"""
+    proc = _run(sys.executable, "-c", code)
+    assert proc.returncode == 0, proc.stderr
+    for mod in cli._load_commands():
+        assert f"== {mod.NAME}: {mod.HELP}" in proc.stdout
+    assert "nan" not in proc.stdout and "skipped" not in proc.stdout
+    assert 'pip install "certkit[gurobi]" or "certkit[scip]" adds the exact certificate' in proc.stdout
+    assert 'pip install "certkit[torch]" adds the attacked columns' in proc.stdout

@@ -3,7 +3,10 @@
 import re
 from pathlib import Path
 
-README = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+import pytest
+
+README_PATH = Path(__file__).resolve().parents[1] / "README.md"
+README = README_PATH.read_text()
 
 
 def test_readme_python_block_runs(capsys):
@@ -20,3 +23,39 @@ def test_readme_has_exactly_two_setup_commands():
     assert commands[0].endswith("certkit demo")
     assert commands[1].endswith("python -m pytest -n 2")
     assert all("torch==2.13.0" in c for c in commands)
+
+
+def test_readme_says_which_extras_need_torch_and_how_to_get_the_cpu_build():
+    tomllib = pytest.importorskip("tomllib")  # Python >= 3.11
+    pyproject = tomllib.loads((README_PATH.parent / "pyproject.toml").read_text())
+    extras = pyproject["project"]["optional-dependencies"]
+
+    def needs_torch(name, seen=()):
+        deps = extras[name]
+        nested = [n for dep in deps if dep.startswith("certkit[") for n in dep[8:-1].split(",")]
+        return any(dep.startswith("torch") for dep in deps) or any(
+            needs_torch(n, (*seen, name)) for n in nested if n not in seen
+        )
+
+    torch_extras = {name for name in extras if needs_torch(name)}
+    assert torch_extras == {"torch", "all", "test"}
+    paragraph = README[README.index("**torch is optional.**"):]
+    paragraph = paragraph[:paragraph.index("## ")]
+    for name in torch_extras:
+        assert f"`{name}`" in paragraph
+    assert "pip install torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu" in paragraph
+
+
+def test_readme_and_datasets_docs_agree_on_where_the_data_comes_from():
+    datasets_doc = (README_PATH.parent / "docs" / "datasets.md").read_text()
+    assert "Read from the files bundled with scikit-learn" in datasets_doc
+    assert "all embedded" not in README
+    assert "read from scikit-learn's bundled copies" in README
+
+
+def test_user_docs_describe_the_product_not_its_history():
+    docs = README_PATH.parent / "docs"
+    for page in ("kernels.md", "mibp.md"):
+        text = (docs / page).read_text()
+        for phrase in ("used to", "(before)", "(after)", "aimed for", "in the issue", "previous kernel"):
+            assert phrase not in text, f"docs/{page} says {phrase!r}"

@@ -31,7 +31,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     rule = parser.add_mutually_exclusive_group()
     rule.add_argument(
-        "--top-k", type=int, default=None, help="include the k highest mean scores (default 30)"
+        "--top-k", type=int, default=None,
+        help="include the k highest mean scores (default 30, at most half of the N columns)",
     )
     rule.add_argument("--threshold", type=float, default=None, help="include mean scores >= this value")
     scheme = parser.add_mutually_exclusive_group()
@@ -42,12 +43,32 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--replacement", action="store_true", help="draw the m examples with replacement")
     parser.add_argument("--n-subsamples", type=int, default=1000, help="estimation runs (default 1000)")
     parser.add_argument("--radius", type=int, default=1, help="edit distance to certify (default 1)")
-    parser.add_argument("--threat", default="edit", choices=("edit", "substitution", "insertion", "deletion"))
+    parser.add_argument(
+        "--threat", default="edit", choices=("edit", "substitution", "insertion", "deletion"),
+        help="which changes of the concept data --radius counts (default edit: any mix of the three)",
+    )
     parser.add_argument(
         "--confidence-level", type=float, default=0.999, help="family-wise level (default 0.999)"
     )
     parser.add_argument("--threads", type=int, default=1, help="kernel threads (default 1)")
     parser.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+
+
+def default_top_k(n_columns: int) -> int:
+    """``--top-k`` when not given: 30, or half of the columns of a smaller score matrix (at least 1)."""
+    return max(1, min(30, n_columns // 2))
+
+
+def _load_scores(path: str) -> np.ndarray:
+    """The ``--scores`` matrix, with errors that name the file and what was expected."""
+    try:
+        scores = np.load(path)
+    except ValueError as exc:  # not an .npy file (numpy then refuses to unpickle it)
+        raise ValueError(f"--scores {path} is not an array saved with numpy.save") from exc
+    if not isinstance(scores, np.ndarray) or scores.ndim != 2:
+        shape = getattr(scores, "shape", None)
+        raise ValueError(f"--scores must hold a 2-D (examples, neurons) matrix, {path} has shape {shape}")
+    return scores
 
 
 def _certify(scores: np.ndarray, args: argparse.Namespace):
@@ -56,7 +77,7 @@ def _certify(scores: np.ndarray, args: argparse.Namespace):
     if args.threshold is not None:
         rule = ScoreRule(scores, threshold=args.threshold)
     else:
-        rule = ScoreRule(scores, top_k=30 if args.top_k is None else args.top_k)
+        rule = ScoreRule(scores, top_k=default_top_k(scores.shape[1]) if args.top_k is None else args.top_k)
     kw = (
         {"deletion_prob": args.deletion_prob}
         if args.deletion_prob is not None
@@ -85,7 +106,7 @@ def run(args: argparse.Namespace) -> int:
     from certkit._results import format_table
 
     if args.scores:
-        scores = np.load(args.scores)
+        scores = _load_scores(args.scores)
     else:
         scores = synthetic_scores(np.random.default_rng(args.seed))
     start = time.perf_counter()
@@ -111,12 +132,12 @@ def demo(rng: np.random.Generator) -> str:
     )
     elapsed = time.perf_counter() - start
     lines = [
-        f"   512 neurons, top-30 rule, 2000 subsamples (m = 20 of n = 200) in {elapsed:.2f} s",
-        f"   smoothed circuit: {int(res.smoothed.sum())} neurons; certified at edit distance 1: "
+        f"512 neurons, top-30 rule, 2000 subsamples (m = 20 of n = 200) in {elapsed:.2f} s",
+        f"smoothed circuit: {int(res.smoothed.sum())} neurons; certified at edit distance 1: "
         f"{int(res.included.sum())} included, {int(res.excluded.sum())} excluded, {int(res.abstained.sum())} "
         "abstained",
     ]
     for r in (2, 5):
         inc, _, abst = res.at_radius(r)
-        lines.append(f"   at edit distance {r}: {int(inc.sum())} included, {int(abst.sum())} abstained")
+        lines.append(f"at edit distance {r}: {int(inc.sum())} included, {int(abst.sum())} abstained")
     return "\n".join(lines)

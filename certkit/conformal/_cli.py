@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -21,9 +22,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="target coverage under attack (default 0.9)")
     parser.add_argument("--method", action="append", choices=METHODS, default=None,
                         help="method to run (repeatable; default: all)")
-    parser.add_argument("--score", choices=("thr", "aps", "raps"), default="thr", help="conformity score")
-    parser.add_argument("--n-samples", type=int, default=64, help="samples per input for BinCP / RSCP+")
-    parser.add_argument("--attack-steps", type=int, default=10, help="smoothed-PGD steps (0: no attack)")
+    parser.add_argument("--score", choices=("thr", "aps", "raps"), default="thr",
+                        help="conformity score (default thr)")
+    parser.add_argument("--n-samples", type=int, default=256,
+                        help="noisy samples per input for BinCP / RSCP+ (default 256; RSCP+ returns every "
+                        "label with too few)")
+    parser.add_argument("--attack-steps", type=int, default=10,
+                        help="smoothed-PGD steps (default 10; 0: no attack; the attack needs torch)")
     parser.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
 
 
@@ -60,9 +65,13 @@ def _linear_model(coef: np.ndarray, intercept: np.ndarray) -> Any:
 
 
 def compare(*, sigma: float, radius: float, confidence_level: float, methods: tuple = METHODS,
-            score: str = "thr", n_samples: int = 64, attack_steps: int = 10,
+            score: str = "thr", n_samples: int = 256, attack_steps: int = 10,
             rng: np.random.Generator) -> str:
-    """Calibrate the chosen methods on digits and return the comparison table."""
+    """Calibrate the chosen methods on digits and return the comparison table.
+
+    A method whose every clean prediction set holds all labels is marked trivial (``*`` and a note
+    under the table); without torch the attack is skipped and a note says what torch would add.
+    """
     from certkit.conformal import (
         BinCPClassifier,
         RCP1Classifier,
@@ -86,18 +95,29 @@ def compare(*, sigma: float, radius: float, confidence_level: float, methods: tu
     }
     X_att = None
     note = "no attack"
-    if attack_steps > 0 and radius > 0 and is_torch:
-        X_att = smoothed_pgd(model, X_test, y_test, radius, sigma, steps=attack_steps, n_noise=8,
-                             output="logits", rng=rng)
-        note = f"smoothed PGD, {attack_steps} steps, l2 radius {radius}"
+    notes = []
+    if attack_steps > 0 and radius > 0:
+        if is_torch:
+            X_att = smoothed_pgd(model, X_test, y_test, radius, sigma, steps=attack_steps, n_noise=8,
+                                 output="logits", rng=rng)
+            note = f"smoothed PGD, {attack_steps} steps, l2 radius {radius}"
+        else:
+            note = "none (needs torch)"
+            notes.append('pip install "certkit[torch]" adds the attacked columns (smoothed-PGD coverage)')
     names = {"split": "split CP (clean)", "noisy": "noisy CP (uncorrected)", "rcp1": "RCP1",
              "bincp": f"BinCP (m={n_samples})", "rscp+": f"RSCP+ (n_s={n_samples})"}
     results = [evaluate_sets(makers[m]().calibrate(X_cal, y_cal), X_test, y_test, X_attacked=X_att,
                              method=names[m]) for m in methods]
+    n_classes = coef.shape[0]
+    trivial = [r.method for r in results if r.set_size == n_classes]
+    if trivial:
+        results = [replace(r, method=f"{r.method} *") if r.method in trivial else r for r in results]
+        notes.insert(0, f"* trivial: every prediction set holds all {n_classes} labels (no information); "
+                     "more --n-samples or a smaller --radius make it informative")
     title = (f"digits, nearest-centroid softmax; sigma={sigma}, radius={radius}, "
              f"confidence_level={confidence_level}, score={score}; {len(y_cal)} calibration / "
              f"{len(y_test)} test points; attack: {note}")
-    return evaluation_table(results, title=title)
+    return "\n".join([evaluation_table(results, title=title), *notes])
 
 
 def run(args: argparse.Namespace) -> int:
@@ -111,6 +131,5 @@ def run(args: argparse.Namespace) -> int:
 
 def demo(rng: np.random.Generator) -> str:
     """A short comparison on digits (a few seconds)."""
-    table = compare(sigma=0.25, radius=0.125, confidence_level=0.9, methods=("noisy", "rcp1", "bincp"),
-                    n_samples=32, attack_steps=5, rng=rng)
-    return "\n".join("   " + line for line in table.splitlines())
+    return compare(sigma=0.25, radius=0.125, confidence_level=0.9, methods=("noisy", "rcp1", "bincp"),
+                   n_samples=32, attack_steps=5, rng=rng)

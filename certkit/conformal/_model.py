@@ -33,6 +33,15 @@ def import_torch() -> Any:
     return require("torch", extra="torch", purpose="a torch model")
 
 
+def callable_hint(model: Any) -> str:
+    """For an uncallable ``model`` with a prediction method (a scikit-learn estimator), the fix to suggest:
+    ``model.predict_proba`` for a classifier (class probabilities), ``model.predict`` for a regressor."""
+    for method in ("predict_proba", "predict"):
+        if callable(getattr(model, method, None)):
+            return f"; pass its method instead: model.{method}"
+    return ""
+
+
 class ModelWrapper:
     """Evaluate ``model`` on float64 NumPy inputs in batches and return float64 NumPy outputs.
 
@@ -51,7 +60,7 @@ class ModelWrapper:
     def __init__(self, model: Any, *, batch_size: int = 1024, device: Any = "cpu") -> None:
         if not callable(model):
             raise TypeError("model must be callable (a function or a torch.nn.Module), "
-                            f"got {type(model).__name__}")
+                            f"got {type(model).__name__}{callable_hint(model)}")
         self.model = model
         self.batch_size = check_integer(batch_size, "batch_size", minimum=1)
         self.device = device

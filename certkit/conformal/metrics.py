@@ -165,5 +165,12 @@ def evaluate_sets(estimator: Any, X: Any, y: Any, *, X_attacked: Any = None, met
 
 
 def evaluation_table(results: Any, *, title: str | None = None) -> str:
-    """A plain-text table of several `SetEvaluation` results."""
-    return format_table(EVALUATION_HEADERS, [r.row() for r in results], title=title)
+    """A plain-text table of several `SetEvaluation` results.
+
+    The two attacked columns are left out when no result was evaluated on attacked inputs.
+    """
+    rows = [r.row() for r in results]
+    keep = [j for j, header in enumerate(EVALUATION_HEADERS)
+            if "attacked" not in header or any(not math.isnan(row[j]) for row in rows)]
+    return format_table([EVALUATION_HEADERS[j] for j in keep], [[row[j] for j in keep] for row in rows],
+                        title=title)

@@ -51,3 +51,30 @@ def test_plugs_into_the_certkit_command(capsys):
     assert "RCP1" in out and "confidence_level=0.8" in out and "no attack" in out
     assert cli.main(["demo", "--only", "conformal"]) == 0
     assert "== conformal" in capsys.readouterr().out
+
+
+def test_trivial_method_is_flagged_and_defaults_are_informative():
+    rng = np.random.default_rng(0)
+    few = _cli.compare(sigma=0.25, radius=0.125, confidence_level=0.9, methods=("rcp1", "rscp+"),
+                       n_samples=16, attack_steps=0, rng=rng)
+    assert "RSCP+ (n_s=16) *" in few and "* trivial: every prediction set holds all 10 labels" in few
+    parser = argparse.ArgumentParser()
+    _cli.add_arguments(parser)
+    args = parser.parse_args([])
+    table = _cli.compare(sigma=args.sigma, radius=args.radius, confidence_level=args.confidence_level,
+                         methods=("rscp+",), score=args.score, n_samples=args.n_samples, attack_steps=0,
+                         rng=np.random.default_rng(args.seed))
+    assert "trivial" not in table and " *" not in table
+    size = float(_rows(table)[f"RSCP+ (n_s={args.n_samples})"].split()[2])
+    assert size < 10
+
+
+def test_without_torch_the_table_has_no_nan_and_says_what_torch_adds(monkeypatch):
+    def numpy_model(coef, intercept):  # what _linear_model returns when torch is not installed
+        return (lambda X: X @ coef.T + intercept), False
+
+    monkeypatch.setattr(_cli, "_linear_model", numpy_model)
+    text = _cli.compare(sigma=0.25, radius=0.125, confidence_level=0.9, methods=("noisy", "rcp1"),
+                        attack_steps=5, rng=np.random.default_rng(0))
+    assert "nan" not in text and "attacked" not in text.splitlines()[1]
+    assert 'pip install "certkit[torch]" adds the attacked columns' in text

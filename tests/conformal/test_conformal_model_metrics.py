@@ -210,3 +210,19 @@ def test_evaluate_sets_counts_passes_and_matches_metrics():
     assert "bincp" in res.summary() and "bincp" in evaluation_table([res])
     plain = evaluate_sets(SplitConformalClassifier(MODEL, rng=0).calibrate(X, y), X, y)
     assert plain.forward_passes == 1.0 and np.isnan(plain.attacked_coverage)
+
+
+def test_an_estimator_passed_as_model_suggests_its_prediction_method():
+    from sklearn.linear_model import LogisticRegression, Ridge
+
+    from certkit.conformal import RCP1Classifier, RCP1Regressor
+
+    X = np.random.default_rng(0).normal(size=(40, 3))
+    y = (X[:, 0] > 0).astype(int)
+    clf = LogisticRegression().fit(X, y)
+    hint = r"got LogisticRegression; pass its method instead: model\.predict_proba"
+    with pytest.raises(TypeError, match=hint):
+        RCP1Classifier(clf, sigma=0.25, radius=0.1, confidence_level=0.9, rng=0).calibrate(X, y)
+    reg = Ridge().fit(X, X[:, 0])
+    with pytest.raises(TypeError, match=r"got Ridge; pass its method instead: model\.predict$"):
+        RCP1Regressor(reg, sigma=0.25, radius=0.1, confidence_level=0.9, rng=0).calibrate(X, X[:, 0])

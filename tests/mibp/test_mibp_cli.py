@@ -62,10 +62,28 @@ def test_run_licence_limit_names_cli_flags_that_fit(capsys):
     assert "--hidden" not in err and 'formulation="' not in err  # no hidden count fits a joint program
 
 
-def test_demo_section():
+def _certified(text, label):
+    row = next(line for line in text.splitlines() if line.strip().startswith(label))
+    return float(row[len(row) - len(row.lstrip()) + len(label):].split()[-3])
+
+
+def test_demo_section_shows_the_exact_certificate_beating_the_interval_one():
+    backend = _cli._exact_backend()
+    if backend is None:
+        pytest.skip("needs gurobipy or pyscipopt")
     text = _cli.demo(np.random.default_rng(0))
-    assert "certified acc" in text and "interval" in text
     assert _cli.NAME == "mibp" and _cli.HELP
+    exact, interval = _certified(text, "exact per-sample"), _certified(text, "interval arithmetic")
+    assert exact >= interval + 0.05  # visibly better: at least two more of the 36 test points
+    assert "What to see" in text and "nan" not in text
+
+
+def test_demo_section_without_an_exact_solver_says_what_an_extra_adds(monkeypatch):
+    monkeypatch.setattr(_cli, "_exact_backend", lambda: None)
+    text = _cli.demo(np.random.default_rng(0))
+    assert 0 <= _certified(text, "interval arithmetic") <= 1
+    assert "exact per-sample" not in text
+    assert text.splitlines()[-1].startswith('pip install "certkit[gurobi]" or "certkit[scip]" adds')
 
 
 @pytest.mark.parametrize("name", _cli.DATASETS)
@@ -88,6 +106,12 @@ def test_plot_certified_accuracy():
     matplotlib.use("Agg")
     ax = plot_certified_accuracy([1e-3, 1e-2], {"interval": [0.8, 0.5], "gurobi": [0.85, 0.6]}, title="t")
     assert len(ax.lines) == 2 and ax.get_xscale() == "log" and ax.get_title() == "t"
+    ax = plot_certified_accuracy([1e-3, 1e-2], {"interval": [0.8, 0.5]}, nominal=0.9)
+    reference = [line for line in ax.lines if line.get_linestyle() == "--"]
+    assert len(reference) == 1 and list(reference[0].get_ydata()) == [0.9, 0.9]
+    assert "nominal accuracy 0.900" in [t.get_text() for t in ax.get_legend().get_texts()]
+    with pytest.raises(ValueError, match="nominal"):
+        plot_certified_accuracy([1e-3], {"a": [0.5]}, nominal=1.5)
     with pytest.raises(ValueError, match="shape"):
         plot_certified_accuracy([1e-3, 1e-2], {"a": [0.5]})
     with pytest.raises(ValueError, match=r"\[0, 1\]"):
