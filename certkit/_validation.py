@@ -17,6 +17,7 @@ import numpy as np
 __all__ = [
     "as_numpy",
     "check_array",
+    "check_bool",
     "check_in_options",
     "check_integer",
     "check_is_fitted",
@@ -169,6 +170,13 @@ def check_integer(value: Any, name: str, *, minimum: int | None = None, maximum:
     if maximum is not None and value > maximum:
         raise ValueError(f"{name} must be <= {maximum}, got {value}")
     return value
+
+
+def check_bool(value: Any, name: str) -> bool:
+    """A flag: ``True`` or ``False`` (a NumPy bool too); ``1``, ``None`` or ``"yes"`` are errors."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be True or False, got {value!r}")
+    return bool(value)
 
 
 def check_in_options(value: Any, name: str, options: Iterable[str]) -> str:

@@ -15,7 +15,6 @@ import numpy as np
 
 from certkit._validation import check_in_options, check_integer, check_probability
 from certkit.conformal._base import (
-    NOISES,
     _ClassifierBase,
     check_labels,
     lower_conformal_threshold,
@@ -32,7 +31,6 @@ class _MultiSampleClassifier(_ClassifierBase):
     _n_bounds = 2  # failure events paid for out of the miscoverage budget
 
     def _params(self) -> dict[str, Any]:
-        check_in_options(self.noise, "noise", NOISES)
         params = self._check_common()
         params["n_samples"] = check_integer(self.n_samples, "n_samples", minimum=2)
         eta = check_probability(self.error_rate, "error_rate", closed=False)

@@ -18,17 +18,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from certkit._validation import check_in_options
-from certkit.conformal._base import NOISES, _SingleSampleClassifier, _SingleSampleRegressor, adjusted_alpha
+from certkit.conformal._base import _SingleSampleClassifier, _SingleSampleRegressor, adjusted_alpha
 
 __all__ = ["RCP1Classifier", "RCP1Regressor"]
 
 
 class _RCP1Mixin:
-    def _check_common(self) -> dict[str, Any]:
-        check_in_options(self.noise, "noise", NOISES)
-        return super()._check_common()  # type: ignore[misc]
-
     def _calibration_alpha(self, params: dict[str, Any]) -> float:
         return adjusted_alpha(self.confidence_level, params["radius"], params["sigma"], params["noise"])
 

@@ -67,6 +67,7 @@ class SplitConformalClassifier(_SingleSampleClassifier):
     """
 
     _uses_radius = False
+    _requires_noise = False
 
     def __init__(
         self,
@@ -131,6 +132,7 @@ class SplitConformalRegressor(_SingleSampleRegressor):
     """
 
     _uses_radius = False
+    _requires_noise = False
 
     def __init__(
         self,
