@@ -10,6 +10,7 @@ import numpy as np
 from sklearn.base import BaseEstimator
 
 from certkit._validation import (
+    check_allocation,
     check_array,
     check_in_options,
     check_integer,
@@ -200,6 +201,12 @@ class _ClassifierBase(_ConformalBase):
         self, X: np.ndarray, n_samples: int, noise: str | None, sigma: float | None
     ) -> np.ndarray:
         """Conformity scores of every label at ``n_samples`` noisy copies: shape ``(n, n_samples, K)``."""
+        if n_samples > 1:
+            # scores (n, n_samples, K >= 2) plus one chunk of noisy copies, its noise and model output
+            chunk = max(1, self.batch_size // n_samples) * float(n_samples)
+            need = 8.0 * (2.0 * X.shape[0] * n_samples + chunk * (3.0 * X[0].size + 2.0))
+            check_allocation(need, "n_samples", n_samples,
+                             what=f"scoring {X.shape[0]} inputs with n_samples noisy copies each")
         out = None
         for start, rows, raw in self._raw_outputs(X, n_samples, noise, sigma):
             probs = as_probabilities(raw, rows, self.output)

@@ -10,11 +10,13 @@ from sklearn.exceptions import NotFittedError
 
 from certkit.conformal import (
     APSScore,
+    BinCPClassifier,
     CallableScore,
     RAPSScore,
     RCP1Classifier,
     RCP1Regressor,
     RCP1RiskControl,
+    RSCPPlusClassifier,
     SplitConformalClassifier,
     SplitConformalRegressor,
     evaluate_sets,
@@ -213,3 +215,11 @@ def test_smoothed_pgd_nan_or_constant_model():
         smoothed_pgd(lambda t: t * float("nan"), X, y, 0.3, 0.2, steps=2, n_noise=2, rng=0)
     with pytest.raises(TypeError, match="does not depend differentiably"):
         smoothed_pgd(lambda t: torch.full((t.shape[0], 2), 0.5), X, y, 0.3, 0.2, steps=2, n_noise=2, rng=0)
+
+
+@pytest.mark.parametrize("cls", [BinCPClassifier, RSCPPlusClassifier])
+def test_huge_n_samples_is_refused_before_allocating(cls):
+    """A huge n_samples asked numpy for 14.6 TiB; now a ValueError names n_samples and the estimate."""
+    X, y = _data(30)
+    with pytest.raises(ValueError, match=r"n_samples=1000000000000 is too large: .* about [0-9.]+ TiB"):
+        cls(MODEL, sigma=0.2, radius=0.1, n_samples=10**12, error_rate=0.01, rng=0).calibrate(X, y)
