@@ -134,6 +134,10 @@ class BinCPClassifier(_MultiSampleClassifier):
         The per-point quantiles :math:`\hat\lambda_i`.
     n_calibration_, n_classes_ : int
         Calibration size and number of classes.
+    input_shape_ : tuple of int
+        Shape of one calibration input; later inputs must have it (else ``ValueError``).
+    n_features_in_ : int
+        Number of values per input (``prod(input_shape_)``).
     required_calibration_size_ : int
         Smallest calibration size with a non-trivial set.
     """
@@ -270,6 +274,10 @@ class RSCPPlusClassifier(_MultiSampleClassifier):
         Smoothed calibration scores :math:`\hat s(x_i, y_i)`.
     n_calibration_, n_classes_ : int
         Calibration size and number of classes.
+    input_shape_ : tuple of int
+        Shape of one calibration input; later inputs must have it (else ``ValueError``).
+    n_features_in_ : int
+        Number of values per input (``prod(input_shape_)``).
     required_calibration_size_ : int
         Smallest calibration size with a non-trivial set.
     """

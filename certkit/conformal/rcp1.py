@@ -77,6 +77,10 @@ class RCP1Classifier(_RCP1Mixin, _SingleSampleClassifier):
         :math:`1 - \alpha'`.
     n_calibration_ : int
         Number of calibration points.
+    input_shape_ : tuple of int
+        Shape of one calibration input; later inputs must have it (else ``ValueError``).
+    n_features_in_ : int
+        Number of values per input (``prod(input_shape_)``).
     n_classes_ : int
         Number of classes.
     calibration_scores_ : numpy.ndarray
@@ -156,6 +160,10 @@ class RCP1Regressor(_RCP1Mixin, _SingleSampleRegressor):
         :math:`1 - \alpha'`.
     n_calibration_ : int
         Number of calibration points.
+    input_shape_ : tuple of int
+        Shape of one calibration input; later inputs must have it (else ``ValueError``).
+    n_features_in_ : int
+        Number of values per input (``prod(input_shape_)``).
     calibration_scores_ : numpy.ndarray
         Noisy calibration residuals.
     required_calibration_size_ : int or None

@@ -93,6 +93,10 @@ class RCP1RiskControl(_ConformalBase):
         :math:`\hat R_n(\lambda)` for each candidate.
     n_calibration_ : int
         Number of calibration points.
+    input_shape_ : tuple of int
+        Shape of one calibration input; later inputs must have it (else ``ValueError``).
+    n_features_in_ : int
+        Number of values per input (``prod(input_shape_)``).
     """
 
     _fitted_attr = "lambda_"
