@@ -6,7 +6,9 @@ from sklearn.exceptions import NotFittedError
 
 from certkit._validation import (
     as_numpy,
+    check_allocation,
     check_array,
+    check_bool,
     check_in_options,
     check_integer,
     check_is_fitted,
@@ -16,6 +18,7 @@ from certkit._validation import (
     check_probability,
     check_rng,
     check_same_length,
+    memory_limit,
     seed_from_rng,
 )
 
@@ -296,3 +299,22 @@ def test_check_is_fitted():
     check_is_fitted(est, ["a_", "b_"])
     check_is_fitted(est, "a_")
     assert issubclass(NotFittedError, ValueError)  # so callers catching ValueError see it too
+
+
+@pytest.mark.parametrize("value", [True, False, np.bool_(True)])
+def test_check_bool_accepts_flags(value):
+    assert check_bool(value, "replacement") is bool(value)
+
+
+@pytest.mark.parametrize("value", ["yes", 1, 0, None, 0.0, np.int64(1)])
+def test_check_bool_rejects_everything_else(value):
+    with pytest.raises(TypeError, match="replacement must be True or False"):
+        check_bool(value, "replacement")
+
+
+def test_check_allocation_names_argument_and_estimate():
+    limit = memory_limit()
+    assert limit > 2**27  # at least 128 MiB on any machine running the tests
+    check_allocation(limit / 2, "n_parts", 10, what="the vote matrix")
+    with pytest.raises(ValueError, match=r"n_parts=100000000 is too large: the vote matrix would need about [0-9.]+ [GT]iB, more than"):
+        check_allocation(2.0**40 if limit < 2**40 else 2.0 * limit, "n_parts", 10**8, what="the vote matrix")
