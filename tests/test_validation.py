@@ -316,5 +316,6 @@ def test_check_allocation_names_argument_and_estimate():
     limit = memory_limit()
     assert limit > 2**27  # at least 128 MiB on any machine running the tests
     check_allocation(limit / 2, "n_parts", 10, what="the vote matrix")
-    with pytest.raises(ValueError, match=r"n_parts=100000000 is too large: the vote matrix would need about [0-9.]+ [GT]iB, more than"):
+    match = r"n_parts=100000000 is too large: the vote matrix would need about [0-9.]+ [GT]iB, more than"
+    with pytest.raises(ValueError, match=match):
         check_allocation(2.0**40 if limit < 2**40 else 2.0 * limit, "n_parts", 10**8, what="the vote matrix")
