@@ -1,7 +1,7 @@
 """Benchmark of certkit.circuits.
 
 1. Subsamples per second of the certificate for a top-k rule over a per-example score matrix:
-   the ScoreRule path (C++ kernel ``subsample_votes``, 1 and 2 threads) against a pure-NumPy loop
+   the ScoreRule path (C++ kernel ``_core.votes.subsample``, 1 and 2 threads) against a pure-NumPy loop
    over subsamples, the best vectorised NumPy (batched gather + argpartition), and the black-box
    path (a Python callable per subsample).  Target: 10,000 subsamples x 512 neurons certified
    (votes, Clopper–Pearson bounds and radii) in under 2 s.
@@ -64,7 +64,7 @@ def throughput_table(n_subsamples: int = 10_000) -> str:
     rng = np.random.default_rng(0)
     scores = rng.normal(size=(N_EXAMPLES, N_NEURONS)) + np.linspace(0, 1, N_NEURONS)
     rule = ScoreRule(scores, top_k=TOP_K)
-    idx = _core.subsample_indices(N_EXAMPLES, M, n_subsamples, False, 1)
+    idx = _core.subsample.indices(N_EXAMPLES, M, n_subsamples, seed=1)
     rows = []
 
     t_loop_small, _ = best_time(lambda: numpy_loop(scores, idx[:1000], TOP_K), repeats=1)

@@ -29,7 +29,7 @@ from certkit import _core
 from certkit._results import format_table
 
 N_EXAMPLES, SUBSAMPLE, N_SUBSAMPLES, N_COMPONENTS, TOP_K = 1000, 100, 10_000, 512, 50
-KEEP_PROB = 0.1
+DELETION_PROB = 0.9
 SEED = 1
 
 
@@ -92,16 +92,16 @@ def main(argv: list[str] | None = None) -> None:
 
     rows = []
 
-    # -- subsample_votes ---------------------------------------------------------------------------
+    # -- votes.subsample ----------------------------------------------------------------------------
     def kernel_votes(n_threads: int) -> Callable[[], np.ndarray]:
-        return lambda: _core.subsample_votes(
+        return lambda: _core.votes.subsample(
             scores, m=SUBSAMPLE, n_subsamples=N_SUBSAMPLES, top_k=TOP_K, seed=SEED, n_threads=n_threads
         )
 
     t_k1, counts = best_time(kernel_votes(1), reps)
     t_k2, counts2 = best_time(kernel_votes(2), reps)
     assert np.array_equal(counts, counts2)
-    idx = _core.subsample_indices(N_EXAMPLES, SUBSAMPLE, N_SUBSAMPLES, False, SEED)
+    idx = _core.subsample.indices(N_EXAMPLES, SUBSAMPLE, N_SUBSAMPLES, seed=SEED)
     baselines = {
         "matmul": numpy_votes_matmul,
         "gather": numpy_votes_gather,
@@ -123,7 +123,7 @@ def main(argv: list[str] | None = None) -> None:
     t_np1, t_npd = timings[best_one][0], timings[best_default][1]
     rows.append(
         [
-            f"subsample_votes (numpy: {best_one} / {best_default})",
+            f"votes.subsample (numpy: {best_one} / {best_default})",
             t_k1,
             t_k2,
             t_np1,
@@ -145,7 +145,7 @@ def main(argv: list[str] | None = None) -> None:
         t_e2e, _ = best_time(numpy_end_to_end, reps)
     rows.append(
         [
-            f"subsample_votes incl. drawing (numpy: argpartition + {best_one})",
+            f"votes.subsample incl. drawing (numpy: argpartition + {best_one})",
             t_k1,
             t_k2,
             t_e2e,
@@ -155,16 +155,16 @@ def main(argv: list[str] | None = None) -> None:
         ]
     )
 
-    # -- subsample_indices ---------------------------------------------------------------------------
+    # -- subsample.indices ----------------------------------------------------------------------------
     t_idx, _ = best_time(
-        lambda: _core.subsample_indices(N_EXAMPLES, SUBSAMPLE, N_SUBSAMPLES, False, SEED), reps
+        lambda: _core.subsample.indices(N_EXAMPLES, SUBSAMPLE, N_SUBSAMPLES, seed=SEED), reps
     )
     t_arg, _ = best_time(lambda: numpy_indices_argpartition(gen, N_EXAMPLES, SUBSAMPLE, N_SUBSAMPLES), reps)
     t_perm, _ = best_time(lambda: numpy_indices_permuted(gen, N_EXAMPLES, SUBSAMPLE, N_SUBSAMPLES), reps)
     name, t_np = ("argpartition", t_arg) if t_arg <= t_perm else ("permuted", t_perm)
     rows.append(
         [
-            f"subsample_indices, no replacement (numpy: {name})",
+            f"subsample.indices, no replacement (numpy: {name})",
             t_idx,
             "-",
             t_np,
@@ -175,12 +175,13 @@ def main(argv: list[str] | None = None) -> None:
     )
 
     t_idx, _ = best_time(
-        lambda: _core.subsample_indices(N_EXAMPLES, SUBSAMPLE, N_SUBSAMPLES, True, SEED), reps
+        lambda: _core.subsample.indices(N_EXAMPLES, SUBSAMPLE, N_SUBSAMPLES, replacement=True, seed=SEED),
+        reps,
     )
     t_np, _ = best_time(lambda: gen.integers(0, N_EXAMPLES, size=(N_SUBSAMPLES, SUBSAMPLE)), reps)
     rows.append(
         [
-            "subsample_indices, replacement (numpy: integers)",
+            "subsample.indices, replacement (numpy: integers)",
             t_idx,
             "-",
             t_np,
@@ -190,12 +191,18 @@ def main(argv: list[str] | None = None) -> None:
         ]
     )
 
-    # -- deletion_masks ------------------------------------------------------------------------------
-    t_mask, _ = best_time(lambda: _core.deletion_masks(N_EXAMPLES, KEEP_PROB, N_SUBSAMPLES, SEED), reps)
-    t_np, _ = best_time(lambda: gen.random((N_SUBSAMPLES, N_EXAMPLES)) < KEEP_PROB, reps)
+    # -- subsample.deletion_masks ------------------------------------------------------------------
+    t_mask, _ = best_time(
+        lambda: _core.subsample.deletion_masks(
+            N_EXAMPLES, N_SUBSAMPLES, deletion_prob=DELETION_PROB, seed=SEED
+        ),
+        reps,
+    )
+    keep = 1.0 - DELETION_PROB
+    t_np, _ = best_time(lambda: gen.random((N_SUBSAMPLES, N_EXAMPLES)) < keep, reps)
     rows.append(
         [
-            f"deletion_masks, keep {KEEP_PROB} (numpy: random < q)",
+            f"subsample.deletion_masks, delete {DELETION_PROB} (numpy: random < 1 - p)",
             t_mask,
             "-",
             t_np,

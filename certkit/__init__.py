@@ -3,15 +3,15 @@
 Capabilities live in submodules that are imported on first use, so that
 ``import certkit`` stays light:
 
-========================  ====================================================
-``certkit.stats``         binomial, smoothing and conformal bounds
-``certkit.parallel``      executors (serial, local pool, Dask)
-``certkit.datasets``      embedded data sets
-``certkit.mibp``          MIBP certified training
-``certkit.conformal``     RCP1 robust conformal prediction
-``certkit.circuits``      certified circuits
-``certkit.plot``          plot helpers (matplotlib)
-========================  ====================================================
+| submodule | what it holds |
+|---|---|
+| ``certkit.stats`` | binomial, smoothing and conformal bounds |
+| ``certkit.parallel`` | executors (serial, local pool, Dask) |
+| ``certkit.datasets`` | embedded data sets |
+| ``certkit.mibp`` | MIBP certified training |
+| ``certkit.conformal`` | RCP1 robust conformal prediction |
+| ``certkit.circuits`` | certified circuits |
+| ``certkit.plot`` | plot helpers (matplotlib) |
 
 The entry points ``certkit.certified_training``, ``certkit.RCP1Classifier`` and
 ``certkit.certify_circuit`` are re-exported here.

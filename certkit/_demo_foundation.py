@@ -13,6 +13,7 @@ def demo(rng: np.random.Generator) -> str:
     from certkit import _core, stats
     from certkit._results import format_table
     from certkit._validation import seed_from_rng
+    from certkit.stats._common import NOISES
 
     sections = []
 
@@ -28,7 +29,7 @@ def demo(rng: np.random.Generator) -> str:
     sigma = 0.25
     rows = [
         [noise, *stats.smoothing_lower_bound(0.9, radius=radii, sigma=sigma, noise=noise)]
-        for noise in ("gaussian", "uniform")
+        for noise in NOISES
     ]
     sections.append(
         format_table(
@@ -62,20 +63,20 @@ def demo(rng: np.random.Generator) -> str:
 
     n, n_components, m, n_subsamples = 60, 6, 15, 2000
     scores = rng.normal(size=(n, n_components)) + np.linspace(1.0, 0.0, n_components)
-    counts = _core.subsample_votes(
+    counts = _core.votes.subsample(
         scores, scheme="without_replacement", m=m, n_subsamples=n_subsamples, top_k=2, seed=seed_from_rng(rng)
     )
     low, high = stats.clopper_pearson(counts, n_subsamples, confidence_level=0.99, n_tests=n_components)
     rows = [
-        [j, int(c), c / n_subsamples, float(lo), float(hi)]
-        for j, (c, lo, hi) in enumerate(zip(counts, low, high))
+        [j, int(c), c / n_subsamples, float(lower), float(upper)]
+        for j, (c, lower, upper) in enumerate(zip(counts, low, high))
     ]
     sections.append(
         format_table(
             ["component", "votes", "fraction", "low", "high"],
             rows,
             title=(
-                f"subsample_votes: top-2 of {n_components} components by mean score over "
+                f"_core.votes.subsample: top-2 of {n_components} components by mean score over "
                 f"{n_subsamples} subsamples of {m}/{n}; 99% family-wise Clopper-Pearson"
             ),
         )

@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, TypeAlias
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Protocol, TypeAlias
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     import numpy as np
 
-    from certkit.parallel import ExecutorLike
+__all__ = ["ExecutorArg", "ExecutorLike", "Progress", "RNGLike"]
 
-__all__ = ["ExecutorArg", "Progress", "RNGLike"]
+
+class ExecutorLike(Protocol):
+    """Anything with ``submit(fn, *args) -> future`` whose futures have ``result()``."""
+
+    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any: ...
+
 
 #: ``rng`` argument (SPEC 7): None (fresh OS entropy), an int seed or a ``numpy.random.Generator``.
 RNGLike: TypeAlias = "int | np.random.Generator | None"

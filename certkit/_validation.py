@@ -175,9 +175,9 @@ def check_integer(value: Any, name: str, *, minimum: int | None = None, maximum:
 
 
 def check_bool(value: Any, name: str) -> bool:
-    """A flag: ``True`` or ``False`` (a NumPy bool too); ``1``, ``None`` or ``"yes"`` are errors."""
+    """A Python or NumPy bool (not 0/1, not a str)."""
     if not isinstance(value, (bool, np.bool_)):
-        raise TypeError(f"{name} must be True or False, got {value!r}")
+        raise TypeError(f"{name} must be a bool (True or False), got {type(value).__name__}")
     return bool(value)
 
 

@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from certkit._optional import require
 from certkit._validation import check_array
 
 __all__ = ["plot_certified_accuracy"]
@@ -40,10 +41,7 @@ def plot_certified_accuracy(
         raise ValueError("epsilons must be >= 0")
     if not accuracies:
         raise ValueError("accuracies must contain at least one method")
-    try:
-        import matplotlib.pyplot as plt
-    except ImportError as exc:
-        raise ImportError('plotting needs matplotlib: pip install "certkit[plot]"') from exc
+    plt = require("matplotlib.pyplot", extra="plot", purpose="plotting")
     if ax is None:
         _, ax = plt.subplots(figsize=(5, 3.5))
     for label, acc in accuracies.items():

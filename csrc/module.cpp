@@ -1,5 +1,6 @@
-// certkit._core: compiled kernels.  Each domain lives in its own unit and
-// exposes one register_* function; this file only wires them together.
+// certkit._core: compiled kernels.  Each domain has its kernels in
+// <domain>.hpp and its binding unit <domain>.cpp, whose register_<domain>
+// creates the submodule certkit._core.<domain>; this file only lists them.
 #include <pybind11/pybind11.h>
 
 namespace py = pybind11;

@@ -1,7 +1,10 @@
-// Bindings for the counter-based generator (used by tests and by Python code
-// that must reproduce kernel draws).
+// Bindings of the counter-based generator (rng.hpp) as the submodule
+// certkit._core.rng (used by tests and by Python code that must reproduce
+// kernel draws).
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
+
+#include <cstdint>
 
 #include "rng.hpp"
 
@@ -28,7 +31,8 @@ py::array_t<std::uint64_t> random_uint64(std::uint64_t seed, std::uint64_t strea
 
 }  // namespace
 
-void register_rng(py::module_& m) {
+void register_rng(py::module_& parent) {
+    py::module_ m = parent.def_submodule("rng", "The counter-based generator keyed by (seed, stream).");
     m.def("random_uint64", &random_uint64, py::arg("seed"), py::arg("stream"), py::arg("counters"),
           "Raw 64-bit draws of the counter-based generator keyed by (seed, stream) at the given counters.");
 }

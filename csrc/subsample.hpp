@@ -1,5 +1,6 @@
-// Subsample draws shared by the index/mask kernels (subsample.cpp) and the
-// vote kernels (votes.cpp).  Subsample b always uses the generator keyed by
+// Subsample kernels: the draws shared by the index/mask kernels (bound in
+// subsample.cpp) and by the vote kernels (votes.hpp), and the index/mask
+// kernels themselves.  Subsample b always uses the generator keyed by
 // (seed, stream = b); draw i of that subsample uses counter i.  Hence every
 // subsample is a pure function of (seed, b) and kernels give identical results
 // for any number of threads and any processing order.
@@ -7,6 +8,7 @@
 
 #include <cstdint>
 #include <utility>
+#include <vector>
 
 #include "rng.hpp"
 
@@ -49,6 +51,39 @@ inline std::int64_t draw_poisson(std::uint64_t key, std::int64_t n, double keep_
         }
     }
     return count;
+}
+
+// Indices of n_subsamples subsamples of size m (row b drawn with the key of
+// (seed, b)), written row after row to out (n_subsamples * m entries).
+inline void subsample_indices(std::uint64_t seed, std::int64_t n, std::int64_t m, std::int64_t n_subsamples,
+                              bool replacement, std::int64_t* out) {
+    if (replacement) {
+        for (std::int64_t b = 0; b < n_subsamples; ++b) {
+            draw_with_replacement(stream_key(seed, static_cast<std::uint64_t>(b)), n, m, out + b * m);
+        }
+        return;
+    }
+    std::vector<std::int64_t> perm(static_cast<std::size_t>(n));
+    std::vector<std::int64_t> swaps(static_cast<std::size_t>(m));
+    for (std::int64_t i = 0; i < n; ++i) {
+        perm[static_cast<std::size_t>(i)] = i;
+    }
+    for (std::int64_t b = 0; b < n_subsamples; ++b) {
+        draw_without_replacement(stream_key(seed, static_cast<std::uint64_t>(b)), n, m, perm.data(), swaps.data(),
+                                 out + b * m);
+    }
+}
+
+// Poisson deletion masks: out[b * n + i] = uniform01(key_b, i) < keep_prob.
+inline void deletion_masks(std::uint64_t seed, std::int64_t n, double keep_prob, std::int64_t n_subsamples,
+                           bool* out) noexcept {
+    for (std::int64_t b = 0; b < n_subsamples; ++b) {
+        const std::uint64_t key = stream_key(seed, static_cast<std::uint64_t>(b));
+        bool* row = out + b * n;
+        for (std::int64_t i = 0; i < n; ++i) {
+            row[i] = uniform01(key, static_cast<std::uint64_t>(i)) < keep_prob;
+        }
+    }
 }
 
 }  // namespace certkit

@@ -166,13 +166,10 @@ def evaluate(model, circuits: list[ClassCircuits], X_train, X_test, y_test, *, s
 
 def plot(circuits: list[ClassCircuits], path: str) -> None:
     """Vote fraction vs certified radius of every channel, one colour per digit."""
-    try:
-        import matplotlib
+    import matplotlib
 
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError as exc:  # pragma: no cover
-        raise ImportError('plotting needs matplotlib: pip install "certkit[plot]"') from exc
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
     fig, axes = plt.subplots(1, 2, figsize=(10, 4))
     cmap = plt.get_cmap("tab10")
     for cc in circuits:

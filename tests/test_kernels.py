@@ -109,14 +109,14 @@ def ref_subsample_indices(n, m, n_subsamples, replace, seed) -> np.ndarray:
     return perm[:, :m].copy()
 
 
-def ref_deletion_masks(n, keep_prob, n_subsamples, seed) -> np.ndarray:
+def ref_deletion_masks(n, deletion_prob, n_subsamples, seed) -> np.ndarray:
     keys = keys_for(seed, n_subsamples)
-    return uniform01(keys[:, None], np.arange(n, dtype=U64)[None, :]) < keep_prob
+    return uniform01(keys[:, None], np.arange(n, dtype=U64)[None, :]) < 1.0 - deletion_prob
 
 
-def ref_select(mean: np.ndarray, top_k: int, threshold: float) -> np.ndarray:
+def ref_select(mean: np.ndarray, top_k: int | None, threshold: float | None) -> np.ndarray:
     """Rule on the rows of `mean` (B, N): rank by (mean desc, index asc), or mean >= threshold."""
-    if top_k == -1:
+    if top_k is None:
         return mean >= threshold
     n_comp = mean.shape[1]
     idx = np.arange(n_comp)
@@ -125,12 +125,12 @@ def ref_select(mean: np.ndarray, top_k: int, threshold: float) -> np.ndarray:
     return above + tied_before < top_k
 
 
-def ref_subsample_means(scores, scheme, m, keep_prob, n_subsamples, seed):
+def ref_subsample_means(scores, scheme, m, deletion_prob, n_subsamples, seed):
     """Means (B, N) summed from 0.0 row by row in subsample order, and the subsample sizes (B,)."""
     n, n_comp = scores.shape
     acc = np.zeros((n_subsamples, n_comp))
     if scheme == "poisson":
-        masks = ref_deletion_masks(n, keep_prob, n_subsamples, seed)
+        masks = ref_deletion_masks(n, deletion_prob, n_subsamples, seed)
         for i in range(n):  # kept rows in increasing index
             acc[masks[:, i]] += scores[i]
         sizes = masks.sum(axis=1)
@@ -144,14 +144,22 @@ def ref_subsample_means(scores, scheme, m, keep_prob, n_subsamples, seed):
 
 
 def ref_subsample_votes(
-    scores, *, scheme, m=0, keep_prob=np.nan, n_subsamples, top_k=-1, threshold=np.nan, seed
+    scores,
+    *,
+    scheme="without_replacement",
+    m=None,
+    deletion_prob=None,
+    n_subsamples,
+    top_k=None,
+    threshold=None,
+    seed,
 ):
-    mean, sizes = ref_subsample_means(scores, scheme, m, keep_prob, n_subsamples, seed)
+    mean, sizes = ref_subsample_means(scores, scheme, m, deletion_prob, n_subsamples, seed)
     selected = ref_select(mean, top_k, threshold) & (sizes > 0)[:, None]
     return selected.sum(axis=0).astype(np.int64)
 
 
-def ref_partition_votes(scores, n_parts, part_of, *, top_k=-1, threshold=np.nan):
+def ref_partition_votes(scores, n_parts, part_of, *, top_k=None, threshold=None):
     acc = np.zeros((n_parts, scores.shape[1]))
     for i in range(scores.shape[0]):
         acc[part_of[i]] += scores[i]
@@ -176,7 +184,7 @@ def tied_scores(rng, n, n_comp):
 def test_random_uint64_matches_reference(seed, stream):
     counters = np.array([0, 1, 2, 1000, 2**40, 2**64 - 1], dtype=U64)
     expected = draw64(stream_key(seed, stream), counters)
-    np.testing.assert_array_equal(_core.random_uint64(seed, stream, counters), expected)
+    np.testing.assert_array_equal(_core.rng.random_uint64(seed, stream, counters), expected)
 
 
 def test_reference_mix64_known_values():
@@ -199,7 +207,7 @@ def test_bounded_rejection_rule_is_reproduced():
     # n = 2**62 + 1 rejects about a quarter of the draws (threshold = 2**64 mod n = 2**62 - 3, compared
     # with the low half of draw * n), so the retries at counter i + (attempt << 40) are exercised.
     n = 2**62 + 1
-    got = _core.subsample_indices(n, 64, 8, True, 5)
+    got = _core.subsample.indices(n, 64, 8, replacement=True, seed=5)
     np.testing.assert_array_equal(got, ref_subsample_indices(n, 64, 8, True, 5))
     keys = keys_for(5, 8)
     raw = draw64(keys[:, None], np.arange(64, dtype=U64)[None, :])
@@ -231,54 +239,54 @@ def test_bounded_rejection_rule_is_reproduced():
     ],
 )
 def test_subsample_indices_match_reference(n, m, n_subsamples, replace, seed):
-    got = _core.subsample_indices(n, m, n_subsamples, replace, seed)
+    got = _core.subsample.indices(n, m, n_subsamples, replacement=replace, seed=seed)
     assert got.dtype == np.int64 and got.shape == (n_subsamples, m)
     np.testing.assert_array_equal(got, ref_subsample_indices(n, m, n_subsamples, replace, seed))
 
 
 @pytest.mark.parametrize(
-    ("n", "keep_prob", "n_subsamples", "seed"),
-    [(1, 0.5, 10, 0), (50, 0.0, 4, 1), (50, 1.0, 4, 1), (50, 0.3, 30, 2), (333, 0.9, 5, 2**63 - 1)],
+    ("n", "deletion_prob", "n_subsamples", "seed"),
+    [(1, 0.5, 10, 0), (50, 1.0, 4, 1), (50, 0.0, 4, 1), (50, 0.7, 30, 2), (333, 0.1, 5, 2**63 - 1)],
 )
-def test_deletion_masks_match_reference(n, keep_prob, n_subsamples, seed):
-    got = _core.deletion_masks(n, keep_prob, n_subsamples, seed)
+def test_deletion_masks_match_reference(n, deletion_prob, n_subsamples, seed):
+    got = _core.subsample.deletion_masks(n, n_subsamples, deletion_prob=deletion_prob, seed=seed)
     assert got.dtype == np.bool_ and got.shape == (n_subsamples, n)
-    np.testing.assert_array_equal(got, ref_deletion_masks(n, keep_prob, n_subsamples, seed))
+    np.testing.assert_array_equal(got, ref_deletion_masks(n, deletion_prob, n_subsamples, seed))
 
 
 VOTE_CASES = [
-    # (n, N, scheme, m, keep_prob, B, top_k, threshold, tied)
-    (20, 9, "without_replacement", 5, np.nan, 60, 3, np.nan, False),
-    (20, 9, "without_replacement", 5, np.nan, 60, 3, np.nan, True),
-    (20, 9, "without_replacement", 20, np.nan, 10, 4, np.nan, True),
-    (20, 9, "without_replacement", 7, np.nan, 60, -1, 1.0, True),
-    (20, 9, "without_replacement", 6, np.nan, 60, -1, 0.1, False),
-    (15, 6, "with_replacement", 9, np.nan, 50, 2, np.nan, True),
-    (15, 6, "with_replacement", 40, np.nan, 50, -1, 1.0, True),
-    (15, 6, "with_replacement", 3, np.nan, 50, 6, np.nan, False),
-    (12, 8, "poisson", 0, 0.2, 80, 3, np.nan, True),  # some subsamples are empty
-    (12, 8, "poisson", 0, 0.6, 80, -1, 1.0, True),
-    (12, 8, "poisson", 0, 0.0, 5, 2, np.nan, False),  # every subsample empty
-    (12, 8, "poisson", 0, 1.0, 5, 1, np.nan, True),
-    (40, 33, "without_replacement", 13, np.nan, 30, 1, np.nan, False),  # N not a multiple of anything
-    (3, 1, "without_replacement", 2, np.nan, 10, 1, np.nan, False),
-    (3, 1, "without_replacement", 2, np.nan, 10, -1, -np.inf, False),
+    # (n, N, scheme, m, deletion_prob, B, top_k, threshold, tied)
+    (20, 9, "without_replacement", 5, None, 60, 3, None, False),
+    (20, 9, "without_replacement", 5, None, 60, 3, None, True),
+    (20, 9, "without_replacement", 20, None, 10, 4, None, True),
+    (20, 9, "without_replacement", 7, None, 60, None, 1.0, True),
+    (20, 9, "without_replacement", 6, None, 60, None, 0.1, False),
+    (15, 6, "with_replacement", 9, None, 50, 2, None, True),
+    (15, 6, "with_replacement", 40, None, 50, None, 1.0, True),
+    (15, 6, "with_replacement", 3, None, 50, 6, None, False),
+    (12, 8, "poisson", None, 0.8, 80, 3, None, True),  # some subsamples are empty
+    (12, 8, "poisson", None, 0.4, 80, None, 1.0, True),
+    (12, 8, "poisson", None, 1.0, 5, 2, None, False),  # every subsample empty
+    (12, 8, "poisson", None, 0.0, 5, 1, None, True),
+    (40, 33, "without_replacement", 13, None, 30, 1, None, False),  # N not a multiple of anything
+    (3, 1, "without_replacement", 2, None, 10, 1, None, False),
+    (3, 1, "without_replacement", 2, None, 10, None, -np.inf, False),
 ]
 
 
 @pytest.mark.parametrize(
-    ("n", "n_comp", "scheme", "m", "keep_prob", "n_sub", "top_k", "threshold", "tied"), VOTE_CASES
+    ("n", "n_comp", "scheme", "m", "deletion_prob", "n_sub", "top_k", "threshold", "tied"), VOTE_CASES
 )
-def test_subsample_votes_match_reference(n, n_comp, scheme, m, keep_prob, n_sub, top_k, threshold, tied):
+def test_subsample_votes_match_reference(n, n_comp, scheme, m, deletion_prob, n_sub, top_k, threshold, tied):
     rng = np.random.default_rng(n * 100 + n_comp)
     scores = tied_scores(rng, n, n_comp) if tied else rng.normal(size=(n, n_comp))
     kwargs = dict(
-        scheme=scheme, m=m, keep_prob=keep_prob, n_subsamples=n_sub, top_k=top_k, threshold=threshold
+        scheme=scheme, m=m, deletion_prob=deletion_prob, n_subsamples=n_sub, top_k=top_k, threshold=threshold
     )
     for seed in (0, 17):
         expected = ref_subsample_votes(scores, seed=seed, **kwargs)
         for n_threads in (1, 2, 3):
-            got = _core.subsample_votes(scores, seed=seed, n_threads=n_threads, **kwargs)
+            got = _core.votes.subsample(scores, seed=seed, n_threads=n_threads, **kwargs)
             assert got.dtype == np.int64 and got.shape == (n_comp,)
             np.testing.assert_array_equal(got, expected)
 
@@ -286,22 +294,22 @@ def test_subsample_votes_match_reference(n, n_comp, scheme, m, keep_prob, n_sub,
 def test_votes_use_the_same_subsamples_as_indices_and_masks():
     rng = np.random.default_rng(3)
     scores = rng.normal(size=(30, 5))
-    idx = _core.subsample_indices(30, 30, 4, False, 8)  # every subsample is the full set (shuffled)
+    idx = _core.subsample.indices(30, 30, 4, seed=8)  # every subsample is the full set (shuffled)
     assert all(sorted(row) == list(range(30)) for row in idx)
     # top-1 of the full-set mean: each subsample selects the same component, so counts are (0, .., B, .., 0)
-    got = _core.subsample_votes(scores, m=30, n_subsamples=4, top_k=1, seed=8)
+    got = _core.votes.subsample(scores, m=30, n_subsamples=4, top_k=1, seed=8)
     assert got.sum() == 4 and got.max() == 4
     # a single-row subsample selects the argmax of that row
-    idx = _core.subsample_indices(30, 1, 50, False, 8)[:, 0]
+    idx = _core.subsample.indices(30, 1, 50, replacement=False, seed=8)[:, 0]
     expected = np.bincount(np.argmax(scores[idx], axis=1), minlength=5)
     np.testing.assert_array_equal(
-        _core.subsample_votes(scores, m=1, n_subsamples=50, top_k=1, seed=8), expected
+        _core.votes.subsample(scores, m=1, n_subsamples=50, top_k=1, seed=8), expected
     )
-    masks = _core.deletion_masks(30, 0.5, 40, 8)
+    masks = _core.subsample.deletion_masks(30, 40, deletion_prob=0.5, seed=8)
     means = np.array([scores[mk].mean(axis=0) if mk.any() else np.full(5, -np.inf) for mk in masks])
     expected = ((means >= 0.0) & masks.any(axis=1)[:, None]).sum(axis=0)
-    got = _core.subsample_votes(
-        scores, scheme="poisson", keep_prob=0.5, n_subsamples=40, threshold=0.0, seed=8
+    got = _core.votes.subsample(
+        scores, scheme="poisson", deletion_prob=0.5, n_subsamples=40, threshold=0.0, seed=8
     )
     np.testing.assert_array_equal(got, expected)
 
@@ -312,19 +320,19 @@ def test_larger_case_matches_reference_and_any_thread_count():
     kwargs = dict(m=37, n_subsamples=101, top_k=17, seed=42)
     expected = ref_subsample_votes(scores, scheme="without_replacement", **kwargs)
     for n_threads in (1, 2, 3, 0, 200):  # 0: all hardware threads; more threads than subsamples
-        np.testing.assert_array_equal(_core.subsample_votes(scores, n_threads=n_threads, **kwargs), expected)
+        np.testing.assert_array_equal(_core.votes.subsample(scores, n_threads=n_threads, **kwargs), expected)
 
 
-@pytest.mark.parametrize(("n", "keep_prob", "n_sub"), [(2000, 0.9, 100), (70_000, 0.99, 3)])
-def test_large_poisson_subsamples_match_reference(n, keep_prob, n_sub):
+@pytest.mark.parametrize(("n", "deletion_prob", "n_sub"), [(2000, 0.1, 100), (70_000, 0.01, 3)])
+def test_large_poisson_subsamples_match_reference(n, deletion_prob, n_sub):
     # The kernel closes a chunk of subsamples once it holds 2**16 rows: ~1,800-row subsamples give
     # chunks of 37 (not 64), and ~69,000-row subsamples give chunks of one.
     rng = np.random.default_rng(n)
     scores = rng.normal(size=(n, 40))
-    kwargs = dict(scheme="poisson", keep_prob=keep_prob, n_subsamples=n_sub, top_k=5, seed=3)
+    kwargs = dict(scheme="poisson", deletion_prob=deletion_prob, n_subsamples=n_sub, top_k=5, seed=3)
     expected = ref_subsample_votes(scores, **kwargs)
     for n_threads in (1, 2):
-        np.testing.assert_array_equal(_core.subsample_votes(scores, n_threads=n_threads, **kwargs), expected)
+        np.testing.assert_array_equal(_core.votes.subsample(scores, n_threads=n_threads, **kwargs), expected)
 
 
 @pytest.mark.parametrize("m", [1, 4, 60])
@@ -347,33 +355,33 @@ def test_top_k_with_many_components_matches_reference(m, kind):
         expected = ref_subsample_votes(scores, **kwargs)
         for n_threads in (1, 2):
             np.testing.assert_array_equal(
-                _core.subsample_votes(scores, n_threads=n_threads, **kwargs), expected
+                _core.votes.subsample(scores, n_threads=n_threads, **kwargs), expected
             )
 
 
 def test_ties_break_towards_lower_index():
     scores = np.ones((5, 6))
-    got = _core.subsample_votes(scores, m=3, n_subsamples=11, top_k=2, seed=0)
+    got = _core.votes.subsample(scores, m=3, n_subsamples=11, top_k=2, seed=0)
     np.testing.assert_array_equal(got, [11, 11, 0, 0, 0, 0])
     # a near-tie must not be broken by index: the strictly larger mean wins
     scores[:, 5] += 1e-12
-    got = _core.subsample_votes(scores, m=3, n_subsamples=11, top_k=2, seed=0)
+    got = _core.votes.subsample(scores, m=3, n_subsamples=11, top_k=2, seed=0)
     np.testing.assert_array_equal(got, [11, 0, 0, 0, 0, 11])
 
 
 def test_threshold_is_inclusive():
     scores = np.array([[1.0, 2.0, 0.5], [1.0, 0.0, 0.5]])
-    got = _core.subsample_votes(scores, m=2, n_subsamples=3, threshold=1.0, seed=1)
+    got = _core.votes.subsample(scores, m=2, n_subsamples=3, threshold=1.0, seed=1)
     np.testing.assert_array_equal(got, [3, 3, 0])
 
 
-@pytest.mark.parametrize(("top_k", "threshold"), [(2, np.nan), (-1, 0.5), (-1, 1.0), (5, np.nan)])
+@pytest.mark.parametrize(("top_k", "threshold"), [(2, None), (None, 0.5), (None, 1.0), (5, None)])
 def test_partition_votes_match_reference(top_k, threshold):
     rng = np.random.default_rng(5)
     for scores in (rng.normal(size=(40, 5)), tied_scores(rng, 40, 5)):
         part_of = rng.integers(0, 9, size=40)
         part_of[part_of == 4] = 5  # part 4 is empty
-        got = _core.partition_votes(scores, 9, part_of, top_k=top_k, threshold=threshold)
+        got = _core.votes.partition(scores, 9, part_of, top_k=top_k, threshold=threshold)
         assert got.dtype == np.bool_ and got.shape == (9, 5)
         np.testing.assert_array_equal(
             got, ref_partition_votes(scores, 9, part_of, top_k=top_k, threshold=threshold)
@@ -387,7 +395,7 @@ def test_partition_votes_many_components_and_parts():
     part_of = rng.integers(0, 60, size=300)
     for top_k in (1, 6, 30, 119):
         np.testing.assert_array_equal(
-            _core.partition_votes(scores, 60, part_of, top_k=top_k),
+            _core.votes.partition(scores, 60, part_of, top_k=top_k),
             ref_partition_votes(scores, 60, part_of, top_k=top_k),
         )
 
@@ -396,11 +404,11 @@ def test_partition_votes_by_hand():
     scores = np.array([[1.0, 0.0, 3.0], [3.0, 4.0, 3.0], [0.0, 5.0, 1.0]])
     part_of = np.array([0, 0, 2], dtype=np.int32)  # means: part 0 (2, 2, 3), part 1 empty, part 2 (0, 5, 1)
     np.testing.assert_array_equal(
-        _core.partition_votes(scores, 3, part_of, top_k=2),
+        _core.votes.partition(scores, 3, part_of, top_k=2),
         [[True, False, True], [False, False, False], [False, True, True]],
     )
     np.testing.assert_array_equal(
-        _core.partition_votes(scores, 3, part_of, threshold=2.0),
+        _core.votes.partition(scores, 3, part_of, threshold=2.0),
         [[True, True, True], [False, False, False], [False, True, False]],
     )
 
@@ -420,12 +428,13 @@ def test_partition_votes_by_hand():
 )
 def test_rows_are_valid_index_sets(n, data, n_sub, replace, seed):
     m = data.draw(st.integers(1, 80 if replace else n))
-    idx = _core.subsample_indices(n, m, n_sub, replace, seed)
+    idx = _core.subsample.indices(n, m, n_sub, replacement=replace, seed=seed)
     assert idx.shape == (n_sub, m)
     assert np.all((idx >= 0) & (idx < n))
     if not replace:
         assert all(len(set(row.tolist())) == m for row in idx)
-    np.testing.assert_array_equal(idx[-1:], _core.subsample_indices(n, m, n_sub, replace, seed)[-1:])
+    again = _core.subsample.indices(n, m, n_sub, replacement=replace, seed=seed)
+    np.testing.assert_array_equal(idx[-1:], again[-1:])
 
 
 @settings(max_examples=40, deadline=None)
@@ -443,23 +452,24 @@ def test_vote_counts_properties(n, n_comp, data, n_sub, scheme, seed, tied):
     scores = tied_scores(rng, n, n_comp) if tied else rng.normal(size=(n, n_comp))
     k = data.draw(st.integers(1, n_comp))
     if scheme == "poisson":
-        keep_prob = data.draw(st.floats(0.0, 1.0))
-        kwargs = dict(scheme=scheme, keep_prob=keep_prob, n_subsamples=n_sub, seed=seed)
-        n_nonempty = int(_core.deletion_masks(n, keep_prob, n_sub, seed).any(axis=1).sum())
+        deletion_prob = data.draw(st.floats(0.0, 1.0))
+        kwargs = dict(scheme=scheme, deletion_prob=deletion_prob, n_subsamples=n_sub, seed=seed)
+        masks = _core.subsample.deletion_masks(n, n_sub, deletion_prob=deletion_prob, seed=seed)
+        n_nonempty = int(masks.any(axis=1).sum())
     else:
         m = data.draw(st.integers(1, n if scheme == "without_replacement" else 40))
         kwargs = dict(scheme=scheme, m=m, n_subsamples=n_sub, seed=seed)
         n_nonempty = n_sub
-    counts = _core.subsample_votes(scores, top_k=k, **kwargs)
+    counts = _core.votes.subsample(scores, top_k=k, **kwargs)
     assert np.all((counts >= 0) & (counts <= n_sub))
     assert counts.sum() == n_nonempty * k
     np.testing.assert_array_equal(counts, ref_subsample_votes(scores, top_k=k, **kwargs))
-    np.testing.assert_array_equal(counts, _core.subsample_votes(scores, top_k=k, n_threads=2, **kwargs))
+    np.testing.assert_array_equal(counts, _core.votes.subsample(scores, top_k=k, n_threads=2, **kwargs))
     tau = float(np.median(scores))
-    counts = _core.subsample_votes(scores, threshold=tau, **kwargs)
+    counts = _core.votes.subsample(scores, threshold=tau, **kwargs)
     assert np.all((counts >= 0) & (counts <= n_nonempty))
     # lowering the threshold can only add components
-    assert np.all(_core.subsample_votes(scores, threshold=tau - 0.5, **kwargs) >= counts)
+    assert np.all(_core.votes.subsample(scores, threshold=tau - 0.5, **kwargs) >= counts)
 
 
 # ----------------------------------------------------------------------------
@@ -474,7 +484,7 @@ def _within_binomial(counts, trials, p, z=5.0):
 
 def test_inclusion_frequencies_without_replacement():
     n, m, n_sub = 50, 10, 20000
-    idx = _core.subsample_indices(n, m, n_sub, False, 2024)
+    idx = _core.subsample.indices(n, m, n_sub, replacement=False, seed=2024)
     incl = np.zeros((n_sub, n), dtype=bool)
     incl[np.arange(n_sub)[:, None], idx] = True
     assert np.all(_within_binomial(incl.sum(axis=0), n_sub, m / n))
@@ -487,11 +497,11 @@ def test_inclusion_frequencies_without_replacement():
 
 def test_inclusion_frequencies_with_replacement_and_poisson():
     n, m, n_sub = 40, 15, 20000
-    idx = _core.subsample_indices(n, m, n_sub, True, 77)
+    idx = _core.subsample.indices(n, m, n_sub, replacement=True, seed=77)
     assert np.all(_within_binomial(np.bincount(idx.ravel(), minlength=n), n_sub * m, 1 / n))
-    masks = _core.deletion_masks(n, 0.3, n_sub, 77)
+    masks = _core.subsample.deletion_masks(n, n_sub, deletion_prob=0.7, seed=77)
     assert np.all(_within_binomial(masks.sum(axis=0), n_sub, 0.3))
-    huge = _core.subsample_indices(2**62 + 1, 20000, 1, True, 3).ravel() / float(2**62 + 1)
+    huge = _core.subsample.indices(2**62 + 1, 20000, 1, replacement=True, seed=3).ravel() / float(2**62 + 1)
     assert abs(huge.mean() - 0.5) <= 5 * np.sqrt(1 / 12 / huge.size)
 
 
@@ -503,7 +513,7 @@ def test_vote_frequencies_match_exact_probability():
     n, c, m, t, n_sub = 30, 12, 8, 4, 20000
     scores = np.zeros((n, 1))
     scores[:c] = 1.0
-    counts = _core.subsample_votes(scores, m=m, n_subsamples=n_sub, threshold=t / m, seed=5)
+    counts = _core.votes.subsample(scores, m=m, n_subsamples=n_sub, threshold=t / m, seed=5)
     p = hypergeom(n, c, m).sf(t - 1)
     assert _within_binomial(counts[0], n_sub, p)
 
@@ -526,24 +536,26 @@ SCORES = np.zeros((10, 4))
     ],
 )
 def test_subsample_indices_errors(args, match):
+    n, m, n_subsamples, replacement, seed = args
     with pytest.raises(ValueError, match=match):
-        _core.subsample_indices(*args)
+        _core.subsample.indices(n, m, n_subsamples, replacement=replacement, seed=seed)
 
 
 @pytest.mark.parametrize(
     ("args", "match"),
     [
         ((0, 0.5, 3, 0), "n .* must be >= 1"),
-        ((5, -0.1, 3, 0), "keep_prob"),
-        ((5, 1.5, 3, 0), "keep_prob"),
-        ((5, np.nan, 3, 0), "keep_prob"),
+        ((5, -0.1, 3, 0), "deletion_prob"),
+        ((5, 1.5, 3, 0), "deletion_prob"),
+        ((5, np.nan, 3, 0), "deletion_prob"),
         ((5, 0.5, 0, 0), "n_subsamples"),
         ((5, 0.5, 3, -2), "seed"),
     ],
 )
 def test_deletion_masks_errors(args, match):
+    n, deletion_prob, n_subsamples, seed = args
     with pytest.raises(ValueError, match=match):
-        _core.deletion_masks(*args)
+        _core.subsample.deletion_masks(n, n_subsamples, deletion_prob=deletion_prob, seed=seed)
 
 
 @pytest.mark.parametrize(
@@ -559,12 +571,18 @@ def test_deletion_masks_errors(args, match):
         (SCORES, dict(m=3, n_subsamples=5, seed=-1, top_k=1), "seed must be >= 0"),
         (SCORES, dict(m=3, n_subsamples=5, seed=0, top_k=1, n_threads=-1), "n_threads"),
         (SCORES, dict(m=3, n_subsamples=5, seed=0, top_k=1, scheme="bootstrap"), "scheme must be one of"),
-        (SCORES, dict(m=3, n_subsamples=5, seed=0, top_k=1, keep_prob=0.5), "keep_prob is only used"),
-        (SCORES, dict(scheme="poisson", n_subsamples=5, seed=0, top_k=1), "keep_prob must be"),
-        (SCORES, dict(scheme="poisson", keep_prob=1.2, n_subsamples=5, seed=0, top_k=1), "keep_prob must be"),
+        (SCORES, dict(m=3, n_subsamples=5, seed=0, top_k=1, deletion_prob=0.5), "deletion_prob is only used"),
+        (SCORES, dict(n_subsamples=5, seed=0, top_k=1), "m \\(subsample size\\) is required"),
+        (SCORES, dict(m=3, n_subsamples=5, seed=0, threshold=np.nan), "threshold must not be NaN"),
+        (SCORES, dict(scheme="poisson", n_subsamples=5, seed=0, top_k=1), "deletion_prob is required"),
         (
             SCORES,
-            dict(scheme="poisson", keep_prob=0.5, m=3, n_subsamples=5, seed=0, top_k=1),
+            dict(scheme="poisson", deletion_prob=1.2, n_subsamples=5, seed=0, top_k=1),
+            "deletion_prob must be",
+        ),
+        (
+            SCORES,
+            dict(scheme="poisson", deletion_prob=0.5, m=3, n_subsamples=5, seed=0, top_k=1),
             "m is not used",
         ),
         (np.zeros(10), dict(m=3, n_subsamples=5, seed=0, top_k=1), "2-D"),
@@ -577,7 +595,7 @@ def test_deletion_masks_errors(args, match):
 )
 def test_subsample_votes_errors(scores, kwargs, match):
     with pytest.raises(ValueError, match=match):
-        _core.subsample_votes(scores, **kwargs)
+        _core.votes.subsample(scores, **kwargs)
 
 
 @pytest.mark.parametrize(
@@ -596,29 +614,29 @@ def test_subsample_votes_errors(scores, kwargs, match):
 )
 def test_partition_votes_errors(scores, n_parts, part_of, kwargs, match):
     with pytest.raises(ValueError, match=match):
-        _core.partition_votes(scores, n_parts, part_of, **kwargs)
+        _core.votes.partition(scores, n_parts, part_of, **kwargs)
 
 
 def test_type_errors():
     with pytest.raises(TypeError):  # float part labels are not silently truncated
-        _core.partition_votes(SCORES, 3, np.zeros(10), top_k=1)
+        _core.votes.partition(SCORES, 3, np.zeros(10), top_k=1)
     with pytest.raises(TypeError):  # options are keyword-only
-        _core.subsample_votes(SCORES, "without_replacement", 3)
+        _core.votes.subsample(SCORES, "without_replacement", 3)
     with pytest.raises(TypeError):
-        _core.subsample_votes(SCORES, m=3, top_k=1)  # n_subsamples and seed are required
+        _core.votes.subsample(SCORES, m=3, top_k=1)  # n_subsamples and seed are required
     with pytest.raises(TypeError):  # seeds are 63-bit
-        _core.subsample_indices(5, 2, 3, False, 2**63)
+        _core.subsample.indices(5, 2, 3, seed=2**63)
 
 
 def test_accepts_non_contiguous_and_other_dtypes():
     rng = np.random.default_rng(1)
     scores = rng.normal(size=(12, 10))
-    expected = _core.subsample_votes(scores[:, ::2].copy(), m=4, n_subsamples=20, top_k=2, seed=3)
+    expected = _core.votes.subsample(scores[:, ::2].copy(), m=4, n_subsamples=20, top_k=2, seed=3)
     np.testing.assert_array_equal(
-        _core.subsample_votes(scores[:, ::2], m=4, n_subsamples=20, top_k=2, seed=3), expected
+        _core.votes.subsample(scores[:, ::2], m=4, n_subsamples=20, top_k=2, seed=3), expected
     )
     ints = rng.integers(0, 5, size=(12, 3))
     np.testing.assert_array_equal(
-        _core.subsample_votes(ints, m=4, n_subsamples=20, top_k=2, seed=3),
-        _core.subsample_votes(ints.astype(np.float64), m=4, n_subsamples=20, top_k=2, seed=3),
+        _core.votes.subsample(ints, m=4, n_subsamples=20, top_k=2, seed=3),
+        _core.votes.subsample(ints.astype(np.float64), m=4, n_subsamples=20, top_k=2, seed=3),
     )

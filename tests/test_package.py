@@ -21,7 +21,8 @@ def test_version_matches_pyproject():
 def test_py_typed_marker_and_core_stub_ship_with_the_package():
     pkg = Path(certkit.__file__).parent
     assert (pkg / "py.typed").is_file()
-    assert (pkg / "_core.pyi").is_file()
+    for stub in ("__init__", "rng", "subsample", "votes"):
+        assert (pkg / "_core" / f"{stub}.pyi").is_file()
 
 
 def test_submodules_are_lazy_attributes():

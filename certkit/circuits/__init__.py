@@ -1,34 +1,31 @@
 """Certified circuits: stability guarantees for mechanistic circuits under edits of the concept dataset.
 
-Wrap any circuit-discovery routine (a black-box callable, or a score-decomposable :class:`ScoreRule`
+Wrap any circuit-discovery routine (a black-box callable, or a score-decomposable `ScoreRule`
 evaluated by the compiled kernel) with randomized subsampling of the concept dataset; every
 component (neuron, channel, edge) is certified *included*, certified *excluded*, or abstained from,
 with the largest edit distance of the concept dataset under which its decision provably stays.
 
-==========================================  ==============================================================
-:func:`certify_circuit`                     subsampling / Poisson-deletion certificate of every component
-:func:`certify_circuit_partition`           deterministic partition-aggregation (DPA) variant
-:class:`ScoreRule`                          top-k / threshold rule over a per-example score matrix
-:func:`certified_radius`                    the coupling bound alone (radius from probability bounds)
-:func:`edit_bounds`                         bounds on the vote probability after a given edit
-:func:`partition_radius`                    the DPA radius
-:func:`neuron_scores`                       per-example activation / attribution-patching scores (torch)
-:class:`AblationDiscovery`                  ablation-based black-box discovery (torch)
-:func:`circuit_accuracy`                    accuracy with every non-circuit neuron mean- or zero-ablated
-:func:`layer_mean`                          mean activations of a layer (for repeated mean ablation)
-==========================================  ==============================================================
+| name | what it is |
+|---|---|
+| `certify_circuit` | subsampling / Poisson-deletion certificate of every component |
+| `certify_circuit_partition` | deterministic partition-aggregation (DPA) variant |
+| `ScoreRule` | top-k / threshold rule over a per-example score matrix |
+| `certified_radius` | the coupling bound alone (radius from probability bounds) |
+| `edit_bounds` | bounds on the vote probability after a given edit |
+| `partition_radius` | the DPA radius |
+| `neuron_scores` | per-example activation / attribution-patching scores (torch) |
+| `AblationDiscovery` | ablation-based black-box discovery (torch) |
+| `circuit_accuracy` | accuracy with every non-circuit neuron mean- or zero-ablated |
+| `layer_mean` | mean activations of a layer (for repeated mean ablation) |
 """
 
-from certkit.circuits.certificate import certified_radius, edit_bounds, partition_radius
-from certkit.circuits.certify import (
-    CircuitCertificate,
-    ScoreRule,
-    certify_circuit,
-    certify_circuit_partition,
-    example_parts,
-)
 from certkit.circuits.discovery import AblationDiscovery, neuron_scores
 from certkit.circuits.evaluation import circuit_accuracy, layer_mean
+from certkit.circuits.partition import certify_circuit_partition, example_parts
+from certkit.circuits.radius import certified_radius, edit_bounds, partition_radius
+from certkit.circuits.result import CircuitCertificate
+from certkit.circuits.score_rule import ScoreRule
+from certkit.circuits.subsampling import certify_circuit
 
 __all__ = [
     "AblationDiscovery",

@@ -74,6 +74,7 @@ def _certify(scores: np.ndarray, args: argparse.Namespace):
         threat=args.threat,
         confidence_level=args.confidence_level,
         rng=args.seed,
+        progress=True,
         n_threads=args.threads,
         **kw,
     )

@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from certkit._optional import require
 from certkit._validation import check_array, check_in_options, check_integer
 
 __all__ = ["AblationDiscovery", "neuron_scores"]
@@ -25,13 +26,7 @@ _ABLATIONS = ("mean", "zero")
 
 
 def _torch() -> Any:
-    try:
-        import torch
-    except ImportError as exc:  # pragma: no cover - torch is installed in the test environment
-        raise ImportError(
-            'certkit.circuits torch helpers need PyTorch: pip install "certkit[torch]"'
-        ) from exc
-    return torch
+    return require("torch", extra="torch", purpose="certkit.circuits torch helpers")
 
 
 def _check_model(model: Any) -> Any:
@@ -152,7 +147,7 @@ def neuron_scores(
     neuron_dim: int = 1,
     batch_size: int = 256,
 ) -> np.ndarray:
-    r"""Per-example importance score of every neuron of ``layer``: a score matrix for :class:`ScoreRule`.
+    r"""Per-example importance score of every neuron of ``layer``: a score matrix for `ScoreRule`.
 
     Parameters
     ----------
@@ -165,8 +160,8 @@ def neuron_scores(
     method : {"activation", "attribution"}, default "activation"
         ``"activation"``: mean absolute activation of each neuron over the other axes (the spatial
         positions of a convolution channel, the tokens of a transformer).  ``"attribution"``:
-        attribution patching, :math:`\sum_{\text{positions}} a \cdot \partial z_t / \partial a`, the
-        first-order estimate of the drop of the target logit :math:`z_t` when the neuron is
+        attribution patching, $\sum_{\text{positions}} a \cdot \partial z_t / \partial a$, the
+        first-order estimate of the drop of the target logit $z_t$ when the neuron is
         zero-ablated (signed: positive supports the target; take ``np.abs`` for magnitudes).
     target : int or array-like of int, optional
         Target class (one for all examples or one per example) for ``"attribution"``; default:
@@ -249,14 +244,14 @@ def _mean_activation(model: Any, name: str, inputs: Any, batch_size: int) -> Any
 
 
 class AblationDiscovery:
-    r"""Ablation-based circuit discovery: an expensive black box for :func:`certify_circuit`.
+    r"""Ablation-based circuit discovery: an expensive black box for `certify_circuit`.
 
-    On a concept subset :math:`T`, the importance of neuron :math:`j` is the mean drop of the
-    target logit over :math:`T` when neuron :math:`j` alone is ablated (replaced by its mean
+    On a concept subset $T$, the importance of neuron $j$ is the mean drop of the
+    target logit over $T$ when neuron $j$ alone is ablated (replaced by its mean
     activation, or by zero); the circuit is the ``top_k`` most important neurons (ties to the lower
     index) or those with importance ``>= threshold``.  With ``ablation="mean"`` and no
-    ``reference``, the mean is taken over :math:`T` itself, so the rule does not decompose over
-    examples: one forward pass of :math:`T` per neuron and per subsample (run it through
+    ``reference``, the mean is taken over $T$ itself, so the rule does not decompose over
+    examples: one forward pass of $T$ per neuron and per subsample (run it through
     ``executor=``).  Instances are picklable (model and layer name).
 
     Parameters

@@ -82,7 +82,7 @@ def circuit_accuracy(
     reference : array-like or torch.Tensor, optional
         Data for the mean activations (default: ``X``).
     reference_mean : array-like, optional
-        The mean activations themselves, from :func:`layer_mean` (saves recomputing them when
+        The mean activations themselves, from `layer_mean` (saves recomputing them when
         many circuits are evaluated); overrides ``reference``.
     neuron_dim : int, default 1
         Axis of the layer output indexing the neurons.

@@ -3,19 +3,19 @@ r"""Robust conformal prediction with one noisy forward pass per input (RCP1) and
 Conformity scores follow one convention everywhere: **higher = more conforming**; prediction sets keep
 the labels whose score reaches the calibrated threshold.
 
-=====================================  ==================================================================
-:class:`RCP1Classifier`                robust sets: one noisy sample, adjusted level (the method)
-:class:`RCP1Regressor`                 robust intervals for regression
-:class:`RCP1RiskControl`               robust conformal risk control for monotone losses
-:class:`SplitConformalClassifier`      vanilla split CP (clean, or noisy without correction)
-:class:`SplitConformalRegressor`       vanilla split CP for regression
-:class:`BinCPClassifier`               BinCP baseline (many samples, binarised scores)
-:class:`RSCPPlusClassifier`            RSCP+ baseline (many samples, smoothed scores)
-:func:`coverage`, :func:`set_size`     metrics for sets; :func:`interval_coverage`, :func:`interval_width`
-:func:`evaluate_sets`                  coverage, size and cost on clean and attacked inputs
-:mod:`certkit.conformal.scores`        THR/LAC, APS, RAPS, user callables
-:mod:`certkit.conformal.attacks`       :func:`~certkit.conformal.attacks.smoothed_pgd` (torch)
-=====================================  ==================================================================
+| name | what it is |
+|---|---|
+| `RCP1Classifier` | robust sets: one noisy sample, adjusted level (the method) |
+| `RCP1Regressor` | robust intervals for regression |
+| `RCP1RiskControl` | robust conformal risk control for monotone losses |
+| `SplitConformalClassifier` | vanilla split CP (clean, or noisy without correction) |
+| `SplitConformalRegressor` | vanilla split CP for regression |
+| `BinCPClassifier` | BinCP baseline (many samples, binarised scores) |
+| `RSCPPlusClassifier` | RSCP+ baseline (many samples, smoothed scores) |
+| `coverage`, `set_size` | metrics for sets; `interval_coverage`, `interval_width` |
+| `evaluate_sets` | coverage, size and cost on clean and attacked inputs |
+| `certkit.conformal.scores` | THR/LAC, APS, RAPS, user callables |
+| `certkit.conformal.attacks` | `certkit.conformal.attacks.smoothed_pgd` (torch) |
 """
 
 from certkit.conformal import attacks, scores

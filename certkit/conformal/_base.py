@@ -19,13 +19,14 @@ from certkit._validation import (
     check_nonnegative,
     check_positive,
     check_rng,
+    check_same_length,
 )
 from certkit.conformal._model import OUTPUTS, ModelWrapper, as_probabilities, as_regression
 from certkit.conformal.scores import get_score
 from certkit.stats import conformal_quantile, conformal_rank, robust_level
+from certkit.stats._common import NOISES
 
 __all__ = [
-    "NOISES",
     "check_inputs",
     "check_labels",
     "lower_conformal_threshold",
@@ -33,7 +34,6 @@ __all__ = [
     "sample_noise",
 ]
 
-NOISES = ("gaussian", "uniform")
 
 
 # ---------------------------------------------------------------------------------------------- helpers
@@ -45,11 +45,10 @@ def check_inputs(X: Any, name: str = "X") -> np.ndarray:
     return arr
 
 
-def check_labels(y: Any, n: int, n_classes: int | None = None) -> np.ndarray:
-    """Integer class labels of length ``n`` in ``[0, n_classes)``."""
+def check_labels(y: Any, X: np.ndarray, n_classes: int | None = None) -> np.ndarray:
+    """Integer class labels, one per row of ``X``, in ``[0, n_classes)``."""
     arr = check_array(y, "y", ndim=1, dtype=int)
-    if arr.shape[0] != n:
-        raise ValueError(f"inconsistent numbers of samples: X has {n}, y has {arr.shape[0]}")
+    check_same_length(("X", X), ("y", arr))
     if n_classes is not None and (arr.min() < 0 or arr.max() >= n_classes):
         raise ValueError(
             f"y must contain class labels in [0, {n_classes - 1}] (the model returns {n_classes} classes), "
@@ -61,7 +60,7 @@ def check_labels(y: Any, n: int, n_classes: int | None = None) -> np.ndarray:
 def sample_noise(rng: np.random.Generator, shape: tuple[int, ...], sigma: float, noise: str) -> np.ndarray:
     """Smoothing noise with standard deviation ``sigma`` per coordinate.
 
-    ``"gaussian"``: :math:`N(0, \\sigma^2)`; ``"uniform"``: :math:`U[-\\sigma\\sqrt3, \\sigma\\sqrt3]`.
+    ``"gaussian"``: $N(0, \\sigma^2)$; ``"uniform"``: $U[-\\sigma\\sqrt3, \\sigma\\sqrt3]$.
     """
     if noise == "gaussian":
         return rng.standard_normal(shape) * sigma
@@ -70,11 +69,11 @@ def sample_noise(rng: np.random.Generator, shape: tuple[int, ...], sigma: float,
 
 
 def lower_conformal_threshold(scores: np.ndarray, alpha: float) -> float:
-    """The :math:`\\lfloor \\alpha (n + 1) \\rfloor`-th smallest score (``-inf`` when that rank is < 1).
+    """The $\\lfloor \\alpha (n + 1) \\rfloor$-th smallest score (``-inf`` when that rank is < 1).
 
-    The rank is computed as :math:`n + 1 - \\lceil (1 - \\alpha)(n + 1) \\rceil` with
-    :func:`certkit.stats.conformal_rank` (same float64 rounding rule as every conformal quantile in
-    certkit), which equals :math:`\\lfloor \\alpha (n + 1) \\rfloor` in exact arithmetic.
+    The rank is computed as $n + 1 - \\lceil (1 - \\alpha)(n + 1) \\rceil$ with
+    `certkit.stats.conformal_rank` (same float64 rounding rule as every conformal quantile in
+    certkit), which equals $\\lfloor \\alpha (n + 1) \\rfloor$ in exact arithmetic.
     """
     n = scores.shape[0]
     if alpha <= 0.0 or 1.0 - alpha >= 1.0:
@@ -118,7 +117,7 @@ def warn_small_calibration(n: int, alpha_adj: float, what: str, detail: str) -> 
 
 
 def adjusted_alpha(confidence_level: float, radius: float, sigma: float, noise: str) -> float:
-    """RCP1's clean miscoverage :math:`\\alpha'` with :math:`1-\\alpha' = c^{-1}[1-\\alpha, r]`."""
+    """RCP1's clean miscoverage $\\alpha'$ with $1-\\alpha' = c^{-1}[1-\\alpha, r]$."""
     return 1.0 - robust_level(confidence_level, radius=radius, sigma=sigma, noise=noise)
 
 
@@ -247,10 +246,10 @@ class _SingleSampleClassifier(_ClassifierBase):
         self
         """
         X, params = self._setup(X)
-        y = check_labels(y, X.shape[0])
+        y = check_labels(y, X)
         scores = self._noisy_scores(X, 1, params["noise"], params.get("sigma"))[:, 0, :]
         self.n_classes_ = scores.shape[1]
-        check_labels(y, X.shape[0], self.n_classes_)
+        check_labels(y, X, self.n_classes_)
         alpha_adj = self._calibration_alpha(params)
         self.calibration_scores_ = scores[np.arange(X.shape[0]), y]
         self.n_calibration_ = X.shape[0]
@@ -309,8 +308,7 @@ class _SingleSampleRegressor(_ConformalBase):
         params = self._check_common()
         X = check_inputs(X)
         y = check_array(y, "y", ndim=1)
-        if y.shape[0] != X.shape[0]:
-            raise ValueError(f"inconsistent numbers of samples: X has {X.shape[0]}, y has {y.shape[0]}")
+        check_same_length(("X", X), ("y", y))
         self._remember_inputs(X)
         self.rng_ = check_rng(self.rng)
         self.predictor_ = self._wrapper()
@@ -334,8 +332,8 @@ class _SingleSampleRegressor(_ConformalBase):
 
         Returns
         -------
-        lo, hi : numpy.ndarray, shape (n,)
-            Infinite when the calibration set is too small.
+        lower, upper : numpy.ndarray, shape (n,)
+            Interval bounds, infinite when the calibration set is too small.
         """
         X = self._check_fitted_inputs(X)
         params = self._check_common()

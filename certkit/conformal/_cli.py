@@ -31,7 +31,7 @@ def _digits_model(sigma: float, rng: np.random.Generator) -> tuple:
     r"""A Gaussian class-conditional (nearest-centroid softmax) model of digits seen through noise.
 
     Class means from 600 training images and one shared isotropic variance (pixel variance plus
-    ``sigma**2``) give linear logits :math:`(x \cdot \mu_k - \|\mu_k\|^2/2)/v`: trained in closed form,
+    ``sigma**2``) give linear logits $(x \cdot \mu_k - \|\mu_k\|^2/2)/v$: trained in closed form,
     instantly, and well calibrated for inputs carrying the smoothing noise.
     """
     from certkit.datasets import load_digits

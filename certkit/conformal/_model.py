@@ -6,6 +6,7 @@ from typing import Any
 
 import numpy as np
 
+from certkit._optional import require
 from certkit._validation import as_numpy, check_array, check_in_options, check_integer
 
 __all__ = [
@@ -34,12 +35,9 @@ def softmax(logits: np.ndarray) -> np.ndarray:
     return z
 
 
-def _import_torch() -> Any:
-    try:
-        import torch
-    except ImportError as exc:  # pragma: no cover - torch is installed in the test environment
-        raise ImportError('a torch model needs PyTorch: pip install "certkit[torch]"') from exc
-    return torch
+def import_torch() -> Any:
+    """PyTorch, or an ImportError naming the `torch` extra."""
+    return require("torch", extra="torch", purpose="a torch model")
 
 
 class ModelWrapper:
@@ -81,7 +79,7 @@ class ModelWrapper:
         return np.concatenate(outs, axis=0)
 
     def _torch_call(self, X: np.ndarray) -> np.ndarray:
-        torch = _import_torch()
+        torch = import_torch()
         param = next(iter(self.model.parameters()), None)
         dtype = param.dtype if param is not None else torch.float32
         was_training = self.model.training

@@ -6,6 +6,7 @@ from typing import Any
 
 import numpy as np
 
+from certkit._typing import RNGLike
 from certkit._validation import (
     check_in_options,
     check_integer,
@@ -14,7 +15,7 @@ from certkit._validation import (
     seed_from_rng,
 )
 from certkit.conformal._base import check_inputs, check_labels
-from certkit.conformal._model import OUTPUTS, _import_torch, is_torch_module
+from certkit.conformal._model import OUTPUTS, import_torch, is_torch_module
 
 __all__ = ["smoothed_pgd"]
 
@@ -22,7 +23,7 @@ __all__ = ["smoothed_pgd"]
 def _is_logits(raw: Any, output: str) -> bool:
     if output != "auto":
         return output == "logits"
-    with _import_torch().no_grad():
+    with import_torch().no_grad():
         is_prob = bool((raw >= 0).all() and (raw <= 1).all() and ((raw.sum(dim=1) - 1).abs() < 1e-4).all())
     return not is_prob
 
@@ -64,13 +65,13 @@ def smoothed_pgd(
     clip: tuple[float, float] | None = None,
     batch_size: int = 256,
     device: Any = "cpu",
-    rng: Any = None,
+    rng: RNGLike = None,
 ) -> np.ndarray:
     r"""Expectation-over-noise PGD in the ℓ2 ball against the smoothed true-label probability.
 
-    Maximises :math:`-\log \frac{1}{N}\sum_{j=1}^{N} \pi_y(x + \delta + \varepsilon_j)` over
-    :math:`\|\delta\|_2 \le r` with :math:`N` = ``n_noise`` fresh Gaussian draws
-    :math:`\varepsilon_j \sim N(0, \sigma^2 I)` at every step (SmoothAdv-style EOT), i.e. it lowers
+    Maximises $-\log \frac{1}{N}\sum_{j=1}^{N} \pi_y(x + \delta + \varepsilon_j)$ over
+    $\|\delta\|_2 \le r$ with $N$ = ``n_noise`` fresh Gaussian draws
+    $\varepsilon_j \sim N(0, \sigma^2 I)$ at every step (SmoothAdv-style EOT), i.e. it lowers
     the smoothed THR conformity score of the true label, the event every smoothing-based conformal
     method thresholds.  Normalised-gradient steps, then projection onto the ball (and onto ``clip``).
     The returned points are evaluated by the conformal predictors with their own fresh noise, which the
@@ -86,7 +87,7 @@ def smoothed_pgd(
     y : array-like of int, shape (n,)
         True labels in ``[0, K)`` (checked against the model's first output).
     radius : float
-        ℓ2 radius :math:`r \ge 0` (``0`` returns ``X`` unchanged).
+        ℓ2 radius $r \ge 0$ (``0`` returns ``X`` unchanged).
     sigma : float
         Standard deviation of the smoothing noise, ``> 0``.
     steps : int, default 20
@@ -113,9 +114,9 @@ def smoothed_pgd(
         Perturbed inputs, float64, same shape as ``X``, each within ℓ2 distance ``radius`` of its
         clean input.
     """
-    torch = _import_torch()
+    torch = import_torch()
     X = check_inputs(X)
-    y = check_labels(y, X.shape[0])
+    y = check_labels(y, X)
     radius = check_nonnegative(radius, "radius")
     sigma = check_positive(sigma, "sigma")
     steps = check_integer(steps, "steps", minimum=1)
@@ -151,7 +152,7 @@ def smoothed_pgd(
                 inputs = ((x0 + delta).unsqueeze(0) + eps).reshape(n_noise * b, *feat)
                 raw = _forward(model, inputs, torch)
                 if start == 0 and it == 0:
-                    check_labels(y, X.shape[0], raw.shape[1])
+                    check_labels(y, X, raw.shape[1])
                 probs = torch.softmax(raw, dim=1) if _is_logits(raw, output) else raw
                 p_true = probs.reshape(n_noise, b, -1).gather(2, yb.view(1, b, 1).expand(n_noise, b, 1))
                 loss = -torch.log(p_true.mean(dim=0).clamp_min(1e-12)).sum()

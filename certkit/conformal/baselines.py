@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from certkit._typing import RNGLike
 from certkit._validation import check_in_options, check_integer, check_probability
 from certkit.conformal._base import (
     _ClassifierBase,
@@ -44,10 +45,10 @@ class _MultiSampleClassifier(_ClassifierBase):
         """Noisy scores of the true labels, shape (n, n_samples)."""
         X, params = self._setup(X)
         params.update(self._params())
-        y = check_labels(y, X.shape[0])
+        y = check_labels(y, X)
         scores = self._noisy_scores(X, params["n_samples"], params["noise"], params["sigma"])
         self.n_classes_ = scores.shape[2]
-        check_labels(y, X.shape[0], self.n_classes_)
+        check_labels(y, X, self.n_classes_)
         self.n_calibration_ = X.shape[0]
         return scores[np.arange(X.shape[0]), :, y], params
 
@@ -68,27 +69,27 @@ class _MultiSampleClassifier(_ClassifierBase):
 class BinCPClassifier(_MultiSampleClassifier):
     r"""BinCP (Zargarbashi & Bojchevski 2025): robust CP on binarised smoothed scores.
 
-    With :math:`m` = ``n_samples`` noisy scores per input, :math:`p` = ``base_probability`` and
-    :math:`\eta` = ``error_rate``:
+    With $m$ = ``n_samples`` noisy scores per input, $p$ = ``base_probability`` and
+    $\eta$ = ``error_rate``:
 
-    1. Calibration: for each point, :math:`\hat\lambda_i` = the :math:`k`-th largest of its :math:`m`
-       true-label scores, :math:`k = \lceil p m \rceil`; the threshold :math:`\tau` is the
-       :math:`\lfloor (\alpha - \eta)(n+1) \rfloor`-th smallest :math:`\hat\lambda_i`.
-    2. :math:`\underline p` = Clopper–Pearson lower bound for :math:`k` successes in :math:`m` trials at
-       level :math:`1 - \eta/2`, and :math:`\rho = c[\underline p, r]` (smoothing lower bound).
-    3. Test: fresh :math:`m` noisy scores; :math:`b_y = \#\{j : s(\tilde x + \varepsilon_j, y) \ge \tau\}`;
-       keep :math:`y` if the Clopper–Pearson upper bound of :math:`b_y / m` at level :math:`1 - \eta/2`
-       is :math:`\ge \rho`.
+    1. Calibration: for each point, $\hat\lambda_i$ = the $k$-th largest of its $m$
+       true-label scores, $k = \lceil p m \rceil$; the threshold $\tau$ is the
+       $\lfloor (\alpha - \eta)(n+1) \rfloor$-th smallest $\hat\lambda_i$.
+    2. $\underline p$ = Clopper–Pearson lower bound for $k$ successes in $m$ trials at
+       level $1 - \eta/2$, and $\rho = c[\underline p, r]$ (smoothing lower bound).
+    3. Test: fresh $m$ noisy scores; $b_y = \#\{j : s(\tilde x + \varepsilon_j, y) \ge \tau\}$;
+       keep $y$ if the Clopper–Pearson upper bound of $b_y / m$ at level $1 - \eta/2$
+       is $\ge \rho$.
 
-    Guarantee: :math:`P[y \in C(x + \delta)] \ge 1 - \alpha` for every admissible :math:`\delta`.  Proof
-    sketch: the virtual :math:`\hat\lambda_{n+1}` of the clean test point is exchangeable with the
-    calibration ones, so :math:`\hat\lambda_{n+1} \ge \tau` with probability :math:`\ge 1 - (\alpha - \eta)`;
-    the :math:`k`-th largest of :math:`m` draws has :math:`P_\varepsilon[s \ge \hat\lambda] \ge \underline p`
-    except with probability :math:`\eta/2` (order statistics / Clopper–Pearson duality, valid with
-    ties); then :math:`P_\varepsilon[s(x + \varepsilon, y) \ge \tau] \ge \underline p`, the smoothing bound
-    gives :math:`\ge \rho` at :math:`x + \delta`, and the test upper bound misses it with probability
-    :math:`\le \eta/2`.  Only the test point's own events are paid for (no union bound over calibration
-    points or classes, unlike the reference implementation's :math:`\eta/(n + K)`).
+    Guarantee: $P[y \in C(x + \delta)] \ge 1 - \alpha$ for every admissible $\delta$.  Proof
+    sketch: the virtual $\hat\lambda_{n+1}$ of the clean test point is exchangeable with the
+    calibration ones, so $\hat\lambda_{n+1} \ge \tau$ with probability $\ge 1 - (\alpha - \eta)$;
+    the $k$-th largest of $m$ draws has $P_\varepsilon[s \ge \hat\lambda] \ge \underline p$
+    except with probability $\eta/2$ (order statistics / Clopper–Pearson duality, valid with
+    ties); then $P_\varepsilon[s(x + \varepsilon, y) \ge \tau] \ge \underline p$, the smoothing bound
+    gives $\ge \rho$ at $x + \delta$, and the test upper bound misses it with probability
+    $\le \eta/2$.  Only the test point's own events are paid for (no union bound over calibration
+    points or classes, unlike the reference implementation's $\eta/(n + K)$).
 
     Parameters
     ----------
@@ -101,14 +102,14 @@ class BinCPClassifier(_MultiSampleClassifier):
     radius : float
         Perturbation radius ``>= 0``.
     confidence_level : float, default 0.9
-        Target coverage under attack :math:`1 - \alpha`.
+        Target coverage under attack $1 - \alpha$.
     n_samples : int, default 64
-        Noisy forward passes per input, :math:`m \ge 2`.
+        Noisy forward passes per input, $m \ge 2$.
     base_probability : float, default 0.8
-        :math:`p \in (0, 1)`, the smoothed-probability level of the per-point quantile.
+        $p \in (0, 1)$, the smoothed-probability level of the per-point quantile.
     error_rate : float, default 0.001
-        :math:`\eta`, spent on the two Monte-Carlo bounds; ``2 * error_rate`` must be below
-        :math:`\alpha`.
+        $\eta$, spent on the two Monte-Carlo bounds; ``2 * error_rate`` must be below
+        $\alpha$.
     noise : {"gaussian", "uniform"}, default "gaussian"
         Smoothing noise.
     output : {"probabilities", "logits"}, default "probabilities"
@@ -123,15 +124,15 @@ class BinCPClassifier(_MultiSampleClassifier):
     Attributes
     ----------
     threshold_ : float
-        :math:`\tau` (``-inf``: trivial set).
+        $\tau$ (``-inf``: trivial set).
     adjusted_level_ : float
-        Calibration level :math:`1 - \alpha + \eta`.
-    p_lower_ : float
-        :math:`\underline p`.
+        Calibration level $1 - \alpha + \eta$.
+    base_probability_lower_ : float
+        $\underline p$, the Clopper–Pearson lower bound behind ``base_probability``.
     test_level_ : float
-        :math:`\rho = c[\underline p, r]`.
+        $\rho = c[\underline p, r]$.
     calibration_scores_ : numpy.ndarray
-        The per-point quantiles :math:`\hat\lambda_i`.
+        The per-point quantiles $\hat\lambda_i$.
     n_calibration_, n_classes_ : int
         Calibration size and number of classes.
     input_shape_ : tuple of int
@@ -157,7 +158,7 @@ class BinCPClassifier(_MultiSampleClassifier):
         output: str = "probabilities",
         batch_size: int = 1024,
         device: Any = "cpu",
-        rng: Any = None,
+        rng: RNGLike = None,
     ) -> None:
         self.model = model
         self.score = score
@@ -176,7 +177,7 @@ class BinCPClassifier(_MultiSampleClassifier):
     _n_bounds = 1
 
     def calibrate(self, X: Any, y: Any) -> BinCPClassifier:
-        """Calibrate :math:`\\tau` with ``n_samples`` noisy copies of every calibration input.
+        """Calibrate $\\tau$ with ``n_samples`` noisy copies of every calibration input.
 
         Parameters
         ----------
@@ -195,9 +196,15 @@ class BinCPClassifier(_MultiSampleClassifier):
         k = max(1, math.ceil(p * m - 1e-9))
         self.calibration_scores_ = np.sort(true_scores, axis=1)[:, m - k]
         low, _ = clopper_pearson(k, m, confidence_level=1.0 - params["eta"] / 2, alternative="greater")
-        self.p_lower_ = float(low)
-        self.test_level_ = float(smoothing_lower_bound(self.p_lower_, radius=params["radius"],
-                                                       sigma=params["sigma"], noise=params["noise"]))
+        self.base_probability_lower_ = float(low)
+        self.test_level_ = float(
+            smoothing_lower_bound(
+                self.base_probability_lower_,
+                radius=params["radius"],
+                sigma=params["sigma"],
+                noise=params["noise"],
+            )
+        )
         self._finish(params["alpha"] - params["eta"], params)
         return self
 
@@ -213,25 +220,25 @@ class BinCPClassifier(_MultiSampleClassifier):
 class RSCPPlusClassifier(_MultiSampleClassifier):
     r"""RSCP+ (Yan et al. 2024): conformal prediction on Monte-Carlo smoothed scores with MC error bounds.
 
-    For a conformity score in [0, 1], :math:`\tilde s(x, y) = E_\varepsilon[s(x + \varepsilon, y)]` is
-    estimated by the mean :math:`\hat s` of :math:`n_s` = ``n_samples`` noisy scores.  With
-    :math:`\beta` = ``error_rate``:
+    For a conformity score in [0, 1], $\tilde s(x, y) = E_\varepsilon[s(x + \varepsilon, y)]$ is
+    estimated by the mean $\hat s$ of $n_s$ = ``n_samples`` noisy scores.  With
+    $\beta$ = ``error_rate``:
 
-    1. Calibration: :math:`\hat q` = the :math:`\lfloor (\alpha - 2\beta)(n+1) \rfloor`-th smallest
-       :math:`\hat s(x_i, y_i)`; :math:`q_- = \hat q - \sqrt{\ln(1/\beta)/(2 n_s)}` (Hoeffding) and
-       :math:`\rho = c[q_-, r]`.
-    2. Test: keep :math:`y` if an upper confidence bound of :math:`\tilde s(\tilde x, y)` at level
-       :math:`1 - \beta` (Hoeffding, or Maurer–Pontil empirical Bernstein with ``mc_bound="bernstein"``)
-       computed from fresh samples is :math:`\ge \rho`.
+    1. Calibration: $\hat q$ = the $\lfloor (\alpha - 2\beta)(n+1) \rfloor$-th smallest
+       $\hat s(x_i, y_i)$; $q_- = \hat q - \sqrt{\ln(1/\beta)/(2 n_s)}$ (Hoeffding) and
+       $\rho = c[q_-, r]$.
+    2. Test: keep $y$ if an upper confidence bound of $\tilde s(\tilde x, y)$ at level
+       $1 - \beta$ (Hoeffding, or Maurer–Pontil empirical Bernstein with ``mc_bound="bernstein"``)
+       computed from fresh samples is $\ge \rho$.
 
-    Guarantee: :math:`P[y \in C(x + \delta)] \ge 1 - \alpha` for every admissible :math:`\delta`: the
-    clean test point's :math:`\hat s_{n+1} \ge \hat q` w.p. :math:`\ge 1 - \alpha + 2\beta`,
-    :math:`\tilde s_{n+1} \ge \hat s_{n+1} - b_H` w.p. :math:`\ge 1 - \beta`, the smoothing bound for
-    [0, 1]-valued functions (Gaussian: :math:`\Phi^{-1}(\tilde s)` is :math:`1/\sigma`-Lipschitz) gives
-    :math:`\tilde s(x + \delta, y) \ge \rho`, and the test bound fails w.p. :math:`\le \beta`.  This is the
-    original RSCP+ rule written in conformity form (Gendler et al.'s :math:`\Phi^{-1}` shift by
-    :math:`r/\sigma` is :math:`c[\cdot, r]`), extended to uniform noise through
-    :func:`certkit.stats.smoothing_lower_bound`.
+    Guarantee: $P[y \in C(x + \delta)] \ge 1 - \alpha$ for every admissible $\delta$: the
+    clean test point's $\hat s_{n+1} \ge \hat q$ w.p. $\ge 1 - \alpha + 2\beta$,
+    $\tilde s_{n+1} \ge \hat s_{n+1} - b_H$ w.p. $\ge 1 - \beta$, the smoothing bound for
+    [0, 1]-valued functions (Gaussian: $\Phi^{-1}(\tilde s)$ is $1/\sigma$-Lipschitz) gives
+    $\tilde s(x + \delta, y) \ge \rho$, and the test bound fails w.p. $\le \beta$.  This is the
+    original RSCP+ rule written in conformity form (Gendler et al.'s $\Phi^{-1}$ shift by
+    $r/\sigma$ is $c[\cdot, r]$), extended to uniform noise through
+    `certkit.stats.smoothing_lower_bound`.
 
     Parameters
     ----------
@@ -244,11 +251,11 @@ class RSCPPlusClassifier(_MultiSampleClassifier):
     radius : float
         Perturbation radius ``>= 0``.
     confidence_level : float, default 0.9
-        Target coverage under attack :math:`1 - \alpha`.
+        Target coverage under attack $1 - \alpha$.
     n_samples : int, default 256
-        Noisy forward passes per input, :math:`n_s \ge 2`.
+        Noisy forward passes per input, $n_s \ge 2$.
     error_rate : float, default 0.001
-        :math:`\beta` per Monte-Carlo bound; ``2 * error_rate`` must be below :math:`\alpha`.
+        $\beta$ per Monte-Carlo bound; ``2 * error_rate`` must be below $\alpha$.
     mc_bound : {"hoeffding", "bernstein"}, default "hoeffding"
         Upper confidence bound used at test time.
     noise : {"gaussian", "uniform"}, default "gaussian"
@@ -265,13 +272,13 @@ class RSCPPlusClassifier(_MultiSampleClassifier):
     Attributes
     ----------
     threshold_ : float
-        :math:`\hat q` (``-inf``: trivial set).
+        $\hat q$ (``-inf``: trivial set).
     adjusted_level_ : float
-        Calibration level :math:`1 - \alpha + 2\beta`.
+        Calibration level $1 - \alpha + 2\beta$.
     test_level_ : float
-        :math:`\rho`.
+        $\rho$.
     calibration_scores_ : numpy.ndarray
-        Smoothed calibration scores :math:`\hat s(x_i, y_i)`.
+        Smoothed calibration scores $\hat s(x_i, y_i)$.
     n_calibration_, n_classes_ : int
         Calibration size and number of classes.
     input_shape_ : tuple of int
@@ -299,7 +306,7 @@ class RSCPPlusClassifier(_MultiSampleClassifier):
         output: str = "probabilities",
         batch_size: int = 1024,
         device: Any = "cpu",
-        rng: Any = None,
+        rng: RNGLike = None,
     ) -> None:
         self.model = model
         self.score = score
@@ -323,7 +330,7 @@ class RSCPPlusClassifier(_MultiSampleClassifier):
                              f"{score!r}; for a callable use CallableScore(fn, bounded=True)")
 
     def calibrate(self, X: Any, y: Any) -> RSCPPlusClassifier:
-        """Calibrate :math:`\\hat q` on Monte-Carlo smoothed scores of ``(X, y)``.
+        """Calibrate $\\hat q$ on Monte-Carlo smoothed scores of ``(X, y)``.
 
         Parameters
         ----------

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from certkit._results import ResultMixin, format_table
-from certkit._validation import check_array, check_is_fitted
+from certkit._validation import check_array, check_is_fitted, check_same_length
 
 __all__ = [
     "EVALUATION_HEADERS",
@@ -44,8 +44,7 @@ def coverage(sets: Any, y: Any) -> float:
     """
     sets = _check_sets(sets)
     y = check_array(y, "y", ndim=1, dtype=int)
-    if y.shape[0] != sets.shape[0]:
-        raise ValueError(f"inconsistent numbers of samples: sets has {sets.shape[0]}, y has {y.shape[0]}")
+    check_same_length(("sets", sets), ("y", y))
     if y.min() < 0 or y.max() >= sets.shape[1]:
         raise ValueError(f"y must contain labels in [0, {sets.shape[1] - 1}]")
     return float(sets[np.arange(y.shape[0]), y].mean())
@@ -65,31 +64,29 @@ def set_size(sets: Any) -> float:
     return float(_check_sets(sets).sum(axis=1).mean())
 
 
-def _check_interval(lo: Any, hi: Any) -> tuple[np.ndarray, np.ndarray]:
-    lo = check_array(lo, "lo", ndim=1, finite=False)
-    hi = check_array(hi, "hi", ndim=1, finite=False)
-    if lo.shape != hi.shape:
-        raise ValueError(f"lo and hi must have the same shape, got {lo.shape} and {hi.shape}")
-    if np.any(np.isnan(lo)) or np.any(np.isnan(hi)):
-        raise ValueError("lo and hi must not contain NaN")
-    if np.any(lo > hi):
-        raise ValueError("every interval must satisfy lo <= hi")
-    return lo, hi
+def _check_interval(lower: Any, upper: Any) -> tuple[np.ndarray, np.ndarray]:
+    lower = check_array(lower, "lower", ndim=1, finite=False)
+    upper = check_array(upper, "upper", ndim=1, finite=False)
+    check_same_length(("lower", lower), ("upper", upper))
+    if np.any(np.isnan(lower)) or np.any(np.isnan(upper)):
+        raise ValueError("lower and upper must not contain NaN")
+    if np.any(lower > upper):
+        raise ValueError("every interval must satisfy lower <= upper")
+    return lower, upper
 
 
-def interval_width(lo: Any, hi: Any) -> float:
-    """Average width ``hi - lo`` of prediction intervals (``inf`` if any interval is unbounded)."""
-    lo, hi = _check_interval(lo, hi)
-    return float(np.mean(hi - lo))
+def interval_width(lower: Any, upper: Any) -> float:
+    """Average width ``upper - lower`` of prediction intervals (``inf`` if any interval is unbounded)."""
+    lower, upper = _check_interval(lower, upper)
+    return float(np.mean(upper - lower))
 
 
-def interval_coverage(lo: Any, hi: Any, y: Any) -> float:
-    """Fraction of targets inside their interval ``[lo, hi]``."""
-    lo, hi = _check_interval(lo, hi)
+def interval_coverage(lower: Any, upper: Any, y: Any) -> float:
+    """Fraction of targets inside their interval ``[lower, upper]``."""
+    lower, upper = _check_interval(lower, upper)
     y = check_array(y, "y", ndim=1)
-    if y.shape != lo.shape:
-        raise ValueError(f"inconsistent numbers of samples: intervals have {lo.shape[0]}, y has {y.shape[0]}")
-    return float(np.mean((lo <= y) & (y <= hi)))
+    check_same_length(("intervals", lower), ("y", y))
+    return float(np.mean((lower <= y) & (y <= upper)))
 
 
 @dataclass(frozen=True)
@@ -119,7 +116,7 @@ class SetEvaluation(ResultMixin):
     seconds_per_input: float
 
     def row(self) -> list:
-        """The values in the order of :data:`EVALUATION_HEADERS`."""
+        """The values in the order of `EVALUATION_HEADERS`."""
         return [self.method, self.set_size, self.coverage, self.attacked_set_size, self.attacked_coverage,
                 self.forward_passes, 1e3 * self.seconds_per_input]
 
@@ -127,7 +124,7 @@ class SetEvaluation(ResultMixin):
         return format_table(EVALUATION_HEADERS, [self.row()])
 
 
-#: Column names of :meth:`SetEvaluation.row` (and of :func:`evaluation_table`).
+#: Column names of `SetEvaluation.row` (and of `evaluation_table`).
 EVALUATION_HEADERS = ("method", "size", "coverage", "size (attacked)", "coverage (attacked)",
                       "passes/input", "ms/input")
 
@@ -145,7 +142,7 @@ def evaluate_sets(estimator: Any, X: Any, y: Any, *, X_attacked: Any = None, met
     y : array-like of int, shape (n,)
         Labels.
     X_attacked : array-like, optional
-        Perturbed versions of ``X`` (e.g. from :func:`certkit.conformal.attacks.smoothed_pgd`).
+        Perturbed versions of ``X`` (e.g. from `certkit.conformal.attacks.smoothed_pgd`).
     method : str, optional
         Label (default: the class name).
 
@@ -178,5 +175,5 @@ def evaluate_sets(estimator: Any, X: Any, y: Any, *, X_attacked: Any = None, met
 
 
 def evaluation_table(results: Any, *, title: str | None = None) -> str:
-    """A plain-text table of several :class:`SetEvaluation` results."""
+    """A plain-text table of several `SetEvaluation` results."""
     return format_table(EVALUATION_HEADERS, [r.row() for r in results], title=title)

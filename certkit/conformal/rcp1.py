@@ -2,15 +2,15 @@ r"""RCP1: robust conformal prediction with a single noisy forward pass per input
 
 Zargarbashi, Akhondzadeh & Bojchevski, "One Sample is Enough to Make Conformal Prediction Robust"
 (NeurIPS 2025).  Calibrate vanilla conformal prediction on inputs with one draw of smoothing noise, at
-the level :math:`1 - \alpha'` whose smoothing lower bound is the target:
-:math:`c[1 - \alpha', r] = 1 - \alpha`, i.e. (Gaussian noise, ℓ2 threat)
-:math:`1 - \alpha' = \Phi(\Phi^{-1}(1 - \alpha) + r/\sigma)`.
+the level $1 - \alpha'$ whose smoothing lower bound is the target:
+$c[1 - \alpha', r] = 1 - \alpha$, i.e. (Gaussian noise, ℓ2 threat)
+$1 - \alpha' = \Phi(\Phi^{-1}(1 - \alpha) + r/\sigma)$.
 
-Why it holds: for a fixed threshold :math:`q`, :math:`h(x) = P_\varepsilon[s(x + \varepsilon, y) \ge q]`
-is a smoothed binary function, so :math:`h(x + \delta) \ge c[h(x), r]` for every admissible
-:math:`\delta`.  Split CP on noisy inputs gives :math:`E[h(x)] \ge 1 - \alpha'`; :math:`c[\cdot, r]` is
-convex and increasing, so by Jensen :math:`E[h(x + \delta)] \ge c[E h(x), r] \ge c[1 - \alpha', r] =
-1 - \alpha`.  The perturbation may depend on the clean input and the calibration data, not on the
+Why it holds: for a fixed threshold $q$, $h(x) = P_\varepsilon[s(x + \varepsilon, y) \ge q]$
+is a smoothed binary function, so $h(x + \delta) \ge c[h(x), r]$ for every admissible
+$\delta$.  Split CP on noisy inputs gives $E[h(x)] \ge 1 - \alpha'$; $c[\cdot, r]$ is
+convex and increasing, so by Jensen $E[h(x + \delta)] \ge c[E h(x), r] \ge c[1 - \alpha', r] =
+1 - \alpha$.  The perturbation may depend on the clean input and the calibration data, not on the
 test noise (drawn fresh at every call).
 """
 
@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from certkit._typing import RNGLike
 from certkit.conformal._base import _SingleSampleClassifier, _SingleSampleRegressor, adjusted_alpha
 
 __all__ = ["RCP1Classifier", "RCP1Regressor"]
@@ -35,15 +36,15 @@ class _RCP1Mixin:
 class RCP1Classifier(_RCP1Mixin, _SingleSampleClassifier):
     r"""Robust conformal classifier with one noisy sample per input (RCP1).
 
-    Calibration draws one :math:`\varepsilon_i` per point, scores :math:`S_i = s(x_i + \varepsilon_i, y_i)`
-    and sets :math:`q` to the :math:`\lfloor \alpha'(n+1) \rfloor`-th smallest :math:`S_i` with
-    :math:`1 - \alpha' = c^{-1}[1 - \alpha, r]`; Gaussian: :math:`\Phi(\Phi^{-1}(1 - \alpha) + r/\sigma)`.
-    Test: fresh :math:`\varepsilon`, :math:`C(\tilde x) = \{y : s(\tilde x + \varepsilon, y) \ge q\}`.
+    Calibration draws one $\varepsilon_i$ per point, scores $S_i = s(x_i + \varepsilon_i, y_i)$
+    and sets $q$ to the $\lfloor \alpha'(n+1) \rfloor$-th smallest $S_i$ with
+    $1 - \alpha' = c^{-1}[1 - \alpha, r]$; Gaussian: $\Phi(\Phi^{-1}(1 - \alpha) + r/\sigma)$.
+    Test: fresh $\varepsilon$, $C(\tilde x) = \{y : s(\tilde x + \varepsilon, y) \ge q\}$.
 
-    Guarantee: :math:`P[y \in C(x + \delta)] \ge 1 - \alpha` for every :math:`\|\delta\|_2 \le r`
-    (``noise="gaussian"``) or :math:`\|\delta\|_1 \le r` (``noise="uniform"``) chosen without seeing
-    the test noise.  When :math:`\lfloor \alpha'(n+1) \rfloor < 1` the set is trivial (all labels) and a
-    ``UserWarning`` says how many calibration points are needed (:math:`n \ge \lceil 1/\alpha' \rceil - 1`).
+    Guarantee: $P[y \in C(x + \delta)] \ge 1 - \alpha$ for every $\|\delta\|_2 \le r$
+    (``noise="gaussian"``) or $\|\delta\|_1 \le r$ (``noise="uniform"``) chosen without seeing
+    the test noise.  When $\lfloor \alpha'(n+1) \rfloor < 1$ the set is trivial (all labels) and a
+    ``UserWarning`` says how many calibration points are needed ($n \ge \lceil 1/\alpha' \rceil - 1$).
 
     Parameters
     ----------
@@ -51,15 +52,15 @@ class RCP1Classifier(_RCP1Mixin, _SingleSampleClassifier):
         Maps inputs ``(n, ...)`` to class probabilities ``(n, K)`` (logits with ``output="logits"``);
         ideally trained with noise of the same ``sigma``.
     score : str, ConformityScore or callable, default "thr"
-        Conformity score, higher = more conforming (see :mod:`certkit.conformal.scores`).
+        Conformity score, higher = more conforming (see `certkit.conformal.scores`).
     sigma : float
         Smoothing noise standard deviation per coordinate, ``> 0``.
     radius : float
-        Perturbation radius :math:`r \ge 0` (ℓ2 for Gaussian noise, ℓ1 for uniform noise).
+        Perturbation radius $r \ge 0$ (ℓ2 for Gaussian noise, ℓ1 for uniform noise).
     confidence_level : float, default 0.9
-        Target coverage under attack :math:`1 - \alpha`, in (0, 1).
+        Target coverage under attack $1 - \alpha$, in (0, 1).
     noise : {"gaussian", "uniform"}, default "gaussian"
-        Smoothing noise (uniform has half-width :math:`\sigma\sqrt 3`).
+        Smoothing noise (uniform has half-width $\sigma\sqrt 3$).
     output : {"probabilities", "logits"}, default "probabilities"
         What the model returns.
     batch_size : int, default 1024
@@ -72,9 +73,9 @@ class RCP1Classifier(_RCP1Mixin, _SingleSampleClassifier):
     Attributes
     ----------
     threshold_ : float
-        The threshold :math:`q` (``-inf``: trivial set).
+        The threshold $q$ (``-inf``: trivial set).
     adjusted_level_ : float
-        :math:`1 - \alpha'`.
+        $1 - \alpha'$.
     n_calibration_ : int
         Number of calibration points.
     input_shape_ : tuple of int
@@ -84,7 +85,7 @@ class RCP1Classifier(_RCP1Mixin, _SingleSampleClassifier):
     n_classes_ : int
         Number of classes.
     calibration_scores_ : numpy.ndarray
-        The noisy conformity scores :math:`S_i`.
+        The noisy conformity scores $S_i$.
     required_calibration_size_ : int or None
         Smallest ``n`` with a non-trivial set (``None``: no ``n`` suffices).
 
@@ -111,7 +112,7 @@ class RCP1Classifier(_RCP1Mixin, _SingleSampleClassifier):
         output: str = "probabilities",
         batch_size: int = 1024,
         device: Any = "cpu",
-        rng: Any = None,
+        rng: RNGLike = None,
     ) -> None:
         self.model = model
         self.score = score
@@ -128,10 +129,10 @@ class RCP1Classifier(_RCP1Mixin, _SingleSampleClassifier):
 class RCP1Regressor(_RCP1Mixin, _SingleSampleRegressor):
     r"""Robust conformal regression with one noisy sample per input (RCP1).
 
-    Residuals :math:`|f(x_i + \varepsilon_i) - y_i|` with one noise draw each; :math:`q` is their
-    :math:`\lceil (1 - \alpha')(n+1) \rceil`-th smallest (``inf`` when the rank exceeds ``n``); the
-    interval is :math:`f(\tilde x + \varepsilon) \pm q` with fresh noise.  Same guarantee as
-    :class:`RCP1Classifier`: coverage :math:`\ge 1 - \alpha` for every perturbation of norm :math:`\le r`.
+    Residuals $|f(x_i + \varepsilon_i) - y_i|$ with one noise draw each; $q$ is their
+    $\lceil (1 - \alpha')(n+1) \rceil$-th smallest (``inf`` when the rank exceeds ``n``); the
+    interval is $f(\tilde x + \varepsilon) \pm q$ with fresh noise.  Same guarantee as
+    `RCP1Classifier`: coverage $\ge 1 - \alpha$ for every perturbation of norm $\le r$.
 
     Parameters
     ----------
@@ -140,7 +141,7 @@ class RCP1Regressor(_RCP1Mixin, _SingleSampleRegressor):
     sigma : float
         Smoothing noise standard deviation per coordinate, ``> 0``.
     radius : float
-        Perturbation radius :math:`r \ge 0`.
+        Perturbation radius $r \ge 0$.
     confidence_level : float, default 0.9
         Target coverage under attack, in (0, 1).
     noise : {"gaussian", "uniform"}, default "gaussian"
@@ -155,9 +156,9 @@ class RCP1Regressor(_RCP1Mixin, _SingleSampleRegressor):
     Attributes
     ----------
     threshold_ : float
-        Residual quantile :math:`q`.
+        Residual quantile $q$.
     adjusted_level_ : float
-        :math:`1 - \alpha'`.
+        $1 - \alpha'$.
     n_calibration_ : int
         Number of calibration points.
     input_shape_ : tuple of int
@@ -180,7 +181,7 @@ class RCP1Regressor(_RCP1Mixin, _SingleSampleRegressor):
         noise: str = "gaussian",
         batch_size: int = 1024,
         device: Any = "cpu",
-        rng: Any = None,
+        rng: RNGLike = None,
     ) -> None:
         self.model = model
         self.sigma = sigma

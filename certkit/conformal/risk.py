@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 
+from certkit._typing import RNGLike
 from certkit._validation import (
     as_numpy,
     check_array,
@@ -38,21 +39,21 @@ def _check_targets(Y: Any, n: int) -> np.ndarray:
 class RCP1RiskControl(_ConformalBase):
     r"""Conformal risk control robust to perturbations, with one noisy sample per point (RCP1).
 
-    For a loss :math:`L(\lambda) \in [0, B]` non-increasing in :math:`\lambda` (e.g. the false-negative
-    rate of a thresholded mask), calibrate the clean noisy risk at :math:`\alpha'` with
-    :math:`c_{up}[\alpha'/B, r] = \alpha/B`, i.e. (Gaussian)
-    :math:`\alpha' = B\,\Phi(\Phi^{-1}(\alpha/B) - r/\sigma)`,
+    For a loss $L(\lambda) \in [0, B]$ non-increasing in $\lambda$ (e.g. the false-negative
+    rate of a thresholded mask), calibrate the clean noisy risk at $\alpha'$ with
+    $c_{up}[\alpha'/B, r] = \alpha/B$, i.e. (Gaussian)
+    $\alpha' = B\,\Phi(\Phi^{-1}(\alpha/B) - r/\sigma)$,
     and pick
 
-    .. math::
+    $$
+    \hat\lambda = \inf\{\lambda : \tfrac{n}{n+1} \hat R_n(\lambda) + \tfrac{B}{n+1} \le \alpha'\},
+    $$
 
-        \hat\lambda = \inf\{\lambda : \tfrac{n}{n+1} \hat R_n(\lambda) + \tfrac{B}{n+1} \le \alpha'\},
-
-    with :math:`\hat R_n` the mean loss on inputs carrying one noise draw each.  Guarantee: the expected
-    loss at :math:`\hat\lambda` on a perturbed test input (fresh noise) is at most :math:`\alpha` for every
-    perturbation of norm :math:`\le r`: the smoothed loss :math:`E_\varepsilon[L]/B` obeys
-    :math:`c_{up}`, which is concave, so Jensen carries the clean CRC bound :math:`\alpha'` to
-    :math:`\alpha`.
+    with $\hat R_n$ the mean loss on inputs carrying one noise draw each.  Guarantee: the expected
+    loss at $\hat\lambda$ on a perturbed test input (fresh noise) is at most $\alpha$ for every
+    perturbation of norm $\le r$: the smoothed loss $E_\varepsilon[L]/B$ obeys
+    $c_{up}$, which is concave, so Jensen carries the clean CRC bound $\alpha'$ to
+    $\alpha$.
 
     Parameters
     ----------
@@ -62,15 +63,15 @@ class RCP1RiskControl(_ConformalBase):
         ``loss(pred, target, lam) -> (n,)`` losses in ``[0, bound]``, non-increasing in ``lam``;
         ``pred`` are model outputs at noisy inputs (float64), ``target`` the ``Y`` rows.
     lambdas : array-like, shape (m,)
-        Candidate values of :math:`\lambda` (sorted internally); the largest should make the loss 0.
+        Candidate values of $\lambda$ (sorted internally); the largest should make the loss 0.
     bound : float, default 1.0
-        Upper bound :math:`B` of the loss.
+        Upper bound $B$ of the loss.
     sigma : float
         Smoothing noise standard deviation per coordinate, ``> 0``.
     radius : float
         Perturbation radius ``>= 0`` (ℓ2 for Gaussian noise, ℓ1 for uniform).
     confidence_level : float, default 0.9
-        The target risk is :math:`\alpha = 1 - \text{confidence\_level}` (in the loss's units; must be
+        The target risk is $\alpha = 1 - \text{confidence\_level}$ (in the loss's units; must be
         below ``bound``).
     noise : {"gaussian", "uniform"}, default "gaussian"
         Smoothing noise.
@@ -84,13 +85,13 @@ class RCP1RiskControl(_ConformalBase):
     Attributes
     ----------
     lambda_ : float
-        :math:`\hat\lambda` (the largest candidate, with a warning, if none qualifies).
+        $\hat\lambda$ (the largest candidate, with a warning, if none qualifies).
     adjusted_risk_ : float
-        :math:`\alpha'`.
+        $\alpha'$.
     lambdas_ : numpy.ndarray
         The sorted candidates.
     risks_ : numpy.ndarray
-        :math:`\hat R_n(\lambda)` for each candidate.
+        $\hat R_n(\lambda)$ for each candidate.
     n_calibration_ : int
         Number of calibration points.
     input_shape_ : tuple of int
@@ -114,7 +115,7 @@ class RCP1RiskControl(_ConformalBase):
         noise: str = "gaussian",
         batch_size: int = 1024,
         device: Any = "cpu",
-        rng: Any = None,
+        rng: RNGLike = None,
     ) -> None:
         self.model = model
         self.loss = loss
@@ -153,7 +154,7 @@ class RCP1RiskControl(_ConformalBase):
         return np.concatenate([raw for _, _, raw in chunks])
 
     def calibrate(self, X: Any, Y: Any) -> RCP1RiskControl:
-        """Choose :math:`\\hat\\lambda` on ``(X, Y)`` with one fresh noise draw per input.
+        """Choose $\\hat\\lambda$ on ``(X, Y)`` with one fresh noise draw per input.
 
         Parameters
         ----------
@@ -202,11 +203,11 @@ class RCP1RiskControl(_ConformalBase):
         return self
 
     def predict(self, X: Any) -> np.ndarray:
-        """Model outputs at one fresh noisy copy of each input (apply :attr:`lambda_` to them)."""
+        """Model outputs at one fresh noisy copy of each input (apply `lambda_` to them)."""
         return self._predict_noisy(self._check_fitted_inputs(X), self._params())
 
     def risk(self, X: Any, Y: Any) -> float:
-        """Empirical loss at :attr:`lambda_` on fresh noisy copies of ``X`` (e.g. perturbed test inputs)."""
+        """Empirical loss at `lambda_` on fresh noisy copies of ``X`` (e.g. perturbed test inputs)."""
         X = self._check_fitted_inputs(X)
         params = self._params()
         Y = _check_targets(Y, X.shape[0])

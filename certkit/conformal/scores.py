@@ -1,23 +1,21 @@
 r"""Conformity scores for classification.
 
 Convention: **higher = more conforming**.  A prediction set keeps every label whose conformity
-score reaches the calibrated threshold, :math:`C(x) = \{y : s(x, y) \ge q\}`.  Scores written in the
-usual non-conformity form :math:`E(x, y)` (APS, RAPS) are stored as :math:`s = 1 - E`.
+score reaches the calibrated threshold, $C(x) = \{y : s(x, y) \ge q\}$.  Scores written in the
+usual non-conformity form $E(x, y)$ (APS, RAPS) are stored as $s = 1 - E$.
 
-==================  ===============================================================  ==============
-name                conformity :math:`s(x, y)`                                       range
-==================  ===============================================================  ==============
-``"thr"``/``"lac"`` :math:`\pi_y(x)` (the model's probability of ``y``)              [0, 1]
-``"aps"``           :math:`1 - \sum_{j \prec y} \pi_j - u\,\pi_y`                       [0, 1]
-``"raps"``          APS minus :math:`\lambda \max(0, o(y) - k_{reg})`                   (-inf, 1]
-==================  ===============================================================  ==============
+| name | conformity $s(x, y)$ | range |
+|---|---|---|
+| ``"thr"``/``"lac"`` | $\pi_y(x)$ (the model's probability of ``y``) | [0, 1] |
+| ``"aps"`` | $1 - \sum_{j \prec y} \pi_j - u\,\pi_y$ | [0, 1] |
+| ``"raps"`` | APS minus $\lambda \max(0, o(y) - k_{reg})$ | (-inf, 1] |
 
-:math:`j \prec y` are the labels ranked above ``y`` (by decreasing probability, ties broken by label
-index), :math:`o(y)` is the 1-based rank of ``y`` and :math:`u \sim U[0, 1]` is drawn from the
-estimator's ``rng`` once per input (``randomized=False`` uses :math:`u = 1`).
+$j \prec y$ are the labels ranked above ``y`` (by decreasing probability, ties broken by label
+index), $o(y)$ is the 1-based rank of ``y`` and $u \sim U[0, 1]$ is drawn from the
+estimator's ``rng`` once per input (``randomized=False`` uses $u = 1$).
 
 A user callable ``f(probs) -> scores`` (both ``(n, K)``) is accepted anywhere a score is; wrap it in
-:class:`CallableScore` with ``nonconformity=True`` if larger values mean *less* conforming.
+`CallableScore` with ``nonconformity=True`` if larger values mean *less* conforming.
 """
 
 from __future__ import annotations
@@ -36,7 +34,7 @@ __all__ = ["APSScore", "CallableScore", "ConformityScore", "RAPSScore", "THRScor
 class ConformityScore:
     """Base class: ``score(probs, rng)`` returns conformity scores of every label, shape ``(n, K)``."""
 
-    #: Whether every score lies in [0, 1] (required by :class:`~certkit.conformal.RSCPPlusClassifier`).
+    #: Whether every score lies in [0, 1] (required by `certkit.conformal.RSCPPlusClassifier`).
     bounded: bool = True
 
     def __call__(self, probs: np.ndarray, rng: np.random.Generator) -> np.ndarray:  # pragma: no cover
@@ -45,7 +43,7 @@ class ConformityScore:
 
 @dataclass(frozen=True)
 class THRScore(ConformityScore):
-    """Threshold / LAC score: the probability of the label, :math:`s(x, y) = \\pi_y(x)`."""
+    """Threshold / LAC score: the probability of the label, $s(x, y) = \\pi_y(x)$."""
 
     def __call__(self, probs: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         return np.array(probs, dtype=np.float64, copy=True)
@@ -73,8 +71,8 @@ class APSScore(ConformityScore):
     Parameters
     ----------
     randomized : bool, default True
-        Draw :math:`u \\sim U[0, 1]` per input from the estimator's ``rng`` (exact coverage) or use
-        :math:`u = 1` (the cumulative mass including ``y``).
+        Draw $u \\sim U[0, 1]$ per input from the estimator's ``rng`` (exact coverage) or use
+        $u = 1$ (the cumulative mass including ``y``).
     """
 
     randomized: bool = True
@@ -89,16 +87,16 @@ class APSScore(ConformityScore):
 
 @dataclass(frozen=True)
 class RAPSScore(ConformityScore):
-    """Regularised APS (Angelopoulos et al. 2021): APS plus :math:`\\lambda \\max(0, o(y) - k_{reg})`.
+    """Regularised APS (Angelopoulos et al. 2021): APS plus $\\lambda \\max(0, o(y) - k_{reg})$.
 
     Parameters
     ----------
     penalty : float, default 0.01
-        :math:`\\lambda \\ge 0`, the cost of each label beyond rank ``k_reg``.
+        $\\lambda \\ge 0$, the cost of each label beyond rank ``k_reg``.
     k_reg : int, default 1
         Number of top labels exempt from the penalty, ``>= 0``.
     randomized : bool, default True
-        As in :class:`APSScore`.
+        As in `APSScore`.
     """
 
     penalty: float = 0.01
@@ -152,13 +150,13 @@ _NAMED = {"thr": THRScore, "lac": THRScore, "aps": APSScore, "raps": RAPSScore}
 
 
 def get_score(score: Any) -> ConformityScore:
-    """Resolve ``score`` (a name, a :class:`ConformityScore` or a callable) to a score object.
+    """Resolve ``score`` (a name, a `ConformityScore` or a callable) to a score object.
 
     Parameters
     ----------
     score : {"thr", "lac", "aps", "raps"}, ConformityScore or callable
         Names use default parameters (build e.g. ``RAPSScore(penalty=0.05, k_reg=2)`` for others); a
-        plain callable is wrapped in :class:`CallableScore` (higher = more conforming).
+        plain callable is wrapped in `CallableScore` (higher = more conforming).
 
     Returns
     -------

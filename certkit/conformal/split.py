@@ -4,28 +4,29 @@ from __future__ import annotations
 
 from typing import Any
 
+from certkit._typing import RNGLike
 from certkit.conformal._base import _SingleSampleClassifier, _SingleSampleRegressor
 
 __all__ = ["SplitConformalClassifier", "SplitConformalRegressor"]
 
 
 class SplitConformalClassifier(_SingleSampleClassifier):
-    r"""Split conformal classifier :math:`C(x) = \{y : s(x, y) \ge q\}`.
+    r"""Split conformal classifier $C(x) = \{y : s(x, y) \ge q\}$.
 
-    :math:`q` is the :math:`\lfloor \alpha (n+1) \rfloor`-th smallest calibration conformity score
+    $q$ is the $\lfloor \alpha (n+1) \rfloor$-th smallest calibration conformity score
     (``-inf``, i.e. every label, when that rank is below 1).  Guarantee for exchangeable data and no
-    attack: :math:`P[y \in C(x)] \ge 1 - \alpha`.  With ``noise`` set, one noise draw is added to every
+    attack: $P[y \in C(x)] \ge 1 - \alpha$.  With ``noise`` set, one noise draw is added to every
     calibration and test input and nothing is corrected: the *noisy CP* baseline, which keeps its
-    coverage on clean data but loses it under perturbations (use :class:`RCP1Classifier` for that).
+    coverage on clean data but loses it under perturbations (use `RCP1Classifier` for that).
 
     Parameters
     ----------
     model : callable or torch.nn.Module
         Maps inputs ``(n, ...)`` to class probabilities ``(n, K)`` (logits with ``output="logits"``).
     score : str, ConformityScore or callable, default "thr"
-        Conformity score, higher = more conforming (see :mod:`certkit.conformal.scores`).
+        Conformity score, higher = more conforming (see `certkit.conformal.scores`).
     confidence_level : float, default 0.9
-        Target coverage :math:`1 - \alpha`, in (0, 1).
+        Target coverage $1 - \alpha$, in (0, 1).
     noise : {None, "gaussian", "uniform"}, default None
         ``None`` for clean inputs; otherwise the noise family added (uncorrected) to every input.
     sigma : float, optional
@@ -43,9 +44,9 @@ class SplitConformalClassifier(_SingleSampleClassifier):
     Attributes
     ----------
     threshold_ : float
-        The calibrated threshold :math:`q` (``-inf``: the trivial set of all labels).
+        The calibrated threshold $q$ (``-inf``: the trivial set of all labels).
     adjusted_level_ : float
-        The calibration level :math:`1 - \alpha` (here ``confidence_level``).
+        The calibration level $1 - \alpha$ (here ``confidence_level``).
     n_calibration_ : int
         Number of calibration points.
     input_shape_ : tuple of int
@@ -84,7 +85,7 @@ class SplitConformalClassifier(_SingleSampleClassifier):
         output: str = "probabilities",
         batch_size: int = 1024,
         device: Any = "cpu",
-        rng: Any = None,
+        rng: RNGLike = None,
     ) -> None:
         self.model = model
         self.score = score
@@ -98,10 +99,10 @@ class SplitConformalClassifier(_SingleSampleClassifier):
 
 
 class SplitConformalRegressor(_SingleSampleRegressor):
-    r"""Split conformal regression with the absolute residual: :math:`[f(x) - q, f(x) + q]`.
+    r"""Split conformal regression with the absolute residual: $[f(x) - q, f(x) + q]$.
 
-    :math:`q` is the :math:`\lceil (1-\alpha)(n+1) \rceil`-th smallest calibration residual
-    :math:`|f(x_i) - y_i|` (``inf`` when that rank exceeds ``n``).  With ``noise`` set, one noise draw is
+    $q$ is the $\lceil (1-\alpha)(n+1) \rceil$-th smallest calibration residual
+    $|f(x_i) - y_i|$ (``inf`` when that rank exceeds ``n``).  With ``noise`` set, one noise draw is
     added to every input without correction (the noisy baseline).
 
     Parameters
@@ -109,7 +110,7 @@ class SplitConformalRegressor(_SingleSampleRegressor):
     model : callable or torch.nn.Module
         Maps inputs ``(n, ...)`` to predictions ``(n,)`` or ``(n, 1)``.
     confidence_level : float, default 0.9
-        Target coverage :math:`1 - \alpha`, in (0, 1).
+        Target coverage $1 - \alpha$, in (0, 1).
     noise : {None, "gaussian", "uniform"}, default None
         ``None`` for clean inputs; otherwise the noise family added (uncorrected) to every input.
     sigma : float, optional
@@ -124,7 +125,7 @@ class SplitConformalRegressor(_SingleSampleRegressor):
     Attributes
     ----------
     threshold_ : float
-        The residual quantile :math:`q` (``inf``: the whole real line).
+        The residual quantile $q$ (``inf``: the whole real line).
     adjusted_level_ : float
         The calibration level.
     n_calibration_ : int
@@ -151,7 +152,7 @@ class SplitConformalRegressor(_SingleSampleRegressor):
         sigma: float | None = None,
         batch_size: int = 1024,
         device: Any = "cpu",
-        rng: Any = None,
+        rng: RNGLike = None,
     ) -> None:
         self.model = model
         self.confidence_level = confidence_level

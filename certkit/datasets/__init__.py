@@ -4,11 +4,11 @@ Every loader takes keyword-only options, validates them, is deterministic (synth
 returns a frozen dataclass with float64 features, names, and a ``description`` giving source, licence and
 citation:
 
-- :func:`load_two_moons` -> :class:`SplitDataset` (synthetic, fresh train and test samples)
-- :func:`load_iris`, :func:`load_breast_cancer`, :func:`load_digits` -> :class:`Dataset`
+- `load_two_moons` -> `SplitDataset` (synthetic, fresh train and test samples)
+- `load_iris`, `load_breast_cancer`, `load_digits` -> `Dataset`
   (scikit-learn's bundled files)
-- :func:`load_sachs` -> :class:`GraphDataset` (flow cytometry with the consensus protein-signalling graph)
-- :func:`load_lalonde` -> :class:`TreatmentDataset` (NSW job-training experiment, optional CPS-1 controls)
+- `load_sachs` -> `GraphDataset` (flow cytometry with the consensus protein-signalling graph)
+- `load_lalonde` -> `TreatmentDataset` (NSW job-training experiment, optional CPS-1 controls)
 
 The Sachs and LaLonde files live in ``certkit/datasets/data/`` (see ``PROVENANCE.md`` there).
 """

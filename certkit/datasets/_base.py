@@ -9,6 +9,7 @@ from importlib import resources
 import numpy as np
 
 from certkit._results import ResultMixin, format_table
+from certkit._typing import RNGLike
 from certkit._validation import check_level, check_rng
 
 __all__ = ["Dataset", "GraphDataset", "SplitDataset", "TreatmentDataset"]
@@ -68,7 +69,7 @@ class Dataset(ResultMixin):
         """Binary labels as float64 ``-1.0`` (class 0) / ``+1.0`` (class 1); ValueError for more classes."""
         return _signed(self.y, self.target_names)
 
-    def split(self, *, test_size: float = 0.25, rng: int | np.random.Generator | None = 0) -> SplitDataset:
+    def split(self, *, test_size: float = 0.25, rng: RNGLike = None) -> SplitDataset:
         """Stratified random split into a training and a test part.
 
         Parameters

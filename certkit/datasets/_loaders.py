@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
-from certkit._validation import check_in_options, check_integer, check_nonnegative, check_rng
+from certkit._typing import RNGLike
+from certkit._validation import check_bool, check_in_options, check_integer, check_nonnegative, check_rng
 from certkit.datasets._base import Dataset, GraphDataset, SplitDataset, TreatmentDataset, read_table
 
 __all__ = [
@@ -24,14 +23,8 @@ _SKLEARN_NOTE = (
 )
 
 
-def _check_bool(value: Any, name: str) -> bool:
-    if not isinstance(value, (bool, np.bool_)):
-        raise TypeError(f"{name} must be True or False, got {type(value).__name__}")
-    return bool(value)
-
-
 def load_two_moons(
-    *, n_train: int = 100, n_test: int = 200, noise: float = 0.1, rng: int | np.random.Generator | None = 0
+    *, n_train: int = 100, n_test: int = 200, noise: float = 0.1, rng: RNGLike = None
 ) -> SplitDataset:
     """Two interleaving half circles in 2-D, with an independent test sample.
 
@@ -94,7 +87,7 @@ def load_iris(*, binary: bool = False) -> Dataset:
     """
     from sklearn import datasets
 
-    binary = _check_bool(binary, "binary")
+    binary = check_bool(binary, "binary")
     bunch = datasets.load_iris()
     X = np.asarray(bunch.data, dtype=np.float64)
     y = np.asarray(bunch.target, dtype=np.int64)
@@ -159,7 +152,7 @@ def load_digits(*, scaled: bool = True) -> Dataset:
     """
     from sklearn import datasets
 
-    scaled = _check_bool(scaled, "scaled")
+    scaled = check_bool(scaled, "scaled")
     bunch = datasets.load_digits()
     X = np.asarray(bunch.data, dtype=np.float64)
     if scaled:

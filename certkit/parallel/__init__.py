@@ -28,8 +28,9 @@ import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
-from typing import Any, Protocol, TypeVar
+from typing import Any, TypeVar
 
+from certkit._typing import ExecutorArg, ExecutorLike, Progress
 from certkit._validation import check_progress
 
 __all__ = ["MAX_LOCAL_WORKERS", "ExecutorLike", "available_cpus", "parallel_map", "resolve_executor"]
@@ -40,12 +41,6 @@ R = TypeVar("R")
 #: Largest ``executor=k`` accepted: more local processes than this is a mistake (a seed or a size
 #: passed as ``executor``), not a request; pass your own executor to run more.
 MAX_LOCAL_WORKERS = 1024
-
-
-class ExecutorLike(Protocol):
-    """Anything with ``submit(fn, *args) -> future`` whose futures have ``result()``."""
-
-    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any: ...
 
 
 def available_cpus() -> int:
@@ -82,7 +77,7 @@ def _check_workers(executor: Any) -> int:
 
 @contextlib.contextmanager
 def resolve_executor(
-    executor: int | ExecutorLike | None, *, n_items: int | None = None
+    executor: ExecutorArg, *, n_items: int | None = None
 ) -> Iterator[ExecutorLike | None]:
     """Context manager yielding ``None`` (serial) or an executor-like object.
 
@@ -146,7 +141,7 @@ def _check_sendable(fn: Callable[..., Any]) -> None:
         ) from None
 
 
-def _progress_bar(total: int, progress: bool | str) -> Any:
+def _progress_bar(total: int, progress: Progress) -> Any:
     if not progress:
         return None
     from tqdm.auto import tqdm
@@ -159,8 +154,8 @@ def parallel_map(
     fn: Callable[[T], R],
     items: Iterable[T],
     *,
-    executor: int | ExecutorLike | None = None,
-    progress: bool | str = False,
+    executor: ExecutorArg = None,
+    progress: Progress = False,
 ) -> list[R]:
     """Apply ``fn`` to every item, in parallel when ``executor`` asks for it.
 

@@ -6,9 +6,25 @@ from typing import Any
 
 import numpy as np
 
-from certkit._validation import check_array
+from certkit._results import ConfidenceInterval
+from certkit._validation import check_array, check_in_options, check_level
 
-__all__ = ["bounded_array", "broadcast", "pad_down", "pad_up", "unwrap"]
+__all__ = [
+    "ALTERNATIVES",
+    "NOISES",
+    "bounded_array",
+    "broadcast",
+    "interval",
+    "pad_down",
+    "pad_up",
+    "tail_probability",
+    "unwrap",
+]
+
+#: The `alternative` options of every confidence bound (the naming of `scipy.stats.binomtest`).
+ALTERNATIVES = ("two-sided", "greater", "less")
+#: The `noise` families of randomized smoothing.
+NOISES = ("gaussian", "uniform")
 
 # Outward padding of computed bounds (design rule: floating-point bounds are padded outward).  The special
 # functions used here (betaincinv, ndtr, ndtri) are accurate to < 60 float64 epsilons (checked against
@@ -55,6 +71,19 @@ def pad_down(x: np.ndarray, *, floor: float = 0.0, scale: float = 1.0) -> np.nda
 def pad_up(x: np.ndarray, *, ceil: float = 1.0, scale: float = 1.0) -> np.ndarray:
     """Move computed upper bounds up by the rounding margin, never above ``ceil``."""
     return np.minimum(x + REL_PAD * np.abs(x) + ABS_PAD * scale, ceil)
+
+
+def tail_probability(confidence_level: Any, alternative: Any, *, n_tests: int = 1) -> float:
+    """Error probability of each bounded side: `(1 - confidence_level) / n_tests`, halved if two-sided."""
+    level = check_level(confidence_level)
+    check_in_options(alternative, "alternative", ALTERNATIVES)
+    alpha = (1.0 - level) / n_tests
+    return alpha / 2.0 if alternative == "two-sided" else alpha
+
+
+def interval(low: np.ndarray, high: np.ndarray) -> ConfidenceInterval:
+    """`ConfidenceInterval(low, high)` with 0-d bounds as `numpy.float64` scalars."""
+    return ConfidenceInterval(unwrap(low), unwrap(high))
 
 
 def unwrap(arr: np.ndarray) -> np.ndarray | np.float64:

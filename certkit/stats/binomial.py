@@ -7,12 +7,11 @@ from typing import Any
 import numpy as np
 from scipy import special
 
-from certkit._validation import check_array, check_in_options, check_integer, check_level
-from certkit.stats._common import broadcast, pad_down, pad_up, unwrap
+from certkit._results import ConfidenceInterval
+from certkit._validation import check_array, check_integer
+from certkit.stats._common import broadcast, interval, pad_down, pad_up, tail_probability
 
 __all__ = ["clopper_pearson"]
-
-_ALTERNATIVES = ("two-sided", "greater", "less")
 
 
 def clopper_pearson(
@@ -22,7 +21,7 @@ def clopper_pearson(
     confidence_level: float = 0.95,
     alternative: str = "two-sided",
     n_tests: int = 1,
-) -> tuple[np.ndarray | np.float64, np.ndarray | np.float64]:
+) -> ConfidenceInterval:
     """Exact Clopper–Pearson confidence interval for a binomial success probability.
 
     For ``k`` successes in ``n`` trials and α = 1 − ``confidence_level``:
@@ -54,8 +53,9 @@ def clopper_pearson(
 
     Returns
     -------
-    low, high : numpy.ndarray or numpy.float64
-        Bounds of the broadcast shape of ``successes`` and ``trials``, as float64.  When both inputs
+    ConfidenceInterval
+        `(low, high)`, each a numpy.ndarray or numpy.float64: bounds of the broadcast shape of
+        ``successes`` and ``trials``, as float64.  When both inputs
         are scalars the bounds are ``numpy.float64`` scalars (a subclass of ``float``).
 
     Raises
@@ -87,17 +87,14 @@ def clopper_pearson(
     """
     k = check_array(successes, "successes", dtype=int)
     n = check_array(trials, "trials", dtype=int)
-    level = check_level(confidence_level)
-    check_in_options(alternative, "alternative", _ALTERNATIVES)
     n_tests = check_integer(n_tests, "n_tests", minimum=1)
+    tail = tail_probability(confidence_level, alternative, n_tests=n_tests)
     if np.any(n < 1):
         raise ValueError(f"trials must be >= 1 everywhere, got {n[n < 1].flat[0]}")
     k, n = broadcast(("successes", k), ("trials", n))
     if np.any(k < 0) or np.any(k > n):
         raise ValueError("successes must lie in [0, trials] everywhere")
 
-    alpha = (1.0 - level) / n_tests
-    tail = alpha / 2.0 if alternative == "two-sided" else alpha
     kf = k.astype(np.float64)
     nf = n.astype(np.float64)
     if alternative == "less":
@@ -110,4 +107,4 @@ def clopper_pearson(
     else:
         complement = special.betaincinv(np.maximum(nf - kf, 1.0), kf + 1.0, tail)
         high = np.where(k < n, pad_up(1.0 - complement), 1.0)
-    return unwrap(low), unwrap(high)
+    return interval(low, high)

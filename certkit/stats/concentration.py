@@ -12,12 +12,10 @@ from typing import Any
 
 import numpy as np
 
-from certkit._validation import check_in_options, check_level
-from certkit.stats._common import bounded_array, broadcast, pad_down, pad_up, unwrap
+from certkit._results import ConfidenceInterval
+from certkit.stats._common import bounded_array, broadcast, interval, pad_down, pad_up, tail_probability
 
 __all__ = ["empirical_bernstein_bound", "hoeffding_bound"]
-
-_ALTERNATIVES = ("two-sided", "greater", "less")
 
 
 def _check_range(value_range: Any) -> tuple[float, float]:
@@ -31,24 +29,19 @@ def _check_range(value_range: Any) -> tuple[float, float]:
     return float(arr[0]), float(arr[1])
 
 
-def _tail(confidence_level: Any, alternative: Any) -> float:
-    level = check_level(confidence_level)
-    check_in_options(alternative, "alternative", _ALTERNATIVES)
-    alpha = 1.0 - level
-    return alpha / 2.0 if alternative == "two-sided" else alpha
-
-
 def _interval(
     mean: np.ndarray, width: np.ndarray, low: float, high: float, alternative: str
-) -> tuple[np.ndarray | np.float64, np.ndarray | np.float64]:
+) -> ConfidenceInterval:
     scale = high - low
-    lo = np.full(mean.shape, low) if alternative == "less" else pad_down(mean - width, floor=low, scale=scale)
-    hi = (
-        np.full(mean.shape, high)
-        if alternative == "greater"
-        else pad_up(mean + width, ceil=high, scale=scale)
-    )
-    return unwrap(lo), unwrap(hi)
+    if alternative == "less":
+        lower = np.full(mean.shape, low)
+    else:
+        lower = pad_down(mean - width, floor=low, scale=scale)
+    if alternative == "greater":
+        upper = np.full(mean.shape, high)
+    else:
+        upper = pad_up(mean + width, ceil=high, scale=scale)
+    return interval(lower, upper)
 
 
 def _check_variance(mean: np.ndarray, var: np.ndarray, n: np.ndarray, low: float, high: float) -> None:
@@ -72,7 +65,7 @@ def hoeffding_bound(
     confidence_level: float = 0.95,
     value_range: tuple[float, float] = (0.0, 1.0),
     alternative: str = "two-sided",
-) -> tuple[np.ndarray | np.float64, np.ndarray | np.float64]:
+) -> ConfidenceInterval:
     """Hoeffding confidence interval for the mean of i.i.d. variables in ``value_range``.
 
     With X̄ the sample mean of n samples in [a, b] and tail probability δ per bounded side:
@@ -99,8 +92,9 @@ def hoeffding_bound(
 
     Returns
     -------
-    low, high : numpy.ndarray or numpy.float64
-        The bounds, broadcast over ``mean`` and ``n`` (scalars for scalar inputs).
+    ConfidenceInterval
+        `(low, high)`, each a numpy.ndarray or numpy.float64: the bounds, broadcast over ``mean`` and
+        ``n`` (scalars for scalar inputs).
 
     Raises
     ------
@@ -117,7 +111,7 @@ def hoeffding_bound(
     a, b = _check_range(value_range)
     m = bounded_array(mean, "mean", low=a, high=b)
     size = bounded_array(n, "n", low=1, dtype=int)
-    tail = _tail(confidence_level, alternative)
+    tail = tail_probability(confidence_level, alternative)
     m, size = broadcast(("mean", m), ("n", size))
     width = (b - a) * np.sqrt(np.log(1.0 / tail) / (2.0 * size))
     return _interval(m, width, a, b, alternative)
@@ -131,7 +125,7 @@ def empirical_bernstein_bound(
     confidence_level: float = 0.95,
     value_range: tuple[float, float] = (0.0, 1.0),
     alternative: str = "two-sided",
-) -> tuple[np.ndarray | np.float64, np.ndarray | np.float64]:
+) -> ConfidenceInterval:
     """Empirical-Bernstein confidence interval (Maurer & Pontil 2009, Theorem 4).
 
     For n ≥ 2 i.i.d. samples in [a, b] with sample mean X̄ and unbiased sample variance Vₙ (``ddof=1``),
@@ -163,8 +157,9 @@ def empirical_bernstein_bound(
 
     Returns
     -------
-    low, high : numpy.ndarray or numpy.float64
-        The bounds, broadcast over the inputs (scalars for scalar inputs).
+    ConfidenceInterval
+        `(low, high)`, each a numpy.ndarray or numpy.float64: the bounds, broadcast over the inputs
+        (scalars for scalar inputs).
 
     Raises
     ------
@@ -188,7 +183,7 @@ def empirical_bernstein_bound(
     m = bounded_array(mean, "mean", low=a, high=b)
     var = bounded_array(variance, "variance", low=0.0)
     size = bounded_array(n, "n", low=2, dtype=int)
-    tail = _tail(confidence_level, alternative)
+    tail = tail_probability(confidence_level, alternative)
     m, var, size = broadcast(("mean", m), ("variance", var), ("n", size))
     _check_variance(m, var, size, a, b)
     log_term = np.log(2.0 / tail)

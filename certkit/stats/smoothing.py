@@ -26,7 +26,7 @@ import numpy as np
 from scipy import special
 
 from certkit._validation import check_in_options, check_level, check_nonnegative, check_positive
-from certkit.stats._common import bounded_array, broadcast, pad_down, pad_up, unwrap
+from certkit.stats._common import NOISES, bounded_array, broadcast, pad_down, pad_up, unwrap
 
 __all__ = [
     "robust_level",
@@ -35,8 +35,6 @@ __all__ = [
     "smoothing_lower_bound",
     "smoothing_upper_bound",
 ]
-
-NOISES = ("gaussian", "uniform")
 
 
 def _prepare(x: Any, name: str, radius: Any, sigma: Any, noise: Any) -> tuple[np.ndarray, np.ndarray, float]:

@@ -1,4 +1,4 @@
-"""Oracle tests of the subsampling certificate (certkit.circuits.certificate).
+"""Oracle tests of the subsampling certificate (certkit.circuits.radius).
 
 Brute force: a tiny concept dataset (n <= 8 examples drawn from a small pool of values), a
 deterministic discovery D (count thresholds, or an arbitrary lookup table), the exact vote
@@ -347,22 +347,22 @@ def test_abstain_at_half_and_strictness():
 @pytest.mark.parametrize(
     ("kwargs", "exc", "match"),
     [
-        ({"p_lower": 0.9, "p_upper": 0.8, "n": 10, "m": 2}, ValueError, "p_lower must be <= p_upper"),
-        ({"p_lower": 1.2, "p_upper": 1.3, "n": 10, "m": 2}, ValueError, "p_lower must lie in"),
-        ({"p_lower": np.nan, "p_upper": 1.0, "n": 10, "m": 2}, ValueError, "finite"),
+        ({"lower": 0.9, "upper": 0.8, "n": 10, "m": 2}, ValueError, "lower must be <= upper"),
+        ({"lower": 1.2, "upper": 1.3, "n": 10, "m": 2}, ValueError, "lower must lie in"),
+        ({"lower": np.nan, "upper": 1.0, "n": 10, "m": 2}, ValueError, "finite"),
         (
-            {"p_lower": 0.9, "p_upper": 1.0, "n": 10, "m": 11},
+            {"lower": 0.9, "upper": 1.0, "n": 10, "m": 11},
             ValueError,
-            "m \\(subsample size\\) must be <= n",
+            "m must be <= n",
         ),
-        ({"p_lower": 0.9, "p_upper": 1.0, "n": 0, "m": 1}, ValueError, "n must be >= 1"),
-        ({"p_lower": 0.9, "p_upper": 1.0, "n": 10}, ValueError, "m \\(subsample size\\) is required"),
-        ({"p_lower": 0.9, "p_upper": 1.0, "n": 10, "m": 2, "deletion_prob": 0.5}, ValueError, "not both"),
-        ({"p_lower": 0.9, "p_upper": 1.0, "n": 10, "deletion_prob": 1.0}, ValueError, "deletion_prob"),
-        ({"p_lower": 0.9, "p_upper": 1.0, "n": 10, "m": 2, "threat": "swap"}, ValueError, "unknown threat"),
-        ({"p_lower": 0.9, "p_upper": 1.0, "n": 10, "m": 2.0}, TypeError, "m must be an integer"),
-        ({"p_lower": 0.9, "p_upper": 1.0, "n": 10, "m": 2, "replacement": "yes"}, TypeError, "replacement"),
-        ({"p_lower": [0.9, 0.8], "p_upper": [1.0, 1.0, 1.0], "n": 10, "m": 2}, ValueError, "broadcast"),
+        ({"lower": 0.9, "upper": 1.0, "n": 0, "m": 1}, ValueError, "n must be >= 1"),
+        ({"lower": 0.9, "upper": 1.0, "n": 10}, ValueError, "m \\(subsample size\\) is required"),
+        ({"lower": 0.9, "upper": 1.0, "n": 10, "m": 2, "deletion_prob": 0.5}, ValueError, "not both"),
+        ({"lower": 0.9, "upper": 1.0, "n": 10, "deletion_prob": 1.0}, ValueError, "deletion_prob"),
+        ({"lower": 0.9, "upper": 1.0, "n": 10, "m": 2, "threat": "swap"}, ValueError, "unknown threat"),
+        ({"lower": 0.9, "upper": 1.0, "n": 10, "m": 2.0}, TypeError, "m must be an integer"),
+        ({"lower": 0.9, "upper": 1.0, "n": 10, "m": 2, "replacement": "yes"}, TypeError, "replacement"),
+        ({"lower": [0.9, 0.8], "upper": [1.0, 1.0, 1.0], "n": 10, "m": 2}, ValueError, "broadcast"),
     ],
 )
 def test_certified_radius_bad_inputs(kwargs, exc, match):

@@ -56,7 +56,7 @@ def test_score_rule_path_equals_black_box_path(kw, rule):
     kernel = certify_circuit(ScoreRule(scores, **rule), scores, n_subsamples=300, rng=5, progress=False, **kw)
     black = certify_circuit(MeanRule(**rule), scores, n_subsamples=300, rng=5, progress=False, **kw)
     assert np.array_equal(kernel.counts, black.counts)
-    for field in ("included", "excluded", "abstained", "certified_radius", "smoothed", "p_lower", "p_upper"):
+    for field in ("included", "excluded", "abstained", "certified_radius", "smoothed", "lower", "upper"):
         assert np.array_equal(getattr(kernel, field), getattr(black, field)), field
     assert 0 < kernel.counts.sum() < 300 * scores.shape[1]
 
@@ -82,7 +82,7 @@ def test_kernel_matches_numpy_reference_counts():
     res = certify_circuit(ScoreRule(scores, top_k=3), subsample_size=8, n_subsamples=500, rng=11)
     gen = check_rng(11)
     seed_from_rng(gen)  # the selection seed is drawn first
-    idx = _core.subsample_indices(30, 8, 500, False, seed_from_rng(gen))
+    idx = _core.subsample.indices(30, 8, 500, seed=seed_from_rng(gen))
     ref = np.zeros(9, dtype=np.int64)
     for row in idx:
         ref += MeanRule(top_k=3)(scores[row])
@@ -121,7 +121,8 @@ def test_radius_zero_is_majority_vote_and_radii_nested():
     rng = np.random.default_rng(0)
     # components with clearly separated inclusion probabilities
     scores = np.concatenate([rng.normal(3, 1, (100, 5)), rng.normal(0, 1, (100, 15))], axis=1)
-    res = certify_circuit(ScoreRule(scores, threshold=1.5), subsample_size=20, n_subsamples=3000, radius=0)
+    kw = {"subsample_size": 20, "n_subsamples": 3000, "rng": 0}
+    res = certify_circuit(ScoreRule(scores, threshold=1.5), radius=0, **kw)
     assert np.array_equal(res.included, res.smoothed)
     assert np.array_equal(res.excluded, ~res.smoothed)
     assert not res.abstained.any()
@@ -133,11 +134,11 @@ def test_radius_zero_is_majority_vote_and_radii_nested():
         assert np.all(inc <= prev_in) and np.all(exc <= prev_out)
         assert np.array_equal(inc | exc | abst, np.ones(20, bool)) and not np.any(inc & exc)
         prev_in, prev_out = inc, exc
-    r1 = certify_circuit(ScoreRule(scores, threshold=1.5), subsample_size=20, n_subsamples=3000, radius=2)
+    r1 = certify_circuit(ScoreRule(scores, threshold=1.5), radius=2, **kw)
     assert np.array_equal(r1.included, res.at_radius(2)[0])
     # in general (noisy votes) radius-0 decisions agree with the majority vote wherever they are made
     noisy = certify_circuit(
-        ScoreRule(rng.random((60, 40)), top_k=20), subsample_size=10, n_subsamples=200, radius=0
+        ScoreRule(rng.random((60, 40)), top_k=20), subsample_size=10, n_subsamples=200, radius=0, rng=0
     )
     assert np.all(noisy.included <= noisy.smoothed) and np.all(noisy.excluded <= ~noisy.smoothed)
     assert noisy.abstained.any()
@@ -202,7 +203,7 @@ def test_clopper_pearson_family_wise_coverage_in_simulation(kind):
             res = certify_circuit(
                 ScoreRule(feats, threshold=thr), n_subsamples=60, confidence_level=level, rng=rep, **kw
             )
-        misses += not np.all((res.p_lower <= p_true) & (p_true <= res.p_upper))
+        misses += not np.all((res.lower <= p_true) & (p_true <= res.upper))
     # family-wise coverage >= level, up to 3 binomial standard errors
     assert misses / reps <= (1 - level) + 3 * np.sqrt(level * (1 - level) / reps)
 
@@ -221,7 +222,7 @@ def test_no_certified_decision_is_violated_by_exact_worst_case_edits(kind):
         else:
             res = certify_circuit(ScoreRule(feats, threshold=thr), n_subsamples=2000, rng=seed, **kw)
         for j in np.flatnonzero(res.certified_radius >= 0):
-            inc = res.p_lower[j] > 0.5
+            inc = res.lower[j] > 0.5
             for ins, dele, sub in itertools.product(range(res.certified_radius[j] + 1), repeat=3):
                 if ins + dele + sub > res.certified_radius[j]:
                     continue
@@ -261,9 +262,9 @@ def test_inputs_of_several_types_and_summary():
         arr = Xs.numpy() if isinstance(Xs, torch.Tensor) else np.asarray(Xs)
         return MeanRule(top_k=2)(arr)
 
-    a = certify_circuit(top2, X, subsample_size=8, n_subsamples=50, progress=False)
-    b = certify_circuit(top2, torch.from_numpy(X), subsample_size=8, n_subsamples=50, progress=False)
-    c = certify_circuit(top2, [row for row in X], subsample_size=8, n_subsamples=50, progress=False)
+    a = certify_circuit(top2, X, subsample_size=8, n_subsamples=50, rng=0, progress=False)
+    b = certify_circuit(top2, torch.from_numpy(X), subsample_size=8, n_subsamples=50, rng=0, progress=False)
+    c = certify_circuit(top2, [row for row in X], subsample_size=8, n_subsamples=50, rng=0, progress=False)
     assert np.array_equal(a.counts, b.counts) and np.array_equal(a.counts, c.counts)
     assert isinstance(a, CircuitCertificate)
     text = a.summary()
@@ -356,7 +357,7 @@ def test_partition_score_rule_equals_black_box_and_radius_formula():
     assert np.array_equal(kern.certified_radius, k_star // 2)  # a substitution touches two parts
     ins = certify_circuit_partition(ScoreRule(scores, top_k=3), scores, n_parts=11, threat="insertion")
     assert np.array_equal(ins.certified_radius, k_star)
-    assert np.array_equal(kern.p_lower, kern.vote_fraction) and kern.confidence_level == 1.0
+    assert np.array_equal(kern.lower, kern.vote_fraction) and kern.confidence_level == 1.0
     # explicit parts, and parts from the score rows when X_concept is omitted
     parts = example_parts(scores, 11)
     same = certify_circuit_partition(ScoreRule(scores, top_k=3), n_parts=11, part_of=parts)

@@ -35,7 +35,7 @@ def test_bincp_matches_hand_computation():
     rank = math.floor((0.1 - ETA) * (N + 1))
     assert clf.threshold_ == np.sort(lam)[rank - 1]
     p_low = beta.ppf(ETA / 2, k, M - k + 1)
-    assert clf.p_lower_ == pytest.approx(p_low, rel=1e-9)
+    assert clf.base_probability_lower_ == pytest.approx(p_low, rel=1e-9)
     rho = norm.cdf(norm.ppf(p_low) - RADIUS / SIGMA)
     assert clf.test_level_ == pytest.approx(rho, rel=1e-9)
     test_scores, _ = _noisy_true_scores(rng, Xt, None, M)

@@ -78,7 +78,7 @@ def test_metrics_hand_values():
         coverage(sets, [0, 1])
     with pytest.raises(TypeError, match="boolean"):
         set_size(np.ones((2, 2)))
-    with pytest.raises(ValueError, match="lo <= hi"):
+    with pytest.raises(ValueError, match="lower <= upper"):
         interval_width([1.0], [0.0])
 
 

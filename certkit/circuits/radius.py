@@ -1,46 +1,44 @@
-r"""The subsampling certificate: how far can a vote probability move when the concept dataset is edited?
+r"""Certified radii of the subsampling certificate: how far can a vote probability move under edits?
 
-Setting.  A concept dataset :math:`S` of :math:`n` examples, a deterministic discovery algorithm
-:math:`D` mapping a dataset to an inclusion mask over :math:`N` components, and a random subsample
-:math:`T` of :math:`S` drawn by one of three schemes:
+Setting.  A concept dataset $S$ of $n$ examples, a deterministic discovery algorithm $D$ mapping a
+dataset to an inclusion mask over $N$ components, and a random subsample $T$ of $S$ drawn by one of three
+schemes:
 
-* ``"without_replacement"``: a uniform :math:`m`-subset of the :math:`n` examples;
-* ``"with_replacement"``: :math:`m` independent uniform draws (bagging, Jia et al., AAAI 2021);
-* ``"poisson"``: every example kept independently with probability :math:`1 - p_{del}` (randomized
-  deletion, RS-Del, Huang et al., NeurIPS 2023).
+- `"without_replacement"`: a uniform $m$-subset of the $n$ examples;
+- `"with_replacement"`: $m$ independent uniform draws (bagging, Jia et al., AAAI 2021);
+- `"poisson"`: every example kept independently with probability $1 - p_{del}$ (randomized deletion,
+  RS-Del, Huang et al., NeurIPS 2023).
 
-The vote probability of component :math:`j` is :math:`p_j(S) = P[j \in D(T)]`; the smoothed circuit
-includes :math:`j` iff :math:`p_j > 1/2`.
+The vote probability of component $j$ is $p_j(S) = P[j \in D(T)]$; the smoothed circuit includes $j$
+iff $p_j > 1/2$.
 
-Coupling.  For an edited dataset :math:`S'` (size :math:`n'`) let :math:`C = S \cap S'` (a multiset,
-:math:`n_c = |C|`).  Conditioned on :math:`T \subseteq C` the subsample has the same law under
-:math:`S` and :math:`S'`, so with :math:`P_S = P_S[T \subseteq C]`, :math:`P_{S'} = P_{S'}[T \subseteq C]`
-and :math:`q = P[j \in D(T) \mid T \subseteq C]`:
+Coupling.  For an edited dataset $S'$ (size $n'$) let $C = S \cap S'$ (a multiset, $n_c = |C|$).
+Conditioned on $T \subseteq C$ the subsample has the same law under $S$ and $S'$, so with
+$P_S = P_S[T \subseteq C]$, $P_{S'} = P_{S'}[T \subseteq C]$ and $q = P[j \in D(T) \mid T \subseteq C]$:
 
-.. math::
+$$
+\frac{p_j(S) - (1 - P_S)}{P_S} \le q \le \frac{p_j(S)}{P_S},\qquad
+P_{S'}\,q \le p_j(S') \le P_{S'}\,q + 1 - P_{S'}.
+$$
 
-    \frac{p_j(S) - (1 - P_S)}{P_S} \le q \le \frac{p_j(S)}{P_S},\qquad
-    P_{S'}\,q \le p_j(S') \le P_{S'}\,q + 1 - P_{S'}.
+With $d$ deletions, $i$ insertions and $s$ substitutions, $n_c = n - d - s$ and $n' = n - d + i$;
+$P_S = \binom{n_c}{m}/\binom{n}{m}$ (without replacement), $(n_c/n)^m$ (with replacement) or
+$p_{del}^{\,n - n_c}$ (Poisson), and likewise for $S'$.  Both bounds move monotonically with every single
+edit, and a substitution has the $(n_c, n')$ of one deletion *plus* one insertion; hence, among all splits
+with $i + d + s \le r$, the worst case is $r$ substitutions, and the edit-distance radius equals the
+substitution radius (the tests check this against an explicit enumeration of every split).  Solving the
+three pure cases, with $f(r)$ the probability that the subsample avoids $r$ given examples ($f_{del}$) or
+that a subsample of the enlarged set avoids $r$ inserted ones ($f_{ins}$), a lower bound $\mu$ on $p_j(S)$
+certifies inclusion at radius $r$ iff
 
-With :math:`d` deletions, :math:`i` insertions and :math:`s` substitutions, :math:`n_c = n - d - s` and
-:math:`n' = n - d + i`; :math:`P_S = \binom{n_c}{m}/\binom{n}{m}` (without replacement),
-:math:`(n_c/n)^m` (with replacement) or :math:`p_{del}^{\,n - n_c}` (Poisson), and likewise for
-:math:`S'`.  Both bounds move monotonically with every single edit, and a substitution has the
-:math:`(n_c, n')` of one deletion *plus* one insertion; hence, among all splits with
-:math:`i + d + s \le r`, the worst case is :math:`r` substitutions, and the edit-distance radius equals
-the substitution radius (the tests check this against an explicit enumeration of every split).
-Solving the three pure cases, with :math:`f(r)` the probability that the subsample avoids :math:`r`
-given examples (:math:`f_{del}`) or that a subsample of the enlarged set avoids :math:`r` inserted ones
-(:math:`f_{ins}`), a lower bound :math:`\mu` on :math:`p_j(S)` certifies inclusion at radius :math:`r` iff
+- edits / substitutions: $\mu - (1 - f_{del}(r)) > 1/2$;
+- insertions: $\mu \, f_{ins}(r) > 1/2$;
+- deletions: $1 - (1 - \mu)/f_{del}(r) > 1/2$.
 
-* edits / substitutions: :math:`\mu - (1 - f_{del}(r)) > 1/2`;
-* insertions: :math:`\mu \, f_{ins}(r) > 1/2`;
-* deletions: :math:`1 - (1 - \mu)/f_{del}(r) > 1/2`.
-
-Exclusion is the mirror image with :math:`\mu = 1 - \bar p_j` (an upper bound :math:`\bar p_j`).  For
-Poisson deletion :math:`f_{del}(r) = f_{ins}(r) = p_{del}^{\,r}`, which gives the closed forms of the
-spec.  All inequalities are strict, and the comparison is padded by a relative :math:`10^{-10}` so
-that floating-point rounding can only shrink a radius.
+Exclusion is the mirror image with $\mu = 1 - \bar p_j$ (an upper bound $\bar p_j$).  For Poisson
+deletion $f_{del}(r) = f_{ins}(r) = p_{del}^{\,r}$, which gives the closed forms of the spec.  All
+inequalities are strict, and the comparison is padded by a relative $10^{-10}$ so that floating-point
+rounding can only shrink a radius.
 """
 
 from __future__ import annotations
@@ -50,7 +48,8 @@ from typing import Any
 
 import numpy as np
 
-from certkit._validation import check_array, check_in_options, check_integer, check_probability
+from certkit._validation import check_array, check_bool, check_in_options, check_integer
+from certkit.circuits.sampling import Sampling
 
 __all__ = ["certified_radius", "edit_bounds", "partition_radius"]
 
@@ -60,11 +59,9 @@ THREATS = ("edit", "substitution", "insertion", "deletion")
 _PAD = 1e-10
 
 
-def _sampling(n: Any, m: Any, replacement: Any, deletion_prob: Any) -> tuple[str, int, int, float]:
-    """Validate the sampling scheme; returns (scheme, n, m, deletion_prob)."""
-    n = check_integer(n, "n", minimum=1)
-    if not isinstance(replacement, (bool, np.bool_)):
-        raise TypeError(f"replacement must be a bool, got {type(replacement).__name__}")
+def _sampling(n: Any, m: Any, replacement: Any, deletion_prob: Any) -> Sampling:
+    """Validate the sampling arguments of `certified_radius` and `edit_bounds`."""
+    replacement = check_bool(replacement, "replacement")
     if deletion_prob is not None:
         if m is not None:
             raise ValueError(
@@ -73,28 +70,20 @@ def _sampling(n: Any, m: Any, replacement: Any, deletion_prob: Any) -> tuple[str
             )
         if replacement:
             raise ValueError("replacement=True has no meaning for Poisson deletion (deletion_prob is set)")
-        p_del = check_probability(deletion_prob, "deletion_prob", closed=False)
-        return "poisson", n, 0, p_del
+        return Sampling.poisson(n, deletion_prob)
     if m is None:
         raise ValueError("m (subsample size) is required unless deletion_prob is given (Poisson deletion)")
-    if replacement:
-        m = check_integer(m, "m", minimum=1)
-        return "with_replacement", n, m, math.nan
-    m = check_integer(m, "m", minimum=1)
-    if m > n:
-        raise ValueError(
-            f"m (subsample size) must be <= n when sampling without replacement, got m={m} > n={n}; "
-            "use replacement=True or a smaller m"
-        )
-    return "without_replacement", n, m, math.nan
+    return Sampling.uniform(n, m, replacement=replacement)
 
 
-def _log_avoid_deleted(scheme: str, n: int, m: int, p_del: float) -> np.ndarray:
+def _log_avoid_deleted(sampling: Sampling) -> np.ndarray:
     """log f_del(r), r = 0..n: log P_S[T avoids r given examples of S] (-inf where it is 0)."""
+    scheme, n, m = sampling.scheme, sampling.n, sampling.m
     r = np.arange(n + 1, dtype=np.float64)
-    out = np.full(n + 1, -np.inf)
     if scheme == "poisson":
-        return r * math.log(p_del)
+        return r * math.log(sampling.deletion_prob)
+    assert m is not None  # the uniform schemes have a subsample size
+    out = np.full(n + 1, -np.inf)
     if scheme == "with_replacement":
         out[:n] = m * np.log1p(-r[:n] / n)
         return out
@@ -105,11 +94,14 @@ def _log_avoid_deleted(scheme: str, n: int, m: int, p_del: float) -> np.ndarray:
     return out
 
 
-def _log_avoid_inserted(scheme: str, n: int, m: int, p_del: float) -> np.ndarray:
+def _log_avoid_inserted(sampling: Sampling) -> np.ndarray:
     """log f_ins(r), r = 0..R: log P_S'[T avoids r inserted examples], with f_ins(R) <= 1/2."""
+    scheme, n, m = sampling.scheme, sampling.n, sampling.m
     if scheme == "poisson":
-        big_r = math.ceil(math.log(0.5) / math.log(p_del)) + 1
-        return np.arange(big_r + 1, dtype=np.float64) * math.log(p_del)
+        log_del = math.log(sampling.deletion_prob)
+        big_r = math.ceil(math.log(0.5) / log_del) + 1
+        return np.arange(big_r + 1, dtype=np.float64) * log_del
+    assert m is not None
     # Both subsampling schemes have f_ins(r) <= (n / (n + r))^m, which is <= 1/2 from r = n (2^(1/m) - 1).
     big_r = math.ceil(n * math.expm1(math.log(2.0) / m)) + 1
     r = np.arange(big_r + 1, dtype=np.float64)
@@ -142,26 +134,26 @@ def _radius_from_mu(mu: np.ndarray, threat: str, tables: dict[str, np.ndarray]) 
     return count - 1
 
 
-def _check_probabilities(p_lower: Any, p_upper: Any) -> tuple[np.ndarray, np.ndarray]:
-    lo = check_array(p_lower, "p_lower", allow_empty=True)
-    hi = check_array(p_upper, "p_upper", allow_empty=True)
-    for name, arr in (("p_lower", lo), ("p_upper", hi)):
+def _check_probabilities(lower: Any, upper: Any) -> tuple[np.ndarray, np.ndarray]:
+    lower = check_array(lower, "lower", allow_empty=True)
+    upper = check_array(upper, "upper", allow_empty=True)
+    for name, arr in (("lower", lower), ("upper", upper)):
         if np.any((arr < 0) | (arr > 1)):
             raise ValueError(f"{name} must lie in [0, 1] everywhere")
     try:
-        lo, hi = np.broadcast_arrays(lo, hi)
+        lower, upper = np.broadcast_arrays(lower, upper)
     except ValueError:
         raise ValueError(
-            f"p_lower (shape {lo.shape}) and p_upper (shape {hi.shape}) do not broadcast"
+            f"lower (shape {lower.shape}) and upper (shape {upper.shape}) do not broadcast"
         ) from None
-    if np.any(lo > hi):
-        raise ValueError("p_lower must be <= p_upper everywhere")
-    return lo, hi
+    if np.any(lower > upper):
+        raise ValueError("lower must be <= upper everywhere")
+    return lower, upper
 
 
 def certified_radius(
-    p_lower: Any,
-    p_upper: Any,
+    lower: Any,
+    upper: Any,
     n: int,
     m: int | None = None,
     replacement: bool = False,
@@ -171,19 +163,19 @@ def certified_radius(
 ) -> np.ndarray:
     r"""Largest certified radius of each component's smoothed inclusion decision.
 
-    Given bounds :math:`\underline p_j \le p_j(S) \le \bar p_j` on the probability that component
-    :math:`j` is included by the discovery algorithm run on a random subsample of the concept
-    dataset :math:`S` (size ``n``), returns the largest :math:`r` such that the smoothed decision
-    (include iff :math:`p_j > 1/2`) provably stays the same for every dataset :math:`S'` within
-    ``threat`` distance :math:`r` of :math:`S` (see the module docstring for the bound).
+    Given bounds $\underline p_j \le p_j(S) \le \bar p_j$ on the probability that component
+    $j$ is included by the discovery algorithm run on a random subsample of the concept
+    dataset $S$ (size ``n``), returns the largest $r$ such that the smoothed decision
+    (include iff $p_j > 1/2$) provably stays the same for every dataset $S'$ within
+    ``threat`` distance $r$ of $S$ (see the module docstring for the bound).
 
     Parameters
     ----------
-    p_lower, p_upper : array-like of float
-        Lower and upper bounds on :math:`p_j(S)` (broadcast together), e.g. Clopper–Pearson bounds
-        at a family-wise level, or the exact probabilities (``p_lower = p_upper``).
+    lower, upper : array-like of float
+        Lower and upper bounds on $p_j(S)$ (broadcast together), e.g. Clopper–Pearson bounds
+        at a family-wise level, or the exact probabilities (``lower = upper``).
     n : int
-        Size of the concept dataset :math:`S`.
+        Size of the concept dataset $S$.
     m : int, optional
         Subsample size for uniform subsampling (required unless ``deletion_prob`` is given).
     replacement : bool, default False
@@ -192,16 +184,16 @@ def certified_radius(
         Poisson deletion: every example is deleted independently with this probability (kept with
         ``1 - deletion_prob``); ``m`` must then be None.
     threat : {"edit", "substitution", "insertion", "deletion"}, default "edit"
-        ``"edit"``: any mix of insertions, deletions and substitutions with total :math:`\le r`
-        (each counting once; its worst case is :math:`r` substitutions, so ``"substitution"`` gives
+        ``"edit"``: any mix of insertions, deletions and substitutions with total $\le r$
+        (each counting once; its worst case is $r$ substitutions, so ``"substitution"`` gives
         the same radius); ``"insertion"`` / ``"deletion"``: only that operation.
 
     Returns
     -------
     numpy.ndarray of int64
         Shape of the broadcast bounds.  ``r >= 0``: the decision (included when
-        ``p_lower > 1/2``, excluded when ``p_upper < 1/2``) is certified for every edit of size
-        ``<= r``; ``-1``: abstain, the bounds do not even decide the smoothed vote on :math:`S`.
+        ``lower > 1/2``, excluded when ``upper < 1/2``) is certified for every edit of size
+        ``<= r``; ``-1``: abstain, the bounds do not even decide the smoothed vote on $S$.
         Deletion radii are capped at ``n`` (no more examples to delete).
 
     Examples
@@ -212,27 +204,34 @@ def certified_radius(
     >>> int(certified_radius(0.9, 0.9, 60000, 30, replacement=True))  # Jia et al.'s MNIST example
     1013
     """
-    scheme, n, m, p_del = _sampling(n, m, replacement, deletion_prob)
+    sampling = _sampling(n, m, replacement, deletion_prob)
     check_in_options(threat, "threat", THREATS)
-    lo, hi = _check_probabilities(p_lower, p_upper)
+    lower, upper = _check_probabilities(lower, upper)
+    return radius_from_bounds(lower, upper, sampling, threat)
+
+
+def radius_from_bounds(lower: np.ndarray, upper: np.ndarray, sampling: Sampling, threat: str) -> np.ndarray:
+    """`certified_radius` on validated bounds (arrays in [0, 1], `lower <= upper`) and a `Sampling`."""
     if threat == "insertion":
-        tables = {"ins": _log_avoid_inserted(scheme, n, m, p_del)}
+        tables = {"ins": _log_avoid_inserted(sampling)}
     else:
-        tables = {"del": _log_avoid_deleted(scheme, n, m, p_del)}
-    r_in = _radius_from_mu(lo, threat, tables)
-    r_out = _radius_from_mu(1.0 - hi, threat, tables)
+        tables = {"del": _log_avoid_deleted(sampling)}
+    r_in = _radius_from_mu(lower, threat, tables)
+    r_out = _radius_from_mu(1.0 - upper, threat, tables)
     return np.maximum(r_in, r_out)
 
 
-def _log_p_common(scheme: str, size: int, n_c: int, m: int, p_del: float) -> float:
+def _log_p_common(sampling: Sampling, size: int, n_c: int) -> float:
     """log P[T subset of C] for a dataset of ``size`` examples of which ``n_c`` are in C (-inf if 0).
 
     Products of ``1 - m / (size - t)`` summed in log space with ``math.fsum``: accurate to a few ulps
     times ``|log P|`` (differences of log-gammas lose ~1e-7 relative at n = 1e7).
     """
     k = size - n_c  # examples of the dataset outside C
+    scheme, m = sampling.scheme, sampling.m
     if scheme == "poisson":
-        return k * math.log(p_del)
+        return k * math.log(sampling.deletion_prob)
+    assert m is not None
     if scheme == "with_replacement":
         return m * math.log1p(-k / size) if n_c > 0 else -math.inf
     if n_c < m:
@@ -243,8 +242,8 @@ def _log_p_common(scheme: str, size: int, n_c: int, m: int, p_del: float) -> flo
 
 
 def edit_bounds(
-    p_lower: Any,
-    p_upper: Any,
+    lower: Any,
+    upper: Any,
     n: int,
     m: int | None = None,
     replacement: bool = False,
@@ -254,30 +253,31 @@ def edit_bounds(
     n_delete: int = 0,
     n_substitute: int = 0,
 ) -> tuple[np.ndarray, np.ndarray]:
-    r"""Bounds on :math:`p_j(S')` after a given number of insertions, deletions and substitutions.
+    r"""Bounds on $p_j(S')$ after a given number of insertions, deletions and substitutions.
 
     The coupling bound of the module docstring, for one explicit split of the edit budget.
 
     Parameters
     ----------
-    p_lower, p_upper : array-like of float
-        Bounds on :math:`p_j(S)`.
+    lower, upper : array-like of float
+        Bounds on $p_j(S)$.
     n, m, replacement, deletion_prob
-        The sampling scheme, as in :func:`certified_radius`.
+        The sampling scheme, as in `certified_radius`.
     n_insert, n_delete, n_substitute : int, default 0
-        The edit: :math:`n_c = n - n_{del} - n_{sub}` examples are shared and
-        :math:`n' = n - n_{del} + n_{ins}`.
+        The edit: $n_c = n - n_{del} - n_{sub}$ examples are shared and
+        $n' = n - n_{del} + n_{ins}$.
 
     Returns
     -------
     lower, upper : numpy.ndarray
-        :math:`P_{S'} \max(0, (\underline p - 1 + P_S)/P_S)` and
-        :math:`P_{S'} \min(1, \bar p/P_S) + 1 - P_{S'}` (the trivial ``0`` and ``1`` when
-        :math:`P_S = 0`), padded outward by the propagated floating-point error (a few hundred
+        $P_{S'} \max(0, (\underline p - 1 + P_S)/P_S)$ and
+        $P_{S'} \min(1, \bar p/P_S) + 1 - P_{S'}$ (the trivial ``0`` and ``1`` when
+        $P_S = 0$), padded outward by the propagated floating-point error (a few hundred
         machine epsilons at most), so that rounding never moves a bound past the exact one.
     """
-    scheme, n, m, p_del = _sampling(n, m, replacement, deletion_prob)
-    lo, hi = _check_probabilities(p_lower, p_upper)
+    sampling = _sampling(n, m, replacement, deletion_prob)
+    n = sampling.n
+    lower, upper = _check_probabilities(lower, upper)
     ins = check_integer(n_insert, "n_insert", minimum=0)
     dele = check_integer(n_delete, "n_delete", minimum=0)
     sub = check_integer(n_substitute, "n_substitute", minimum=0)
@@ -285,25 +285,25 @@ def edit_bounds(
         raise ValueError(f"n_delete + n_substitute must be <= n = {n}, got {dele + sub}")
     n_c = n - dele - sub
     n_new = n - dele + ins
-    log_ps = _log_p_common(scheme, n, n_c, m, p_del)
-    log_pt = _log_p_common(scheme, n_new, n_c, m, p_del)
+    log_ps = _log_p_common(sampling, n, n_c)
+    log_pt = _log_p_common(sampling, n_new, n_c)
     if not np.isfinite(log_ps):
-        return np.zeros_like(lo), np.ones_like(hi)
+        return np.zeros_like(lower), np.ones_like(upper)
     ps, pt = math.exp(log_ps), math.exp(log_pt)
-    lower = pt * np.maximum(0.0, 1.0 - (1.0 - lo) / ps)
-    upper = pt * np.minimum(1.0, hi / ps) - math.expm1(log_pt)
+    new_lower = pt * np.maximum(0.0, 1.0 - (1.0 - lower) / ps)
+    new_upper = pt * np.minimum(1.0, upper / ps) - math.expm1(log_pt)
     # Outward padding: the relative error of P_S is <= (2 |log P_S| + 1) eps, which reaches q (and the
     # bounds) as an absolute error of at most that plus a few eps; P_S' contributes <= 2 eps absolute.
     pad = (4.0 * abs(log_ps) + 16.0) * np.finfo(np.float64).eps
-    return np.maximum(lower - pad, 0.0), np.minimum(upper + pad, 1.0)
+    return np.maximum(new_lower - pad, 0.0), np.minimum(new_upper + pad, 1.0)
 
 
 def partition_radius(votes_a: Any, votes_b: Any, idx_a: Any, idx_b: Any) -> np.ndarray:
-    r"""Deep Partition Aggregation radius :math:`\lfloor (n_A - n_B - 1[i_B < i_A]) / 2 \rfloor`.
+    r"""Deep Partition Aggregation radius $\lfloor (n_A - n_B - 1[i_B < i_A]) / 2 \rfloor$.
 
     The number of *partitions* whose vote may change while the winner (most votes, ties to the
     smaller class index) stays ``a`` (Levine & Feizi, ICLR 2021).  An insertion or a deletion changes
-    one partition, a substitution at most two; :func:`certkit.circuits.certify_circuit_partition`
+    one partition, a substitution at most two; `certkit.circuits.certify_circuit_partition`
     converts accordingly.
 
     Parameters
