@@ -232,23 +232,23 @@ def seed_from_rng(rng: Any) -> int:
 
 
 def memory_limit() -> int:
-    """Bytes this process may use: physical memory, or the cgroup (container) limit when lower."""
+    """Largest allocation certkit attempts in one call: half the physical (or cgroup-limited) memory."""
     try:
-        limit = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+        total = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
     except (AttributeError, ValueError, OSError):  # pragma: no cover - not POSIX
-        limit = 16 * 2**30
+        total = 16 * 2**30
     try:
         with open("/sys/fs/cgroup/memory.max") as fh:
             text = fh.read().strip()
         if text.isdigit():
-            limit = min(limit, int(text))
+            total = min(total, int(text))
     except OSError:
         pass
-    return int(limit)
+    return int(total) // 2
 
 
 def check_allocation(n_bytes: float, name: str, value: Any, *, what: str) -> None:
-    """Raise ``ValueError`` naming ``name=value`` before allocating more memory than the machine has.
+    """Raise ``ValueError`` naming ``name=value`` before allocating more than `memory_limit` bytes.
 
     ``n_bytes`` is the caller's estimate of the largest memory the call needs at once (a float, so that
     products of huge sizes do not overflow).
@@ -257,7 +257,7 @@ def check_allocation(n_bytes: float, name: str, value: Any, *, what: str) -> Non
     if n_bytes > limit:
         raise ValueError(
             f"{name}={value!r} is too large: {what} would need about {_format_bytes(n_bytes)}, more than "
-            f"the {_format_bytes(limit)} of memory available; reduce {name}"
+            f"half ({_format_bytes(limit)}) of this machine's memory; reduce {name}"
         )
 
 
