@@ -11,10 +11,13 @@ Capabilities live in submodules that are imported on first use, so that
 | ``certkit.mibp`` | MIBP certified training |
 | ``certkit.conformal`` | RCP1 robust conformal prediction |
 | ``certkit.circuits`` | certified circuits |
+| ``certkit.performative`` | performative generalization bounds |
+| ``certkit.ope`` | off-policy evaluation under strategic behaviour |
+| ``certkit.causal`` | causal mixture discovery |
 | ``certkit.plot`` | plot helpers (matplotlib) |
 
-The entry points ``certkit.certified_training``, ``certkit.RCP1Classifier`` and
-``certkit.certify_circuit`` are re-exported here.
+The entry points ``certkit.certified_training``, ``certkit.RCP1Classifier``,
+``certkit.certify_circuit``, ``certkit.strategic_dr`` and ``certkit.CausalMixtureModel`` are re-exported here.
 """
 
 from __future__ import annotations
@@ -33,13 +36,17 @@ except ImportError as exc:  # pragma: no cover - exercised only on a broken inst
         "(needs a C++17 compiler; scikit-build-core and pybind11 are fetched by pip)."
     ) from exc
 
-_SUBMODULES = ("stats", "parallel", "datasets", "mibp", "conformal", "circuits", "plot")
+_SUBMODULES = (
+    "stats", "parallel", "datasets", "mibp", "conformal", "circuits", "performative", "ope", "causal", "plot",
+)
 
 # The entry point of each capability, re-exported at the top level (imported on first use).
 _ENTRY_POINTS = {
     "certified_training": "mibp",
     "RCP1Classifier": "conformal",
     "certify_circuit": "circuits",
+    "strategic_dr": "ope",
+    "CausalMixtureModel": "causal",
 }
 
 __all__ = ["__version__", *_SUBMODULES, *_ENTRY_POINTS]

@@ -24,6 +24,9 @@ _COMMANDS = (
     "certkit.mibp._cli",
     "certkit.conformal._cli",
     "certkit.circuits._cli",
+    "certkit.performative._cli",
+    "certkit.ope._cli",
+    "certkit.causal._cli",
 )
 
 

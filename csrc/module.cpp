@@ -6,6 +6,7 @@
 namespace py = pybind11;
 
 namespace certkit {
+void register_mixreg(py::module_& parent);
 void register_rng(py::module_& m);
 void register_subsample(py::module_& m);
 void register_votes(py::module_& m);
@@ -13,6 +14,7 @@ void register_votes(py::module_& m);
 
 PYBIND11_MODULE(_core, m) {
     m.doc() = "certkit compiled kernels (C++17).";
+    certkit::register_mixreg(m);
     certkit::register_rng(m);
     certkit::register_subsample(m);
     certkit::register_votes(m);

@@ -4,6 +4,7 @@ One submodule per domain, each registered by `register_<domain>` in `csrc/<domai
 
 | submodule | kernels |
 |---|---|
+| `certkit._core.mixreg` | EM for mixtures of linear regressions (fused weighted Gram + log-space E-step) |
 | `certkit._core.rng` | `random_uint64`: raw draws of the counter-based generator |
 | `certkit._core.subsample` | `indices`, `deletion_masks`: the subsamples of the subsampling certificates |
 | `certkit._core.votes` | `subsample`, `partition`: inclusion votes of a score rule over subsamples / parts |
@@ -14,6 +15,7 @@ Every kernel is deterministic: subsample `b` uses the counter-based generator ke
 arguments named as in Python.
 """
 
+from certkit._core import mixreg as mixreg
 from certkit._core import rng as rng
 from certkit._core import subsample as subsample
 from certkit._core import votes as votes

@@ -30,12 +30,13 @@ from certkit.mibp._perturbation import (
     OrdinalShift,
     Perturbation,
 )
-from certkit.mibp._solvers import GurobiLicenseError
+from certkit.mibp._solvers import MAX_SCALE, GurobiLicenseError, UnsoundBoundError
 from certkit.mibp._training import BACKENDS, FORMULATIONS, CertifiedTrainingResult, certified_training
 
 __all__ = [
     "BACKENDS",
     "FORMULATIONS",
+    "MAX_SCALE",
     "MLP",
     "Budget",
     "CertifiedTrainingResult",
@@ -48,6 +49,7 @@ __all__ = [
     "OrdinalShift",
     "Perturbation",
     "PredictionCertificate",
+    "UnsoundBoundError",
     "certified_training",
     "certify_predictions",
 ]

@@ -12,7 +12,7 @@ from certkit._validation import check_array, check_in_options, check_positive
 from certkit.mibp._interval import interval_forward, pad
 from certkit.mibp._program import Builder, Lin, lin_sum
 from certkit.mibp._solvers import BackendOptions, solve_program
-from certkit.mibp._training import BACKENDS, CertifiedTrainingResult, _check_backend
+from certkit.mibp._training import BACKENDS, CertifiedTrainingResult, _check_backend, _check_gurobi_licence
 from certkit.parallel import parallel_map
 
 __all__ = ["PredictionCertificate", "certify_predictions"]
@@ -75,9 +75,18 @@ def _output_program(lower, upper, x: np.ndarray, pred: int, n_out: int):
 
 
 def _solve_item(item: tuple) -> float:
-    program, options = item
-    res = solve_program(program, [(j, 1) for j in range(len(program.objectives))], options)
+    program, options, witnesses = item
+    res = solve_program(program, [(j, 1) for j in range(len(program.objectives))], options, witnesses)
     return float(np.min(res["bounds"]))
+
+
+def _objective_values(models, x: np.ndarray, pred: int, n_out: int) -> np.ndarray:
+    """The output program's objectives at parameter vectors of the box (known feasible points)."""
+    rows = []
+    for model in models:
+        f = model.forward(x[None])[0]
+        rows.append([f[0] * pred] if n_out == 1 else [f[pred] - f[c] for c in range(n_out) if c != pred])
+    return np.asarray(rows, dtype=np.float64)
 
 
 def certify_predictions(
@@ -90,6 +99,7 @@ def certify_predictions(
     solver: str | None = None,
     executor: Any = None,
     progress: bool | str = False,
+    verbose: bool = False,
 ) -> PredictionCertificate:
     """Certify test predictions against every parameter vector in the box of ``epoch``.
 
@@ -107,8 +117,9 @@ def certify_predictions(
     backend : {"interval", "gurobi", "scip", "milp", "lp"}
     epoch : int
         Which epoch's box (default: the last).
-    time_limit, solver, executor, progress
-        As in :func:`certified_training`.
+    time_limit, solver, executor, progress, verbose
+        As in `certified_training` (a solver bound that a parameter vector of the box beats raises
+        `UnsoundBoundError`).
     """
     if not isinstance(result, CertifiedTrainingResult):
         raise TypeError(f"result must be a CertifiedTrainingResult, got {type(result).__name__}")
@@ -119,6 +130,8 @@ def certify_predictions(
     if time_limit is not None:
         time_limit = check_positive(time_limit, "time_limit")
     _check_backend(backend, solver)
+    if not isinstance(verbose, bool):
+        raise TypeError(f"verbose must be True or False, got {type(verbose).__name__}")
     pred = nominal.predict(X_test)
     _, pre = interval_forward(lower, upper, X_test, X_test)
     fL, fU = pre[-1]
@@ -133,8 +146,22 @@ def certify_predictions(
         margin, _ = pad(margin, margin, np.abs(fL).max(axis=1) + np.abs(fU).max(axis=1), 1)
     undecided = np.flatnonzero(margin <= 0)
     if backend != "interval" and undecided.size:
-        options = BackendOptions(backend, time_limit, solver)
-        items = [(_output_program(lower, upper, X_test[i], int(pred[i]), n_out), options) for i in undecided]
+        options = BackendOptions(backend, time_limit, solver, verbose=verbose)
+        inside = (nominal, lower, upper)
+        items = [
+            (
+                _output_program(lower, upper, X_test[i], int(pred[i]), n_out),
+                options,
+                _objective_values(inside, X_test[i], int(pred[i]), n_out),
+            )
+            for i in undecided
+        ]
+        if backend == "gurobi":
+            big = max(range(len(items)), key=lambda r: items[r][0].n_vars)
+            x, p = X_test[undecided[big]], int(pred[undecided[big]])
+            _check_gurobi_licence(
+                items[big][0], lambda lo, up: _output_program(lo, up, x, p, n_out), lower, upper
+            )
         solved = parallel_map(_solve_item, items, executor=executor, progress=progress)
         margin = margin.copy()
         margin[undecided] = np.maximum(margin[undecided], solved)

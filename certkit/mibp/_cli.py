@@ -79,7 +79,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--workers", type=int, default=None, help="parallel worker processes (default serial)"
     )
     parser.add_argument("--tighten", action="store_true", help="LP bound tightening inside the programs")
-    parser.add_argument("--seed", type=int, default=0, help="seed of the data split and initialisation")
+    parser.add_argument(
+        "--seed", type=int, default=0, help="seed of the data split and initialisation (default 0)"
+    )
+    parser.add_argument("--verbose", action="store_true", help="show the solvers' logs")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -94,7 +97,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         res, cert = _train_and_certify(args, data, model)
     except GurobiLicenseError as exc:
-        print(f"certkit mibp: {exc} (or fewer --hidden units)", file=sys.stderr)
+        print(f"certkit mibp: error: {exc.render(cli=True)}", file=sys.stderr)
         return 2
     print(res.summary())
     print()
@@ -122,9 +125,15 @@ def _train_and_certify(args: argparse.Namespace, data: BenchmarkData, model) -> 
         tighten_bounds=args.tighten and args.backend != "interval",
         executor=args.workers,
         progress=True,
+        verbose=args.verbose,
     )
     cert = certify_predictions(
-        res, data.X_test, backend=args.backend, time_limit=args.time_limit, executor=args.workers
+        res,
+        data.X_test,
+        backend=args.backend,
+        time_limit=args.time_limit,
+        executor=args.workers,
+        verbose=args.verbose,
     )
     return res, cert
 

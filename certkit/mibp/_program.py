@@ -167,6 +167,9 @@ class Program:
     #: rounding error of each objective (float evaluation vs represented expression); solver values are
     #: widened by it
     objective_errors: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    #: number of parameter / input boxes widened to `MIN_WIDTH` (presolve reductions across such
+    #: variables moved Gurobi's bounds by up to 7e-7, beyond its padding)
+    widened: int = 0
 
     @property
     def n_vars(self) -> int:
@@ -187,6 +190,7 @@ class Builder:
         self.is_binary: list[bool] = []
         self.rows: list[tuple[dict[int, float], bool, float]] = []
         self.bilinear: list[tuple[int, int, int]] = []
+        self.widened = 0
 
     # -- variables and bounds ---------------------------------------------------------
     def var(self, lo: float, hi: float, *, binary: bool = False) -> Lin:
@@ -199,6 +203,12 @@ class Builder:
 
     def binary(self) -> Lin:
         return self.var(0.0, 1.0, binary=True)
+
+    def _widen(self, lo: float, hi: float) -> tuple[float, float]:
+        """`widen`, counting the boxes it widens (the exact solvers then run without presolve)."""
+        out = widen(lo, hi)
+        self.widened += out != (lo, hi)
+        return out
 
     def _term_mag(self, e: Lin) -> float:
         return sum(max(abs(c * self.lb[k]), abs(c * self.ub[k])) for k, c in e.terms.items())
@@ -411,7 +421,7 @@ class Builder:
         """Parameter expressions ``W[l][o][i]``, ``b[l][o]`` (constants where the box is a point)."""
 
         def one(lo: float, hi: float) -> Lin:
-            return Lin(const=lo) if lo == hi else self.var(*widen(float(lo), float(hi)))
+            return Lin(const=lo) if lo == hi else self.var(*self._widen(float(lo), float(hi)))
 
         W = [
             [[one(wl[o, i], wu[o, i]) for i in range(wl.shape[1])] for o in range(wl.shape[0])]
@@ -429,7 +439,7 @@ class Builder:
                 xs.append(Lin(const=nominal[f]))
                 continue
             vals = sets.options[k, f, : sets.n_options[k, f]]
-            eL, eU = widen(float(sets.offset_lo[k, f]), float(sets.offset_hi[k, f]))
+            eL, eU = self._widen(float(sets.offset_lo[k, f]), float(sets.offset_hi[k, f]))
             x0 = 0.0 if deviate is None else nominal[f]
             if len(vals) == 1:
                 base = Lin(const=vals[0]) if deviate is None else Lin(const=x0) + deviate * (vals[0] - x0)
@@ -448,7 +458,7 @@ class Builder:
                 lo, hi = pad(
                     np.float64(vals[0] + eL), np.float64(vals[0] + eU), abs(vals[0]) + abs(eL) + abs(eU), 1
                 )
-                xs.append(self.var(*widen(float(lo), float(hi))))
+                xs.append(self.var(*self._widen(float(lo), float(hi))))
                 continue
             if eL == eU == 0.0:
                 off = Lin()
@@ -559,6 +569,7 @@ class Builder:
             objectives=objs,
             objective_bounds=np.asarray(obounds, dtype=np.float64).reshape(-1, 2),
             objective_errors=np.asarray(oerrs, dtype=np.float64),
+            widened=self.widened,
         )
 
 

@@ -1,37 +1,127 @@
-"""Translators from :class:`Program` to solvers, each returning sound objective bounds.
+"""Translators from `Program` to solvers, each returning sound objective bounds.
 
-For every objective and sense the returned number is a bound that the true
-optimum cannot beat: the solver's *dual* bound (never an incumbent when the
-solve is not proven optimal), padded outward by the solver tolerances, and
-never looser than the interval bound of the objective (both are sound, so
-their intersection is too).
+For every objective and sense the returned number is a bound that the true optimum cannot beat:
+
+* `lp`: the Neumaier–Shcherbina safe bound computed from HiGHS's dual vector (`safe_lp_bound`),
+  rigorous whatever the solver's accuracy, no tolerance padding;
+* `milp`, `gurobi`, `scip`: the solver's *dual* bound (never an incumbent when the solve is not proven
+  optimal), padded outward by the solver's feasibility tolerance × the program's scale;
+* never looser than the interval bound of the objective (both are sound, so their intersection is too).
+
+Programs whose coefficients exceed `MAX_SCALE` are not given to a solver (their tolerances cannot be
+honoured there): their objectives get the interval bound and are counted as `rejected`.  When known
+feasible points are passed (`witnesses`), a solver bound that one of them beats raises
+`UnsoundBoundError` with the program attached instead of being returned.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import os
+import sys
+import threading
 import time
 from dataclasses import dataclass
 
 import numpy as np
 
 from certkit.mibp._program import Program
+from certkit.mibp._safe_dual import safe_lp_bound
 
 __all__ = [
     "GUROBI_SIZE_LIMIT",
+    "MAX_SCALE",
     "BackendOptions",
     "GurobiLicenseError",
+    "UnsoundBoundError",
     "gurobi_size_limited",
+    "gurobi_too_big",
+    "license_error",
+    "program_scale",
     "solve_program",
 ]
 
 GUROBI_SIZE_LIMIT = 200
+#: Feasibility / optimality / integrality tolerance given to Gurobi and HiGHS.
 _FEAS_TOL = 1e-9
+#: SCIP's feasibility tolerance (its ``numerics/epsilon`` is 1e-9: the feasibility tolerance must exceed it).
+_SCIP_FEAS_TOL = 1e-8
+#: Relative padding of every solver value (covers the solvers' relative optimality tolerances).
 _PAD_REL = 1e-8
+#: Largest coefficient / bound magnitude a program may have to be solved: beyond it an absolute
+#: tolerance of ~1e-9 is below the rounding of the rows (|coefficient| × 2**-52 ≈ 2e-10 at 1e6), so the
+#: solvers' answers are no longer bounds.  Such programs get the interval bounds instead.
+MAX_SCALE = 1e6
 
 
 class GurobiLicenseError(RuntimeError):
-    """The model is larger than the installed (size-limited) Gurobi licence allows."""
+    """The model is larger than the installed (size-limited) Gurobi licence allows.
+
+    ``fits`` maps the options that would give programs within the limit (computed from the program
+    sizes) to their values: ``"formulation"``, ``"hidden"`` (hidden units), ``"backend"``.  `str(error)`
+    names them as Python keywords; `render(cli=True)` as `certkit mibp` flags.
+    """
+
+    def __init__(self, reason: str, *, fits: dict | None = None) -> None:
+        self.reason = reason
+        self.fits = dict(fits or {})
+        super().__init__(self.render(cli=False))
+
+    def render(self, *, cli: bool) -> str:
+        """The message with the fitting options in the caller's syntax (CLI flags or Python keywords)."""
+        if not self.fits:
+            return self.reason
+        parts = []
+        for key, value in self.fits.items():
+            if key == "hidden":
+                parts.append(f"--hidden {value}" if cli else f"a model with at most {value} hidden units")
+            else:
+                parts.append(f"--{key} {value}" if cli else f'{key}="{value}"')
+        return f"{self.reason}. Within the limit: {', or '.join(parts)} (or a full Gurobi licence)"
+
+
+class UnsoundBoundError(RuntimeError):
+    """A solver returned a bound that a known feasible point of the program beats.
+
+    Attributes
+    ----------
+    program : Program or None
+        The program whose bound was wrong (None when the whole step's box misses a trajectory).
+    objective : int
+        Index of the objective (of the parameter when ``program`` is None).
+    sense : int
+        +1 for a lower bound (minimisation), -1 for an upper bound.
+    bound : float
+        The (padded) bound the solver returned.
+    witness : float
+        The objective's value at a feasible point, beyond ``bound``.
+    backend : str
+    """
+
+    def __init__(
+        self,
+        program: Program | None,
+        objective: int,
+        sense: int,
+        bound: float,
+        witness: float,
+        backend: str,
+    ) -> None:
+        kind = "lower" if sense > 0 else "upper"
+        what = f"objective {objective}" if program is not None else f"parameter {objective} of the step"
+        super().__init__(
+            f"backend={backend!r} returned the {kind} bound {bound!r} for {what}, but a known "
+            f"feasible point reaches {witness!r}: the answer is not a bound (a numerical failure of "
+            "the solver). The program is attached as .program; please report it. "
+            "backend='interval' is unaffected."
+        )
+        self.program = program
+        self.objective = objective
+        self.sense = sense
+        self.bound = bound
+        self.witness = witness
+        self.backend = backend
 
 
 @dataclass(frozen=True)
@@ -42,23 +132,60 @@ class BackendOptions:
     time_limit: float | None = None
     solver: str | None = None
     tighten: bool = False
+    verbose: bool = False
 
 
-def _scale(program: Program) -> float:
-    """Largest variable-bound magnitude (the big-M and McCormick coefficients come from these)."""
-    if program.n_vars == 0:
-        return 1.0
-    return float(max(1.0, np.max(np.abs(program.lb)), np.max(np.abs(program.ub))))
+def program_scale(program: Program) -> float:
+    """Largest magnitude among the variable bounds, row coefficients, right-hand sides and objective
+    coefficients (at least 1): big-M and McCormick coefficients come from the bounds."""
+    parts = [1.0]
+    for arr in (program.lb, program.ub, program.A.data, program.rhs):
+        if arr.size:
+            parts.append(float(np.max(np.abs(arr))))
+    parts += [float(np.max(np.abs(coef))) for _idx, coef, _c in program.objectives if coef.size]
+    return max(parts)
 
 
-def _pad_bound(value: float, sense: int, extra: float = 0.0, scale: float = 1.0) -> float:
+def _pad_bound(value: float, sense: int, tol: float, scale: float) -> float:
     """Move ``value`` outward (down for min, up for max) by the tolerance padding.
 
     The padding grows with ``scale`` (the largest big-M / bound magnitude of the program): a row
-    satisfied only up to the feasibility tolerance can move the objective by about tolerance × M.
+    satisfied only up to the feasibility tolerance ``tol`` can move the objective by about tol × M.
     """
-    slack = _PAD_REL * (1.0 + abs(value)) + _FEAS_TOL * scale + extra
+    slack = _PAD_REL * (1.0 + abs(value)) + tol * scale
     return value - slack if sense > 0 else value + slack
+
+
+@functools.lru_cache(maxsize=1)
+def _silence_highs_banner() -> None:
+    """HiGHS prints its banner when the first ``Highs`` object of a process is created (before any
+    option can be set): create that first one with stdout/stderr redirected."""
+    import highspy
+
+    with _quiet_fds():
+        highspy.Highs()
+
+
+_FD_LOCK = threading.Lock()
+
+
+@contextlib.contextmanager
+def _quiet_fds():
+    """Redirect the process's stdout / stderr file descriptors to /dev/null (C libraries print there)."""
+    with _FD_LOCK:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        saved = [os.dup(1), os.dup(2)]
+        null = os.open(os.devnull, os.O_WRONLY)
+        try:
+            os.dup2(null, 1)
+            os.dup2(null, 2)
+            yield
+        finally:
+            os.dup2(saved[0], 1)
+            os.dup2(saved[1], 2)
+            for fd in (*saved, null):
+                os.close(fd)
 
 
 def _consistent(dual: float, incumbent: float | None, sense: int, value_scale: float) -> bool:
@@ -71,10 +198,18 @@ def _consistent(dual: float, incumbent: float | None, sense: int, value_scale: f
     return dual <= incumbent + tol if sense > 0 else dual >= incumbent - tol
 
 
-def solve_program(program: Program, tasks: list[tuple[int, int]], options: BackendOptions) -> dict:
+def solve_program(
+    program: Program,
+    tasks: list[tuple[int, int]],
+    options: BackendOptions,
+    witnesses: np.ndarray | None = None,
+) -> dict:
     """Bounds for ``tasks`` = [(objective index, +1 for min / -1 for max)].
 
-    Returns ``{"bounds": array, "not_optimal": int, "solves": int, "seconds": float,
+    ``witnesses`` (array ``(k, n_objectives)``, optional): the objectives' values at ``k`` known feasible
+    points of the program; a solver bound beyond one of them raises `UnsoundBoundError`.
+
+    Returns ``{"bounds": array, "not_optimal": int, "rejected": int, "solves": int, "seconds": float,
     "n_vars": int, "n_bilinear": int}``.
     """
     start = time.perf_counter()
@@ -83,12 +218,15 @@ def solve_program(program: Program, tasks: list[tuple[int, int]], options: Backe
     for t, (j, sense) in enumerate(tasks):
         idx, _coef, _const = program.objectives[j]
         lo, hi = program.objective_bounds[j]
-        if idx.size == 0 or lo == hi:
-            out[t] = lo if sense > 0 else hi
-        else:
+        out[t] = lo if sense > 0 else hi
+        if idx.size and lo != hi:
             todo.append(t)
     not_optimal = 0
-    if todo:
+    rejected = int(bool(todo) and program_scale(program) > MAX_SCALE)
+    if todo and not rejected:
+        if not options.verbose and options.backend in ("lp", "milp"):
+            with contextlib.suppress(ImportError):
+                _silence_highs_banner()
         solver = {"scip": _solve_scip, "gurobi": _solve_gurobi, "milp": _solve_linear, "lp": _solve_linear}[
             options.backend
         ]
@@ -100,11 +238,16 @@ def solve_program(program: Program, tasks: list[tuple[int, int]], options: Backe
             v = v + program.objectives[j][2]
             if len(program.objective_errors):
                 v = v - program.objective_errors[j] if sense > 0 else v + program.objective_errors[j]
+            if witnesses is not None and len(witnesses):
+                w = float(np.min(witnesses[:, j])) if sense > 0 else float(np.max(witnesses[:, j]))
+                if (sense > 0 and v > w) or (sense < 0 and v < w):
+                    raise UnsoundBoundError(program, j, sense, float(v), w, options.backend)
             out[t] = max(lo, v) if sense > 0 else min(hi, v)
     return {
         "bounds": out,
         "not_optimal": not_optimal,
-        "solves": len(todo),
+        "rejected": rejected,
+        "solves": 0 if rejected else len(todo),
         "seconds": time.perf_counter() - start,
         "n_vars": program.n_vars,
         "n_bilinear": len(program.bilinear),
@@ -129,17 +272,20 @@ _SCIP_LIMITS = frozenset(
 )
 
 
-def _solve_scip(program: Program, tasks, options: BackendOptions):
-    try:
-        from pyscipopt import Model, quicksum
-    except ImportError as exc:
-        raise ImportError('backend="scip" needs PySCIPOpt: pip install "certkit[scip]"') from exc
-    scale = _scale(program)
+def _scip_model(program: Program, options: BackendOptions):
+    """A fresh SCIP model of ``program`` (SCIP keeps state across re-solves of one model after
+    ``freeTransform``, which has cut off feasible points of a later objective, so every objective gets
+    its own model)."""
+    from pyscipopt import Model, quicksum
+
     m = Model()
-    m.hideOutput()
-    m.setParam("numerics/feastol", _FEAS_TOL)
+    if not options.verbose:
+        m.hideOutput()
+    m.setParam("numerics/feastol", _SCIP_FEAS_TOL)
     m.setParam("limits/gap", 0.0)
     m.setParam("limits/absgap", 0.0)
+    if program.widened:
+        m.setParam("presolving/maxrounds", 0)
     if options.time_limit is not None:
         m.setParam("limits/time", float(options.time_limit))
     x = [
@@ -153,14 +299,28 @@ def _solve_scip(program: Program, tasks, options: BackendOptions):
         m.addCons(expr == program.rhs[r] if program.is_eq[r] else expr <= program.rhs[r])
     for s, a, b in program.bilinear:
         m.addCons(x[s] == x[a] * x[b])
+    return m, x
+
+
+def _solve_scip(program: Program, tasks, options: BackendOptions):
+    try:
+        from pyscipopt import quicksum
+    except ImportError as exc:
+        raise ImportError('backend="scip" needs PySCIPOpt: pip install "certkit[scip]"') from exc
+    scale = program_scale(program)
     values, flags = [], []
     for j, sense in tasks:
+        m, x = _scip_model(program, options)
         idx, coef, _ = program.objectives[j]
         m.setObjective(
             quicksum(float(c) * x[i] for i, c in zip(idx, coef)),
             sense="minimize" if sense > 0 else "maximize",
         )
-        m.optimize()
+        if options.verbose:
+            m.optimize()
+        else:
+            with _quiet_fds():  # SoPlex prints GMP tolerance warnings even with hideOutput()
+                m.optimize()
         status = m.getStatus()
         if status == "infeasible":
             raise RuntimeError(
@@ -174,8 +334,7 @@ def _solve_scip(program: Program, tasks, options: BackendOptions):
             if _consistent(dual, incumbent, sense, abs(dual)):
                 bound = dual
         flags.append(status == "optimal")
-        values.append(_pad_bound(bound, sense, scale=scale) if np.isfinite(bound) else -np.inf * sense)
-        m.freeTransform()
+        values.append(_pad_bound(bound, sense, _SCIP_FEAS_TOL, scale) if np.isfinite(bound) else bound)
     return values, flags
 
 
@@ -210,14 +369,21 @@ def _gurobi_env():
     return env
 
 
-def _license_error(program: Program) -> GurobiLicenseError:
+def gurobi_too_big(program: Program) -> bool:
+    """Whether ``program`` exceeds the size-limited (pip) Gurobi licence."""
+    return (len(program.bilinear) > 0 and program.n_vars > GUROBI_SIZE_LIMIT) or max(
+        program.n_vars, program.n_constraints
+    ) > 2000
+
+
+def license_error(program: Program, fits: dict | None = None) -> GurobiLicenseError:
+    """The size-limit error for ``program``; ``fits``: options that would fit (default: SCIP)."""
     return GurobiLicenseError(
         f"the Gurobi licence is size-limited (at most {GUROBI_SIZE_LIMIT} variables once a model has "
-        f"bilinear terms, 2000 variables/constraints otherwise) but this step program has "
+        f"bilinear terms, 2000 variables/constraints otherwise) but this program has "
         f"{program.n_vars} variables, {program.n_constraints} constraints and {len(program.bilinear)} "
-        "bilinear terms. Use "
-        'formulation="decomposed" (one small program per sample), backend="scip" (no size limit), '
-        "or a full Gurobi licence."
+        "bilinear terms",
+        fits={"backend": "scip"} if fits is None else fits,
     )
 
 
@@ -226,13 +392,11 @@ def _solve_gurobi(program: Program, tasks, options: BackendOptions):
         import gurobipy as gp
     except ImportError as exc:
         raise ImportError('backend="gurobi" needs gurobipy: pip install "certkit[gurobi]"') from exc
-    too_big = (len(program.bilinear) > 0 and program.n_vars > GUROBI_SIZE_LIMIT) or max(
-        program.n_vars, program.n_constraints
-    ) > 2000
-    if too_big and gurobi_size_limited():
-        raise _license_error(program)
-    scale = _scale(program)
+    if gurobi_too_big(program) and gurobi_size_limited():
+        raise license_error(program)
+    scale = program_scale(program)
     with gp.Model(env=_gurobi_env()) as m:
+        m.Params.OutputFlag = int(options.verbose)
         m.Params.NonConvex = 2
         m.Params.FeasibilityTol = _FEAS_TOL
         m.Params.OptimalityTol = _FEAS_TOL
@@ -240,6 +404,8 @@ def _solve_gurobi(program: Program, tasks, options: BackendOptions):
         m.Params.MIPGap = 0.0
         m.Params.MIPGapAbs = 0.0
         m.Params.Threads = 1
+        if program.widened:
+            m.Params.Presolve = 0
         if options.time_limit is not None:
             m.Params.TimeLimit = float(options.time_limit)
         vt = [gp.GRB.BINARY if b else gp.GRB.CONTINUOUS for b in program.binary]
@@ -263,7 +429,7 @@ def _solve_gurobi(program: Program, tasks, options: BackendOptions):
                 m.optimize()
             except gp.GurobiError as exc:
                 if exc.errno == 10010:
-                    raise _license_error(program) from exc
+                    raise license_error(program) from exc
                 raise
             if m.Status in (gp.GRB.INFEASIBLE, gp.GRB.INF_OR_UNBD):
                 raise RuntimeError(
@@ -289,13 +455,23 @@ def _solve_gurobi(program: Program, tasks, options: BackendOptions):
                 elif optimal:
                     bound = float(m.ObjVal)
             flags.append(optimal)
-            values.append(_pad_bound(bound, sense, scale=scale) if np.isfinite(bound) else -np.inf * sense)
+            values.append(_pad_bound(bound, sense, _FEAS_TOL, scale) if np.isfinite(bound) else bound)
     return values, flags
 
 
 # ---------------------------------------------------------------------------- cvxpy (McCormick)
+#: Padding tolerance (× scale) of MILP dual bounds (HiGHS's MIP and the cvxpy MIP solvers).
+_MILP_TOL = 1e-7
+_U = 2.0**-52
+
+
 def _relaxation_rows(program: Program):
-    """Linear rows (A_ub, b_ub) of the McCormick envelopes of all bilinear terms."""
+    """Linear rows (A_ub, b_ub) of the McCormick envelopes of all bilinear terms.
+
+    Each row is valid in exact arithmetic for the float bounds it is built from; its right-hand side is
+    rounded outward (loosened) by the rounding of the product ``ca * cb`` and, for a square, of the
+    coefficient ``ca + cb``, so the float row contains every point the exact envelope contains.
+    """
     import scipy.sparse as sp
 
     rows, cols, vals, rhs = [], [], [], []
@@ -306,15 +482,17 @@ def _relaxation_rows(program: Program):
         # s >= aL b + bL a - aL bL ; s >= aU b + bU a - aU bU
         # s <= aU b + bL a - aU bL ; s <= aL b + bU a - aL bU
         for sign, ca, cb in ((-1, aL, bL), (-1, aU, bU), (1, aU, bL), (1, aL, bU)):
+            slack = 2.0 * _U * abs(ca * cb)
             if a == b:
                 rows += [r, r]
                 cols += [s, a]
                 vals += [float(sign), -sign * (ca + cb)]
+                slack += 2.0 * _U * abs(ca + cb) * max(abs(aL), abs(aU))
             else:
                 rows += [r, r, r]
                 cols += [s, b, a]
                 vals += [float(sign), -sign * ca, -sign * cb]
-            rhs.append(-sign * ca * cb)
+            rhs.append(np.nextafter(-sign * ca * cb + slack, np.inf))
             r += 1
     M = sp.csr_matrix((vals, (rows, cols)), shape=(r, program.n_vars))
     return M, np.asarray(rhs, dtype=np.float64)
@@ -334,18 +512,26 @@ def _solve_cvxpy(program: Program, tasks, options: BackendOptions):
     le = ~program.is_eq
     A_ub = sp.vstack([A[le], M]).tocsr()
     b_ub = np.concatenate([program.rhs[le], mrhs])
+    A_eq, b_eq = A[program.is_eq], program.rhs[program.is_eq]
     x = cp.Variable(program.n_vars)
     cons = [x >= program.lb, x <= program.ub]
+    ub_con = eq_con = None
     if A_ub.shape[0]:
-        cons.append(A_ub @ x <= b_ub)
-    if program.is_eq.any():
-        cons.append(A[program.is_eq] @ x == program.rhs[program.is_eq])
+        ub_con = A_ub @ x <= b_ub
+        cons.append(ub_con)
+    if A_eq.shape[0]:
+        eq_con = A_eq @ x == b_eq
+        cons.append(eq_con)
     if integral:
         z = cp.Variable(int(program.binary.sum()), boolean=True)
         cons.append(x[np.flatnonzero(program.binary)] == z)
     c = cp.Parameter(program.n_vars)
     prob = cp.Problem(cp.Minimize(c @ x), cons)
-    kwargs = _cvxpy_options(solver, options.time_limit, integral)
+    kwargs = _cvxpy_options(solver, options.time_limit, integral, options.verbose)
+    scale = program_scale(program)
+    rows = sp.vstack([A_ub, A_eq]).tocsr()
+    row_lo = np.concatenate([np.full(A_ub.shape[0], -np.inf), b_eq])
+    row_hi = np.concatenate([b_ub, b_eq])
     values, flags = [], []
     for j, sense in tasks:
         idx, coef, _ = program.objectives[j]
@@ -378,22 +564,24 @@ def _solve_cvxpy(program: Program, tasks, options: BackendOptions):
                 and _consistent(float(dual), prob.value if optimal else None, 1, abs(float(dual)))
             )
             if usable:
-                bound = float(dual)
+                bound = _pad_bound(float(dual), 1, _MILP_TOL, scale)
             elif optimal:
-                bound = float(prob.value) - _DEFAULT_GAP * (1.0 + abs(prob.value))
-        elif optimal:
-            bound = float(prob.value)
+                value = float(prob.value) - _DEFAULT_GAP * (1.0 + abs(prob.value))
+                bound = _pad_bound(value, 1, _MILP_TOL, scale)
+        else:
+            duals = [con.dual_value for con in (ub_con, eq_con) if con is not None]
+            if all(d is not None for d in duals) and duals:
+                # cvxpy's multipliers of ``A x <= b`` / ``A x == b`` enter the Lagrangian with a plus sign
+                y = -np.concatenate([np.atleast_1d(np.asarray(d, dtype=np.float64)) for d in duals])
+                bound = safe_lp_bound(vec, rows, row_lo, row_hi, program.lb, program.ub, y)
+            elif not duals:
+                bound = safe_lp_bound(vec, rows, row_lo, row_hi, program.lb, program.ub, np.zeros(0))
         if not np.isfinite(bound) and integral:
             # not proven optimal without a dual bound: fall back to the LP relaxation (sound, looser)
-            relaxed = _solve_cvxpy(
-                program, [(j, sense)], BackendOptions("lp", options.time_limit, options.solver)
-            )
+            lp_options = BackendOptions("lp", options.time_limit, options.solver, verbose=options.verbose)
+            relaxed = _solve_cvxpy(program, [(j, sense)], lp_options)
             bound, optimal = relaxed[0][0] * sense, False
-        values.append(
-            _pad_bound(sense * bound, sense, 1e-7 * (1.0 + abs(bound)), _scale(program))
-            if np.isfinite(bound)
-            else -np.inf * sense
-        )
+        values.append(sense * bound)
         flags.append(optimal)
     return values, flags
 
@@ -428,15 +616,16 @@ def _linear_rows(program: Program):
 def _solve_highs(program: Program, tasks, options: BackendOptions):
     """Solve every task on one HiGHS model built once: a new objective only changes the cost vector,
     so the LP re-solves warm from the previous basis.  Bounds: the MIP dual bound (also when stopped
-    early) or the optimal LP value, padded outward; a MILP without a dual bound falls back to its LP."""
+    early) padded outward, or the safe bound of the LP's dual vector; a MILP without a dual bound
+    falls back to its LP."""
     import highspy
 
     integral = options.backend == "milp" and bool(program.binary.any())
-    scale = _scale(program)
+    scale = program_scale(program)
     A, row_lo, row_hi = _linear_rows(program)
     n = program.n_vars
     h = highspy.Highs()
-    h.setOptionValue("output_flag", False)
+    h.setOptionValue("output_flag", bool(options.verbose))
     h.setOptionValue("primal_feasibility_tolerance", _FEAS_TOL)
     h.setOptionValue("dual_feasibility_tolerance", _FEAS_TOL)
     if integral:
@@ -485,16 +674,18 @@ def _solve_highs(program: Program, tasks, options: BackendOptions):
         bound = -np.inf
         if integral:
             bound = _highs_mip_bound(h, status)
-        elif optimal:
-            bound = float(h.getInfo().objective_function_value)
+            if np.isfinite(bound):
+                bound = _pad_bound(bound, 1, _MILP_TOL, scale)
+        else:
+            sol = h.getSolution()
+            if sol.dual_valid:
+                y = np.asarray(sol.row_dual)
+                bound = safe_lp_bound(vec, A, row_lo, row_hi, program.lb, program.ub, y)
         if not np.isfinite(bound) and integral:
-            relaxed = _solve_highs(program, [(j, sense)], BackendOptions("lp", options.time_limit))
+            lp_options = BackendOptions("lp", options.time_limit, verbose=options.verbose)
+            relaxed = _solve_highs(program, [(j, sense)], lp_options)
             bound, optimal = relaxed[0][0] * sense, False
-        values.append(
-            _pad_bound(sense * bound, sense, 1e-7 * (1.0 + abs(bound)), scale)
-            if np.isfinite(bound)
-            else -np.inf * sense
-        )
+        values.append(sense * bound)
         flags.append(optimal)
     return values, flags
 
@@ -520,14 +711,14 @@ def _highs_mip_bound(h, status) -> float:
     return dual if _consistent(dual, incumbent, 1, abs(dual)) else -np.inf
 
 
-def _cvxpy_options(solver: str, time_limit: float | None, integral: bool) -> dict:
-    kw: dict = {"verbose": False}
+def _cvxpy_options(solver: str, time_limit: float | None, integral: bool, verbose: bool) -> dict:
+    kw: dict = {"verbose": verbose}
     if solver == "HIGHS":
         kw.update(
             primal_feasibility_tolerance=_FEAS_TOL,
             dual_feasibility_tolerance=_FEAS_TOL,
-            log_to_console=False,
-            output_flag=False,
+            log_to_console=verbose,
+            output_flag=verbose,
         )
         if integral:
             kw.update(mip_rel_gap=0.0, mip_abs_gap=0.0, mip_feasibility_tolerance=_FEAS_TOL)

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -11,11 +13,18 @@ import numpy as np
 
 from certkit._results import ResultMixin, format_table
 from certkit._validation import check_array, check_in_options, check_integer, check_positive
+from certkit.mibp import _solvers
 from certkit.mibp._interval import interval_step, magnitude, pad, sum_with_budget
 from certkit.mibp._mlp import LOSSES, MLP, check_labels
 from certkit.mibp._perturbation import InputSets, Perturbation
 from certkit.mibp._program import build_decomposed, build_joint
-from certkit.mibp._solvers import BackendOptions, solve_program
+from certkit.mibp._solvers import (
+    BackendOptions,
+    UnsoundBoundError,
+    gurobi_too_big,
+    license_error,
+    solve_program,
+)
 from certkit.parallel import parallel_map
 
 __all__ = ["BACKENDS", "FORMULATIONS", "CertifiedTrainingResult", "certified_training"]
@@ -41,7 +50,8 @@ class CertifiedTrainingResult(ResultMixin):
         Wall time of each certified epoch.
     solver_stats : tuple of dict
         Per epoch: ``solves``, ``not_optimal`` (solves that stopped early and used the dual
-        bound), ``max_vars``, ``max_bilinear``, ``programs``.
+        bound), ``rejected`` (programs whose coefficients exceed `MAX_SCALE`, bounded by interval
+        arithmetic instead), ``max_vars``, ``max_bilinear``, ``programs``.
     backend, formulation, loss : str
     learning_rate : float
     """
@@ -134,8 +144,72 @@ def _check_backend(backend: str, solver: str | None) -> None:
 
 
 def _solve_item(item: tuple) -> dict:
-    program, tasks, options = item
-    return solve_program(program, tasks, options)
+    program, tasks, options, witnesses = item
+    return solve_program(program, tasks, options, witnesses)
+
+
+#: Perturbed datasets whose trajectories serve as known feasible points (besides the nominal one).
+_N_ATTACKS = 4
+
+
+class _Witnesses:
+    """Trajectories that every certified box must contain: the nominal data (when the perturbation allows
+    them) and a few perturbed datasets (vertex and uniform draws, labels flipped within the budget).
+
+    They give, for every step program, its objectives' values at known feasible points (the runtime guard
+    of `solve_program`), and the step's box is checked against them.
+    """
+
+    def __init__(self, model: MLP, X, y, y_fit, sets: InputSets, loss: str, lr: float, epochs: int) -> None:
+        gen = np.random.default_rng(0)
+        self.loss, self.lr, self.y = loss, lr, y
+        self.fit_labels = y_fit
+        # the observed data are allowed unless an entry lies outside its set (a missing value's placeholder)
+        data = [(X, y_fit)] if sets.budget is not None or _in_sets(X, sets) else []
+        for i in range(_N_ATTACKS):
+            Xp = sets.sample(gen, vertex=i % 2 == 0)
+            yp = sets.sample_labels(y_fit, gen) if sets.label_flips else y_fit
+            data.append((Xp, yp))
+        self.paths = [model.train(Xp, yp, loss=loss, epochs=epochs, learning_rate=lr) for Xp, yp in data]
+        # per-point inputs from the point's own set (no budget: a point's program allows any of them)
+        free = dataclasses.replace(sets, budget=None)
+        self.nominal = sets.nominal
+        self.points = [free.sample(gen, vertex=i % 2 == 0) for i in range(_N_ATTACKS)]
+        if _in_sets(sets.nominal, sets):
+            self.points.append(sets.nominal)
+
+    def joint(self, t: int) -> np.ndarray:
+        """Values of the joint step objectives (the new parameters) at the attack points, ``(k, m)``."""
+        return np.array([path[t + 1].to_vector() for path in self.paths])
+
+    def decomposed(self, t: int, k: int, *, flip: bool = False, exact: bool = False) -> np.ndarray:
+        """Values of sample ``k``'s objectives ``θ - λ g_k(θ, x)`` at known feasible (θ, x)."""
+        label = self.fit_labels[k : k + 1]
+        label = -label if flip else label
+        xs = [self.nominal[k : k + 1]] if exact else [P[k : k + 1] for P in self.points]
+        out = []
+        for path in self.paths:
+            theta = path[t]
+            for x in xs:
+                g = theta.gradients(x, label, loss=self.loss)
+                out.append(theta.to_vector() - self.lr * g.to_vector())
+        return np.array(out)
+
+    def check_step(self, t: int, lower: np.ndarray, upper: np.ndarray, backend: str) -> None:
+        """The box after step ``t`` must contain every witness trajectory."""
+        for path in self.paths:
+            v = path[t + 1].to_vector()
+            for p in np.flatnonzero(v < lower):
+                raise UnsoundBoundError(None, int(p), 1, float(lower[p]), float(v[p]), backend)
+            for p in np.flatnonzero(v > upper):
+                raise UnsoundBoundError(None, int(p), -1, float(upper[p]), float(v[p]), backend)
+
+
+def _in_sets(P: np.ndarray, sets: InputSets) -> bool:
+    """Whether every entry of ``P`` lies in its set (the nominal may not: a missing value's placeholder)."""
+    lo = sets.options + sets.offset_lo[:, :, None]
+    hi = sets.options + sets.offset_hi[:, :, None]
+    return bool(np.all(np.any((lo <= P[:, :, None]) & (P[:, :, None] <= hi), axis=2)))
 
 
 def _chunks(m: int, parts: int) -> list[list[tuple[int, int]]]:
@@ -160,6 +234,7 @@ def certified_training(
     tighten_bounds: bool = False,
     executor: Any = None,
     progress: bool | str = False,
+    verbose: bool = False,
 ) -> CertifiedTrainingResult:
     """Bound every parameter of full-batch gradient descent over all datasets allowed by ``perturbation``.
 
@@ -209,6 +284,8 @@ def certified_training(
         Runs the independent solves in parallel (see :mod:`certkit.parallel`).
     progress : bool or str
         Show a progress bar per epoch.
+    verbose : bool
+        Show the solvers' logs (silent by default).
 
     Returns
     -------
@@ -225,7 +302,10 @@ def certified_training(
     Constants folded in floating point carry a rounding-error bound, so a ReLU or hinge side is fixed
     only when the padded bounds exclude the kink, and the boxes contain the float trajectory of
     :meth:`MLP.train`.  A solve that ends with an error status contributes no solver bound (the LP
-    relaxation's, or the interval bound, is used instead).
+    relaxation's, or the interval bound, is used instead).  Programs whose coefficients exceed
+    `MAX_SCALE` (1e6) are not solved: their objectives keep the interval bounds (``rejected`` in
+    ``solver_stats``).  Every solver bound is checked against the trajectories of the nominal data and a
+    few perturbed datasets; one they beat raises `UnsoundBoundError` with the program attached.
     """
     if not isinstance(model, MLP):
         raise TypeError(f"model must be a certkit.mibp.MLP (use MLP.from_torch), got {type(model).__name__}")
@@ -248,14 +328,17 @@ def certified_training(
     _check_backend(backend, solver)
     if not isinstance(tighten_bounds, bool):
         raise TypeError(f"tighten_bounds must be True or False, got {type(tighten_bounds).__name__}")
+    if not isinstance(verbose, bool):
+        raise TypeError(f"verbose must be True or False, got {type(verbose).__name__}")
     if (tighten_bounds or formulation == "hybrid") and backend != "interval":
         _check_backend("lp", None)
     sets = perturbation.sets(X)
     if sets.label_flips is not None and (loss != "hinge" or model.sizes[-1] != 1):
         raise ValueError("LabelFlips needs the binary hinge loss (one output, labels in {-1, +1})")
-    options = BackendOptions(backend, time_limit, solver, tighten_bounds)
+    options = BackendOptions(backend, time_limit, solver, tighten_bounds, verbose)
 
     nominal_path = model.train(X, y_fit, loss=loss, epochs=epochs, learning_rate=lr)
+    witnesses = _Witnesses(model, X, y, y_fit, sets, loss, lr, epochs) if backend != "interval" else None
     lowers, uppers, seconds, stats = [model], [model], [], []
     sizes = model.sizes
     for t in range(epochs):
@@ -268,8 +351,10 @@ def certified_training(
                 else f"{progress} epoch {t + 1}/{epochs}"
             )
         newL, newU, st = _step(
-            lowers[-1], uppers[-1], sets, y, loss, lr, formulation, options, executor, desc
+            lowers[-1], uppers[-1], sets, y, loss, lr, formulation, options, executor, desc, (witnesses, t)
         )
+        if witnesses is not None:
+            witnesses.check_step(t, newL, newU, backend)
         if np.any(newL > newU):
             raise RuntimeError("internal error: empty parameter box; please report this with the inputs")
         lowers.append(MLP.from_vector(newL, sizes))
@@ -290,8 +375,13 @@ def certified_training(
     )
 
 
-def _step(lower, upper, sets, y, loss, lr, formulation, options, executor=None, desc=False):
-    """Bounds (vectors) on the parameters after one step from the box [lower, upper], plus solver stats."""
+def _step(
+    lower, upper, sets, y, loss, lr, formulation, options, executor=None, desc=False, witness=(None, 0)
+):
+    """Bounds (vectors) on the parameters after one step from the box [lower, upper], plus solver stats.
+
+    ``witness = (_Witnesses or None, epoch)``: known feasible points for the runtime guard.
+    """
     with np.errstate(over="ignore", invalid="ignore"):
         iL, iU = interval_step(lower, upper, sets, y, loss, lr)
     if not (np.all(np.isfinite(iL)) and np.all(np.isfinite(iU))):
@@ -300,19 +390,31 @@ def _step(lower, upper, sets, y, loss, lr, formulation, options, executor=None, 
             "or use a smaller epsilon or learning_rate"
         )
     if options.backend == "interval":
-        return iL, iU, {"solves": 0, "not_optimal": 0, "max_vars": 0, "max_bilinear": 0, "programs": 0}
+        return (
+            iL,
+            iU,
+            {
+                "solves": 0,
+                "not_optimal": 0,
+                "rejected": 0,
+                "max_vars": 0,
+                "max_bilinear": 0,
+                "programs": 0,
+            },
+        )
     solve = _solve_epoch_joint if formulation == "joint" else _solve_epoch_decomposed
-    (sL, sU), st = solve(lower, upper, sets, y, loss, lr, options, executor, desc)
+    (sL, sU), st = solve(lower, upper, sets, y, loss, lr, options, executor, desc, witness)
     if formulation == "hybrid":
-        lp = BackendOptions("lp", options.time_limit, None, options.tighten)
+        lp = BackendOptions("lp", options.time_limit, None, options.tighten, options.verbose)
         cuts = st.pop("per_sample", None)
         if sets.budget is not None or sets.label_flips is not None:
             cuts = None
-        (jL, jU), jst = _solve_epoch_joint(lower, upper, sets, y, loss, lr, lp, executor, desc, cuts)
+        (jL, jU), jst = _solve_epoch_joint(lower, upper, sets, y, loss, lr, lp, executor, desc, witness, cuts)
         sL, sU = np.maximum(sL, jL), np.minimum(sU, jU)
         st = {
             "solves": st["solves"] + jst["solves"],
             "not_optimal": st["not_optimal"] + jst["not_optimal"],
+            "rejected": st["rejected"] + jst["rejected"],
             "max_vars": max(st["max_vars"], jst["max_vars"]),
             "max_bilinear": max(st["max_bilinear"], jst["max_bilinear"]),
             "programs": st["programs"] + jst["programs"],
@@ -325,19 +427,31 @@ def _stats(results: list[dict], programs: int) -> dict:
     return {
         "solves": sum(r["solves"] for r in results),
         "not_optimal": sum(r["not_optimal"] for r in results),
+        "rejected": sum(r["rejected"] for r in results),
         "max_vars": max(r["n_vars"] for r in results),
         "max_bilinear": max(r["n_bilinear"] for r in results),
         "programs": programs,
     }
 
 
-def _solve_epoch_joint(lower, upper, sets, y, loss, lr, options, executor, desc, cuts=None):
+def _solve_epoch_joint(lower, upper, sets, y, loss, lr, options, executor, desc, witness, cuts=None):
     m = lower.n_params
-    program = build_joint(lower, upper, sets, y, loss, lr, tighten=options.tighten, cuts=cuts)
+    tight = options.tighten
+    program = build_joint(lower, upper, sets, y, loss, lr, tighten=tight, cuts=cuts)
+    if options.backend == "gurobi":
+        _check_gurobi_licence(
+            program,
+            lambda lo, up: build_joint(lo, up, sets, y, loss, lr, tighten=tight, cuts=None),
+            lower,
+            upper,
+            decomposed=lambda: build_decomposed(lower, upper, sets, 0, y[0], loss, lr, tighten=tight),
+        )
+    witnesses, t = witness
+    values = None if witnesses is None else witnesses.joint(t)
     parts = 1 if executor is None else min(2 * m, 32)
     chunks = _chunks(m, parts)
     results = parallel_map(
-        _solve_item, [(program, c, options) for c in chunks], executor=executor, progress=desc
+        _solve_item, [(program, c, options, values) for c in chunks], executor=executor, progress=desc
     )
     L, U = np.empty(m), np.empty(m)
     for chunk, res in zip(chunks, results):
@@ -346,27 +460,41 @@ def _solve_epoch_joint(lower, upper, sets, y, loss, lr, options, executor, desc,
     return (L, U), _stats(results, 1)
 
 
-def _solve_epoch_decomposed(lower, upper, sets, y, loss, lr, options, executor, desc):
+def _solve_epoch_decomposed(lower, upper, sets, y, loss, lr, options, executor, desc, witness):
     m = lower.n_params
     n = len(y)
     tight = options.tighten
-    programs = [build_decomposed(lower, upper, sets, k, y[k], loss, lr, tighten=tight) for k in range(n)]
+    witnesses, t = witness
+    # (input sets, label sign, exact inputs) of each program: first the perturbed sets with the given
+    # labels; then the flipped labels (LabelFlips) or the unperturbed inputs (Budget)
+    kinds = [(sets, 1.0, False)]
     budget = sets.budget
     if sets.label_flips is not None:
-        # second half: the same inputs with the label flipped (the deviating case)
         budget = sets.label_flips
-        programs += [
-            build_decomposed(lower, upper, sets, k, -y[k], loss, lr, tighten=tight) for k in range(n)
-        ]
+        kinds.append((sets, -1.0, False))
     elif budget is not None:
-        exact = InputSets.exact(sets.nominal)
-        programs += [
-            build_decomposed(lower, upper, exact, k, y[k], loss, lr, tighten=tight) for k in range(n)
-        ]
+        kinds.append((InputSets.exact(sets.nominal), 1.0, True))
+    programs, values = [], []
+    for kind_sets, sign, exact in kinds:
+        for k in range(n):
+            label = -y[k] if sign < 0 else y[k]
+            programs.append(build_decomposed(lower, upper, kind_sets, k, label, loss, lr, tighten=tight))
+            if witnesses is not None:
+                values.append(witnesses.decomposed(t, k, flip=sign < 0, exact=exact))
+    if options.backend == "gurobi":
+        big = max(range(len(programs)), key=lambda r: programs[r].n_vars)
+        kind_sets, sign, _ = kinds[big // n]
+        k = big % n
+        label = -y[k] if sign < 0 else y[k]
+        _check_gurobi_licence(
+            programs[big],
+            lambda lo, up: build_decomposed(lo, up, kind_sets, k, label, loss, lr, tighten=tight),
+            lower,
+            upper,
+        )
     tasks = _chunks(m, 1)[0]
-    results = parallel_map(
-        _solve_item, [(p, tasks, options) for p in programs], executor=executor, progress=desc
-    )
+    items = [(p, tasks, options, values[r] if values else None) for r, p in enumerate(programs)]
+    results = parallel_map(_solve_item, items, executor=executor, progress=desc)
     lo = np.empty((len(programs), m))
     hi = np.empty((len(programs), m))
     for r, res in enumerate(results):
@@ -382,3 +510,42 @@ def _solve_epoch_decomposed(lower, upper, sets, y, loss, lr, options, executor, 
     st = _stats(results, len(programs))
     st["per_sample"] = (lo, hi)
     return pad(SL / n, SU / n, magnitude(SL, SU) / n, 1), st
+
+
+def truncate_hidden(model: MLP, hidden: int) -> MLP:
+    """The first ``hidden`` units of a one-hidden-layer network (for sizing programs)."""
+    (W1, W2), (b1, b2) = model.weights, model.biases
+    return MLP([W1[:hidden], W2[:, :hidden]], [b1[:hidden], b2])
+
+
+def _check_gurobi_licence(
+    program,
+    rebuild: Callable[[MLP, MLP], Any],
+    lower: MLP,
+    upper: MLP,
+    *,
+    decomposed: Callable[[], Any] | None = None,
+) -> None:
+    """Raise `GurobiLicenseError` naming what would fit when ``program`` exceeds a size-limited licence.
+
+    ``rebuild(lower, upper)`` builds the same program for another box (used with the hidden layer
+    truncated, to find the most hidden units that fit); ``decomposed()`` builds the per-sample program
+    (offered when it fits and the formulation is joint).
+    """
+    if not gurobi_too_big(program) or not _solvers.gurobi_size_limited():
+        return
+    fits: dict = {}
+    if decomposed is not None and not gurobi_too_big(decomposed()):
+        fits["formulation"] = "decomposed"
+    if lower.n_layers == 2:
+        lo, hi = 0, lower.sizes[1] - 1  # the most hidden units that fit lie in [lo, hi] (0: none)
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            if gurobi_too_big(rebuild(truncate_hidden(lower, mid), truncate_hidden(upper, mid))):
+                hi = mid - 1
+            else:
+                lo = mid
+        if lo > 0:
+            fits["hidden"] = lo
+    fits["backend"] = "scip"
+    raise license_error(program, fits)

@@ -24,7 +24,7 @@ def test_run_licence_limit_is_a_clear_message(capsys, monkeypatch):
     from certkit.mibp import GurobiLicenseError
 
     def too_big(*args, **kwargs):
-        raise GurobiLicenseError("the Gurobi licence is size-limited")
+        raise GurobiLicenseError("the Gurobi licence is size-limited", fits={"hidden": 3, "backend": "scip"})
 
     monkeypatch.setattr("certkit.mibp.certified_training", too_big)
     parser = argparse.ArgumentParser()
@@ -32,7 +32,34 @@ def test_run_licence_limit_is_a_clear_message(capsys, monkeypatch):
     args = parser.parse_args(["--dataset", "iris2", "--backend", "gurobi", "--formulation", "hybrid"])
     assert _cli.run(args) == 2
     err = capsys.readouterr().err
-    assert "size-limited" in err and "--hidden" in err
+    assert err.startswith("certkit mibp: error: ") and "size-limited" in err
+    assert "--hidden 3" in err and "--backend scip" in err and 'backend="scip"' not in err
+
+
+def test_run_licence_limit_names_cli_flags_that_fit(capsys):
+    from certkit.mibp._solvers import gurobi_size_limited
+
+    pytest.importorskip("gurobipy")
+    if not gurobi_size_limited():
+        pytest.skip("the installed Gurobi licence is not size-limited")
+    parser = argparse.ArgumentParser()
+    _cli.add_arguments(parser)
+    argv = [
+        "--dataset",
+        "iris2",
+        "--backend",
+        "gurobi",
+        "--formulation",
+        "joint",
+        "--hidden",
+        "1",
+        "--epochs",
+        "2",
+    ]
+    assert _cli.run(parser.parse_args(argv)) == 2
+    err = capsys.readouterr().err
+    assert "--formulation decomposed" in err and "--backend scip" in err
+    assert "--hidden" not in err and 'formulation="' not in err  # no hidden count fits a joint program
 
 
 def test_demo_section():

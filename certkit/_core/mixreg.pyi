@@ -1,0 +1,69 @@
+"""Type stubs for the compiled submodule certkit._core.mixreg (kernel: csrc/mixreg.hpp).
+
+EM for a mixture of K linear regressions with Gaussian noise. The kernel validates its own
+arguments and raises ``ValueError`` naming the argument; ``certkit.causal.fit_mixture_regression``
+validates first and calls it once per EM start. The GIL is released during the EM loop.
+"""
+
+from typing import TypedDict
+
+import numpy as np
+import numpy.typing as npt
+
+class EmResult(TypedDict):
+    coef: npt.NDArray[np.float64]
+    variance: npt.NDArray[np.float64]
+    weights: npt.NDArray[np.float64]
+    responsibilities: npt.NDArray[np.float64]
+    loglik_trace: npt.NDArray[np.float64]
+    converged: bool
+
+def em(
+    y: npt.ArrayLike,
+    design: npt.ArrayLike,
+    resp0: npt.ArrayLike,
+    *,
+    max_iter: int,
+    tol: float,
+    ridge: float,
+    min_variance: float,
+) -> EmResult:
+    """EM for ``p(y_i | phi_i) = sum_k w_k N(y_i; phi_i' beta_k, var_k)`` from given responsibilities.
+
+    Every iteration is one fused pass over the samples: the log-space E-step (log-densities,
+    logsumexp, responsibilities, log-likelihood) of the current parameters and the accumulation of the
+    weighted Gram matrices ``G_k = sum_i r_ik phi_i phi_i'``, ``b_k = sum_i r_ik y_i phi_i``,
+    ``sum_i r_ik y_i^2`` and ``N_k`` for the next M-step. M-step:
+    ``beta_k = (G_k + ridge * trace(G_k) / p * I)^{-1} b_k`` (Cholesky),
+    ``var_k = max(RSS_k / N_k, min_variance)``, ``w_k = N_k / n``; a component with
+    ``N_k < p + 1`` or a Gram matrix that is not positive definite is retired (``w_k = 0``).
+
+    Parameters
+    ----------
+    y : array_like of float64, shape (n,)
+        Response.
+    design : array_like of float64, shape (n, p)
+        Regressors including the intercept column, ``p >= 1``.
+    resp0 : array_like of float64, shape (n, K)
+        Starting responsibilities (rows summing to 1); the first M-step uses them.
+    max_iter : int
+        Maximum number of M-steps (>= 0).
+    tol : float
+        Stop after the pass whose log-likelihood changed by at most ``tol * n``.
+    ridge : float
+        Relative ridge (>= 0).
+    min_variance : float
+        Absolute variance floor (> 0).
+
+    Returns
+    -------
+    dict
+        ``coef`` (K, p), ``variance`` (K,), ``weights`` (K,), ``responsibilities`` (n, K) and
+        ``loglik_trace`` (one entry per evaluated parameter set; the last one belongs to the returned
+        parameters), ``converged``.
+
+    Raises
+    ------
+    ValueError
+        If an argument is out of range or shapes disagree, or if every component was retired.
+    """

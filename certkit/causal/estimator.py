@@ -1,0 +1,307 @@
+"""``CausalMixtureModel``: causal graph, changing mechanisms and latent groups from pooled data."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from sklearn.base import BaseEstimator
+
+from certkit._results import format_table
+from certkit._typing import ExecutorArg, Progress, RNGLike
+from certkit._validation import (
+    check_array,
+    check_in_options,
+    check_integer,
+    check_is_fitted,
+    check_nonnegative,
+    check_positive,
+    check_progress,
+    seed_from_rng,
+)
+from certkit.causal.mixing import find_mixing_sets
+from certkit.causal.mixture_regression import MixtureRegressionResult, n_mixture_parameters
+from certkit.causal.score import LatentBIC, ScoreSettings, fit_node
+from certkit.causal.search import topic_search
+from certkit.parallel import resolve_executor
+
+__all__ = ["CausalMixtureModel", "check_data"]
+
+
+def check_data(X: Any, name: str = "X") -> tuple[np.ndarray, tuple[str, ...] | None]:
+    """Validate the (n, d) data matrix; returns it as float64 and the column names of a DataFrame."""
+    names = None
+    dtypes = getattr(X, "dtypes", None)
+    if dtypes is not None and hasattr(X, "columns"):
+        from pandas.api.types import is_bool_dtype, is_numeric_dtype
+
+        for column, dtype in dtypes.items():
+            if not is_numeric_dtype(dtype) or is_bool_dtype(dtype):
+                raise TypeError(
+                    f"{name} column {column!r} has non-numeric dtype {dtype}; encode it as numbers"
+                )
+        names = tuple(str(c) for c in X.columns)
+        X = X.to_numpy(dtype=np.float64)
+    X = check_array(X, name, ndim=2)
+    d = X.shape[1]
+    if d < 2:
+        raise ValueError(f"{name} must have at least 2 columns (variables), got {d}")
+    spread = X.std(axis=0)
+    constant = np.flatnonzero(~(spread > 0))
+    if constant.size:
+        which = ", ".join(names[j] if names else str(j) for j in constant)
+        raise ValueError(
+            f"{name} has constant column(s) {which}; drop them (a constant has no causal mechanism)"
+        )
+    return X, names
+
+
+class CausalMixtureModel(BaseEstimator):
+    """Causal mixture model: a DAG whose mechanisms may switch between hidden groups of samples.
+
+    Each node $X_j$ is a mixture of $K_j$ linear-Gaussian regressions on its parents
+    ($K_j = 1$: an invariant mechanism). The local score is the BIC of the best mixture over
+    $K = 1, \\dots,$ ``max_components`` (EM in C++), the graph comes from a TOPIC-style
+    topological-order search (or GES with the same score), and nodes whose mixture labels share
+    information are grouped into mixing variables.
+
+    Parameters
+    ----------
+    max_components : int
+        Largest number of mixture components per node (>= 1; 1 gives the plain linear-Gaussian BIC search).
+    search : {"topic", "ges"}
+        The structure search; ``"ges"`` runs causal-learn's GES with the latent-aware score
+        (needs the ``causal`` extra) and orients its equivalence class into one DAG.
+    component_search : {"greedy", "full"}
+        ``"greedy"`` fits ``K = 1, 2, ...`` only while the BIC decreases (fast); ``"full"`` fits every
+        ``K`` up to ``max_components`` and keeps the lowest BIC.
+    refine_threshold : float or None
+        After the search, each node keeps the smallest parent subset whose score is at most this much
+        (BIC units) above that of its parents (None skips refinement).
+    max_parents : int, optional
+        Cap on the number of parents per node during the search.
+    search_samples : int, optional
+        Score the candidates of the search on a random subsample of this many rows (drawn from ``rng``)
+        when ``n`` is larger: the search cost is linear in ``n``. The mechanisms, labels and mixing sets
+        are always fitted on all rows. None (default) searches on all rows.
+    mixing_threshold : float
+        Minimum adjusted mutual information of two nodes' labels to put them in one mixing set.
+    n_init, max_iter, tol, min_variance
+        EM options (see ``fit_mixture_regression``).
+    standardize : bool
+        Scale every column to mean 0 and variance 1 before fitting (the coefficients are then in
+        standard units).
+    rng : None, int or numpy.random.Generator
+        Seeds every EM start (each local score is keyed by (seed, node, K, parents)).
+    executor : None, int or executor
+        Where candidate scores are computed (see ``certkit.parallel``); results equal serial ones.
+    progress : bool or str
+        Progress bar over the search.
+
+    Attributes
+    ----------
+    adjacency_ : ndarray (d, d) of int
+        ``adjacency_[i, j] = 1`` for an edge ``i -> j``.
+    order_ : tuple of int
+        Topological order found by the search.
+    n_components_ : ndarray (d,) of int
+        Number of mechanisms per node.
+    labels_ : ndarray (n, d) of int
+        Per-node hard labels (all 0 for ``K = 1``).
+    responsibilities_ : list of ndarray
+        Per node, the soft labels (n, K_j).
+    mechanisms_ : list of MixtureRegressionResult
+        The fitted mixture of every node given its parents.
+    mixing_sets_ : list of frozenset
+        Nodes switched by the same latent variable.
+    group_labels_ : ndarray (n, len(mixing_sets_)) of int
+        Per-sample group of each mixing variable.
+    mixing_ami_ : ndarray (d, d)
+        Adjusted mutual information between node labels.
+    node_scores_ : ndarray (d,)
+        Local BIC of each node given its parents; ``score_`` is their sum.
+    n_scores_ : int
+        Number of distinct local scores computed.
+    feature_names_in_ : tuple of str
+        Column names (``x0, x1, ...`` for arrays).
+    """
+
+    def __init__(
+        self,
+        max_components: int = 5,
+        *,
+        search: str = "topic",
+        component_search: str = "greedy",
+        refine_threshold: float | None = 2.0,
+        max_parents: int | None = None,
+        search_samples: int | None = None,
+        mixing_threshold: float = 0.03,
+        n_init: int = 3,
+        max_iter: int = 100,
+        tol: float = 1e-5,
+        min_variance: float = 1e-3,
+        standardize: bool = True,
+        rng: RNGLike = None,
+        executor: ExecutorArg = None,
+        progress: Progress = False,
+    ) -> None:
+        self.max_components = max_components
+        self.search = search
+        self.component_search = component_search
+        self.refine_threshold = refine_threshold
+        self.max_parents = max_parents
+        self.search_samples = search_samples
+        self.mixing_threshold = mixing_threshold
+        self.n_init = n_init
+        self.max_iter = max_iter
+        self.tol = tol
+        self.min_variance = min_variance
+        self.standardize = standardize
+        self.rng = rng
+        self.executor = executor
+        self.progress = progress
+
+    def _settings(self, n: int, d: int) -> ScoreSettings:
+        k = check_integer(self.max_components, "max_components", minimum=1)
+        need = n_mixture_parameters(k, d)
+        if n < need:
+            raise ValueError(
+                f"X has {n} samples, fewer than the {need} parameters of a {k}-component mixture of "
+                f"regressions on all other {d - 1} variables; use more samples or a smaller max_components"
+            )
+        return ScoreSettings(
+            max_components=k,
+            n_init=check_integer(self.n_init, "n_init", minimum=1),
+            max_iter=check_integer(self.max_iter, "max_iter", minimum=1),
+            tol=check_positive(self.tol, "tol"),
+            min_variance=check_positive(self.min_variance, "min_variance"),
+            seed=seed_from_rng(self.rng),
+            greedy_components=check_in_options(self.component_search, "component_search", ("greedy", "full"))
+            == "greedy",
+        )
+
+    def fit(self, X: Any, y: Any = None) -> CausalMixtureModel:
+        """Learn the graph, the mechanisms and the mixing variables from ``X`` (n, d).
+
+        Parameters
+        ----------
+        X : array-like or DataFrame (n, d)
+            Pooled samples; numeric, finite, no constant column.
+        y : ignored
+            Present for scikit-learn compatibility.
+
+        Returns
+        -------
+        self
+        """
+        X, names = check_data(X)
+        n, d = X.shape
+        settings = self._settings(n, d)
+        search = check_in_options(self.search, "search", ("topic", "ges"))
+        refine = (
+            None
+            if self.refine_threshold is None
+            else check_nonnegative(self.refine_threshold, "refine_threshold")
+        )
+        max_parents = (
+            None if self.max_parents is None else check_integer(self.max_parents, "max_parents", minimum=0)
+        )
+        mixing_threshold = check_nonnegative(self.mixing_threshold, "mixing_threshold")
+        progress = check_progress(self.progress)
+        if not isinstance(self.standardize, (bool, np.bool_)):
+            raise TypeError(f"standardize must be True or False, got {type(self.standardize).__name__}")
+        if self.standardize:
+            X = (X - X.mean(axis=0)) / X.std(axis=0)
+        X_search = X
+        if self.search_samples is not None:
+            m = check_integer(
+                self.search_samples,
+                "search_samples",
+                minimum=n_mixture_parameters(settings.max_components, d),
+            )
+            if m < n:
+                rows = np.sort(np.random.default_rng([settings.seed, 1]).choice(n, size=m, replace=False))
+                X_search = np.ascontiguousarray(X[rows])
+
+        with resolve_executor(self.executor) as executor:
+            score = LatentBIC(X_search, settings, executor=executor)
+            if search == "topic":
+                result = topic_search(
+                    score, d, max_parents=max_parents, refine_threshold=refine, progress=progress
+                )
+                adjacency, order = result.adjacency, result.order
+            else:
+                from certkit.causal.ges import ges_search
+
+                adjacency = ges_search(score, X_search, max_parents=max_parents)
+                order = _topological_order(adjacency)
+        self.n_scores_ = score.n_evaluations
+        self.adjacency_ = adjacency
+        self.order_ = tuple(int(v) for v in order)
+        self.mechanisms_: list[MixtureRegressionResult] = [
+            fit_node(X, j, np.flatnonzero(adjacency[:, j]), settings) for j in range(d)
+        ]
+        self.n_components_ = np.array([m.n_components for m in self.mechanisms_], dtype=np.int64)
+        self.labels_ = np.column_stack([m.labels for m in self.mechanisms_]).astype(np.int64)
+        self.responsibilities_ = [m.responsibilities for m in self.mechanisms_]
+        self.node_scores_ = np.array([m.bic for m in self.mechanisms_])
+        self.score_ = float(self.node_scores_.sum())
+        self.mixing_sets_, self.group_labels_, self.mixing_ami_ = find_mixing_sets(
+            self.labels_, self.n_components_, threshold=mixing_threshold
+        )
+        self.feature_names_in_ = names if names is not None else tuple(f"x{j}" for j in range(d))
+        self.n_features_in_ = d
+        return self
+
+    def edges(self) -> list[tuple[str, str]]:
+        """The edges as (cause, effect) name pairs."""
+        check_is_fitted(self, "adjacency_", method="fit")
+        names = self.feature_names_in_
+        return [(names[i], names[j]) for i, j in zip(*np.nonzero(self.adjacency_))]
+
+    def summary(self) -> str:
+        """Edges, mechanisms per node and mixing variables as plain text."""
+        check_is_fitted(self, "adjacency_", method="fit")
+        names = self.feature_names_in_
+        rows = []
+        for j in range(self.n_features_in_):
+            parents = ", ".join(names[i] for i in np.flatnonzero(self.adjacency_[:, j])) or "-"
+            weights = " / ".join(f"{w:.2f}" for w in self.mechanisms_[j].weights)
+            rows.append(
+                [names[j], parents, int(self.n_components_[j]), weights, f"{self.node_scores_[j]:.1f}"]
+            )
+        lines = [
+            format_table(
+                ["node", "parents", "K", "group weights", "BIC"],
+                rows,
+                title=f"Causal mixture model: {int(self.adjacency_.sum())} edges, "
+                f"{len(self.mixing_sets_)} mixing variable(s), {self.n_scores_} local scores",
+            )
+        ]
+        for m, nodes in enumerate(self.mixing_sets_):
+            sizes = np.bincount(self.group_labels_[:, m])
+            lines.append(
+                f"mixing variable Z{m}: nodes {{{', '.join(names[v] for v in sorted(nodes))}}}, "
+                f"group sizes {', '.join(str(int(s)) for s in sizes if s)}"
+            )
+        if not self.mixing_sets_:
+            lines.append("no mixing variables: every mechanism is invariant")
+        return "\n".join(lines)
+
+
+def _topological_order(adjacency: np.ndarray) -> tuple[int, ...]:
+    """A topological order of a DAG (Kahn's algorithm, smallest index first)."""
+    indegree = adjacency.sum(axis=0).astype(int)
+    ready = sorted(np.flatnonzero(indegree == 0).tolist())
+    order = []
+    while ready:
+        v = ready.pop(0)
+        order.append(v)
+        for w in np.flatnonzero(adjacency[v]):
+            indegree[w] -= 1
+            if indegree[w] == 0:
+                ready.append(int(w))
+                ready.sort()
+    if len(order) != adjacency.shape[0]:
+        raise RuntimeError("the structure search returned a graph with a cycle")
+    return tuple(order)

@@ -1,0 +1,179 @@
+"""Empirical soundness check of a certified-training result: attacks that search for a dataset whose
+training trajectory leaves the certified boxes.
+
+Each attack fixes the discrete choices of the perturbation (option values, which points deviate under a
+budget, which labels flip) at random and runs projected gradient ascent on the continuous input offsets
+through the unrolled gradient-descent training (torch autograd, float64), maximising one parameter's
+distance past one side of its box at one epoch (or a random signed combination of all of them).
+Every candidate dataset is then trained with `MLP.train` (the float trajectory the boxes must contain)
+and its largest box violation is recorded.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from certkit._optional import require
+from certkit._validation import check_rng
+from certkit.mibp._perturbation import InputSets, Perturbation
+
+__all__ = ["attack_violation"]
+
+
+def _violation(result, path) -> float:
+    worst = -np.inf
+    for t, model in enumerate(path):
+        v = model.to_vector()
+        lo, hi = result.lower[t].to_vector(), result.upper[t].to_vector()
+        worst = max(worst, float(np.max(lo - v)), float(np.max(v - hi)))
+    return worst
+
+
+def _torch_train(torch, params, X, y, loss: str, lr: float, epochs: int, sizes) -> list:
+    """Unrolled full-batch GD (as `MLP.gradients`: ReLU' = 0 at 0, hinge' = 0 at the kink)."""
+    path = [params]
+    n_layers = len(sizes) - 1
+    for _ in range(epochs):
+        Ws, bs = params[0::2], params[1::2]
+        h = X
+        for i in range(n_layers):
+            z = h @ Ws[i].T + bs[i]
+            h = torch.relu(z) if i < n_layers - 1 else z
+        if loss == "mse":
+            per = ((h - y) ** 2).sum(dim=1)
+        elif h.shape[1] == 1:
+            per = torch.relu(1.0 - y * h[:, 0])
+        else:
+            fy = h.gather(1, y[:, None])
+            margins = torch.relu(1.0 + h - fy)
+            per = margins.sum(dim=1) - margins.gather(1, y[:, None])[:, 0]
+        J = per.mean()
+        grads = torch.autograd.grad(J, params, create_graph=True)
+        params = [p - lr * g for p, g in zip(params, grads)]
+        path.append(params)
+    return path
+
+
+def attack_violation(
+    result: Any,
+    X: np.ndarray,
+    y: np.ndarray,
+    perturbation: Perturbation,
+    *,
+    restarts: int = 8,
+    steps: int = 10,
+    rng: Any = None,
+) -> tuple[float, int]:
+    """Largest amount by which an attacked or sampled trajectory leaves its certified box.
+
+    Returns ``(violation, trajectories)``: ``violation <= 0`` means every trajectory stayed inside (by at
+    least ``-violation``); ``trajectories`` is the number of datasets trained.
+    """
+    torch = require("torch", extra="torch", purpose="the soundness attack")
+    gen = check_rng(rng)
+    sets: InputSets = perturbation.sets(X)
+    model = result.nominal_path[0]
+    sizes, loss, lr, epochs = model.sizes, result.loss, result.learning_rate, result.epochs
+    y_fit = np.asarray(y)
+    worst, count = -np.inf, 0
+    for r in range(restarts):
+        # discrete choices of this restart
+        Xs = sets.sample(gen, vertex=bool(r % 2))
+        y_r = sets.sample_labels(y_fit, gen)
+        path_np = model.train(Xs, y_r, loss=loss, epochs=epochs, learning_rate=lr)
+        worst = max(worst, _violation(result, path_np))
+        count += 1
+        moved = np.any(Xs != sets.nominal, axis=1) if sets.budget is not None else np.ones(len(Xs), bool)
+        n, d = Xs.shape
+        pick = np.floor(gen.random((n, d)) * sets.n_options).astype(np.int64)
+        base = np.take_along_axis(sets.options, pick[:, :, None], axis=2)[:, :, 0]
+        lo_off = np.where(moved[:, None], sets.offset_lo, 0.0)
+        hi_off = np.where(moved[:, None], sets.offset_hi, 0.0)
+        base = np.where(moved[:, None], base, sets.nominal)
+        off = lo_off + gen.random((n, d)) * (hi_off - lo_off)
+        t_goal = int(gen.integers(1, epochs + 1))
+        p_goal = int(gen.integers(model.n_params))
+        sign = 1.0 if gen.random() < 0.5 else -1.0
+        mix = gen.choice([-1.0, 1.0], size=(epochs, model.n_params)) if r % 3 == 2 else None
+        theta0 = [
+            torch.tensor(a, dtype=torch.float64, requires_grad=True)
+            for w, b in zip(model.weights, model.biases)
+            for a in (w, b)
+        ]
+        yt = torch.tensor(y_r, dtype=torch.int64 if y_r.dtype.kind == "i" else torch.float64)
+        if loss == "mse" and yt.ndim == 1:
+            yt = yt[:, None]
+        step = 0.25 * (hi_off - lo_off)
+        for _ in range(steps):
+            ot = torch.tensor(off, dtype=torch.float64, requires_grad=True)
+            Xt = torch.tensor(base, dtype=torch.float64) + ot
+            path = _torch_train(torch, theta0, Xt, yt, loss, lr, epochs, sizes)
+            flat = [torch.cat([p.reshape(-1) for p in params]) for params in path]
+            if mix is None:
+                goal = sign * flat[t_goal][p_goal]
+            else:
+                goal = sum((torch.tensor(mix[t - 1]) * flat[t]).sum() for t in range(1, epochs + 1))
+            (g,) = torch.autograd.grad(goal, ot, allow_unused=True)
+            if g is None:
+                break
+            off = np.clip(off + step * np.sign(g.detach().numpy()), lo_off, hi_off)
+            Xp = base + off
+            path_np = model.train(Xp, y_r, loss=loss, epochs=epochs, learning_rate=lr)
+            worst = max(worst, _violation(result, path_np))
+            count += 1
+    return worst, count
+
+
+#: Perturbation types of `random_case`.
+PERTURBATION_KINDS = ("feature_box", "missing_values", "ordinal_shift", "budget", "label_flips")
+
+
+def random_case(
+    gen: np.random.Generator, kind: str, *, max_hidden: int = 3, max_points: int = 8, max_epochs: int = 2
+) -> dict:
+    """A random tiny certified-training configuration with a perturbation of type ``kind``.
+
+    Returns the keyword arguments of `certified_training` except the backend and formulation
+    (``model``, ``X``, ``y``, ``perturbation``, ``loss``, ``epochs``, ``learning_rate``).
+    """
+    from certkit.mibp._mlp import MLP
+    from certkit.mibp._perturbation import Budget, FeatureBox, LabelFlips, MissingValues, OrdinalShift
+
+    d = int(gen.integers(1, 3))
+    n = int(gen.integers(2, max_points + 1))
+    head = "binary" if kind == "label_flips" else str(gen.choice(["binary", "multiclass", "mse"]))
+    out = 3 if head == "multiclass" else 1
+    model = MLP.random([d, int(gen.integers(1, max_hidden + 1)), out], rng=gen)
+    X = np.round(gen.normal(size=(n, d)), 2) if kind == "ordinal_shift" else gen.normal(size=(n, d))
+    if head == "binary":
+        y = np.where(gen.random(n) < 0.5, -1.0, 1.0)
+    elif head == "multiclass":
+        y = gen.integers(0, 3, size=n)
+    else:
+        y = gen.normal(size=n)
+    eps = float(gen.choice([0.01, 0.1, 0.3]))
+    if kind == "feature_box":
+        pert = FeatureBox(eps)
+    elif kind == "missing_values":
+        mask = gen.random((n, d)) < 0.3
+        mask[int(gen.integers(n)), int(gen.integers(d))] = True
+        pert = MissingValues(mask, -1.0, 1.0)
+    elif kind == "ordinal_shift":
+        pert = OrdinalShift([0], shifts=(-1, 0, 1)) & FeatureBox(eps / 3)
+    elif kind == "budget":
+        pert = Budget(FeatureBox(eps * 3), int(gen.integers(1, max(2, n // 2))))
+    elif kind == "label_flips":
+        pert = FeatureBox(eps / 3) & LabelFlips(int(gen.integers(1, 3)))
+    else:
+        raise ValueError(f"unknown perturbation kind {kind!r}; expected one of {PERTURBATION_KINDS}")
+    return dict(
+        model=model,
+        X=X,
+        y=y,
+        perturbation=pert,
+        loss="mse" if head == "mse" else "hinge",
+        epochs=int(gen.integers(1, max_epochs + 1)),
+        learning_rate=float(gen.choice([0.1, 0.5, 1.0])),
+    )

@@ -1,0 +1,139 @@
+"""``certkit ope``: off-policy evaluation of a new threshold policy on data logged from strategic agents."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+import numpy as np
+
+NAME = "ope"
+HELP = "off-policy evaluation under strategic behaviour: strategic DR vs naive DR on logged explanations"
+
+
+def _vector(text: str) -> np.ndarray:
+    try:
+        return np.array([float(v) for v in text.split(",")])
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"expected comma-separated numbers, got {text!r}") from exc
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Options of the subcommand."""
+    d = argparse.ArgumentDefaultsHelpFormatter
+    parser.formatter_class = d
+    parser.add_argument(
+        "--data",
+        metavar="FILE.npz",
+        help="logged data: x_pre, x_post, moved, action, reward, pscore arrays (default: simulate)",
+    )
+    parser.add_argument("--n", type=int, default=4000, help="simulated logged agents")
+    parser.add_argument("--logging-theta", type=_vector, default="1,1", help="logging policy θ")
+    parser.add_argument("--logging-tau", type=float, default=1.0, help="logging policy τ")
+    parser.add_argument("--logging-temperature", type=float, default=1.0, help="logging policy temperature")
+    parser.add_argument("--target-theta", type=_vector, default="1,0", help="target policy θ")
+    parser.add_argument("--target-tau", type=float, default=1.0, help="target policy τ")
+    parser.add_argument("--target-temperature", type=float, default=0.25, help="target policy temperature")
+    parser.add_argument("--benefit", type=float, default=1.0, help="benefit B of acceptance")
+    parser.add_argument("--bootstrap", type=int, default=0, help="bootstrap replicates (0 = none)")
+    parser.add_argument("--cross-fit", type=int, default=None, help="folds for cross-fitting q̂")
+    parser.add_argument("--confidence-level", type=float, default=0.95, help="confidence level")
+    parser.add_argument("--seed", type=int, default=0, help="random seed")
+
+
+def _policies(args: argparse.Namespace):
+    from certkit.ope import LinearThresholdPolicy
+
+    pi0 = LinearThresholdPolicy(args.logging_theta, args.logging_tau, temperature=args.logging_temperature)
+    pi = LinearThresholdPolicy(args.target_theta, args.target_tau, temperature=args.target_temperature)
+    return pi0, pi
+
+
+def _table(data, pi, pi0, resp, *, bootstrap=None, cross_fit=None, level=0.95, rng=0, progress=False):
+    from certkit._results import format_table
+    from certkit.ope import direct_method, naive_dr, naive_ipw, strategic_dr, strategic_ipw
+
+    kw = dict(target_policy=pi, logging_policy=pi0, bootstrap=bootstrap, rng=rng, progress=progress)
+    results = [
+        strategic_dr(data, response=resp, cross_fit=cross_fit, **kw),
+        strategic_ipw(data, response=resp, **kw),
+        direct_method(data, response=resp, cross_fit=cross_fit, **kw),
+        naive_dr(data, cross_fit=cross_fit, **kw),
+        naive_ipw(data, **kw),
+    ]
+    rows = []
+    for res in results:
+        ci = res.confidence_interval(level)
+        row = [res.estimator, res.value, res.std_error, f"[{ci.low:.4f}, {ci.high:.4f}]"]
+        if bootstrap:
+            b = res.confidence_interval(level, method="percentile")
+            row.append(f"[{b.low:.4f}, {b.high:.4f}]")
+        rows.append(row)
+    headers = ["estimator", "value", "std. error", f"{level:.0%} CI"] + (
+        ["bootstrap CI"] if bootstrap else []
+    )
+    return results, format_table(headers, rows)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Fit the response model, run every estimator and print the comparison."""
+    from certkit.ope import LogNormalCostResponse, StrategicData, StrategicSimulator
+
+    try:
+        pi0, pi = _policies(args)
+        sim = None
+        if args.data:
+            with np.load(args.data) as f:
+                data = StrategicData(**{k: f[k] for k in f.files})
+        else:
+            sim = StrategicSimulator(n_features=pi0.theta.size, benefit=args.benefit)
+            data = sim.sample(pi0, args.n, rng=args.seed)
+        start = time.perf_counter()
+        resp = LogNormalCostResponse(benefit=args.benefit).fit(data, policy=pi0)
+        _, table = _table(
+            data,
+            pi,
+            pi0,
+            resp,
+            bootstrap=args.bootstrap or None,
+            cross_fit=args.cross_fit,
+            level=args.confidence_level,
+            rng=args.seed,
+            progress=True,
+        )
+        elapsed = time.perf_counter() - start
+    except (ValueError, TypeError, OSError, KeyError) as exc:
+        print(f"certkit ope: error: {exc}", file=sys.stderr)
+        return 2
+    print(
+        f"logging policy {pi0}\ntarget policy  {pi}\n{data.n} logged agents, {int(data.moved.sum())} moved\n"
+    )
+    print(resp.summary())
+    print()
+    print(table)
+    if sim is not None:
+        print(f"\ntrue value of the target policy (simulator): {sim.true_value(pi):.4f}")
+    print(f"\nestimated in {elapsed:.2f} s")
+    return 0
+
+
+def demo(rng: np.random.Generator) -> str:
+    """4,000 simulated agents who gamed a logging threshold; strategic vs naive DR for a new policy."""
+    from certkit.ope import LinearThresholdPolicy, LogNormalCostResponse, StrategicSimulator
+
+    sim = StrategicSimulator()
+    pi0 = LinearThresholdPolicy([1.0, 1.0], 1.0, temperature=1.0)
+    pi = LinearThresholdPolicy([1.0, 0.0], 1.0, temperature=0.25)
+    start = time.perf_counter()
+    data = sim.sample(pi0, 4000, rng=rng)
+    resp = LogNormalCostResponse().fit(data, policy=pi0)
+    _, table = _table(data, pi, pi0, resp, rng=rng)
+    elapsed = time.perf_counter() - start
+    lines = [
+        f"   4000 agents, {int(data.moved.sum())} moved to the disclosed explanation; response fit "
+        f"s = {resp.scale_:.3f} ± {resp.std_errors_[-1]:.3f} (true {sim.scale})",
+        *("   " + line for line in table.splitlines()),
+        f"   true value {sim.true_value(pi):.4f}; estimated in {elapsed:.2f} s",
+    ]
+    return "\n".join(lines)

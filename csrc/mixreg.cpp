@@ -1,0 +1,70 @@
+// Binding of the mixture-of-regressions EM kernel (csrc/mixreg.hpp) as the
+// submodule certkit._core.mixreg.
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+
+#include <cmath>
+#include <cstdint>
+#include <string>
+
+#include "checks.hpp"
+#include "mixreg.hpp"
+
+namespace py = pybind11;
+
+namespace certkit {
+
+namespace {
+
+using DoubleArray = py::array_t<double, py::array::c_style | py::array::forcecast>;
+
+py::dict em(const DoubleArray& y, const DoubleArray& design, const DoubleArray& resp0, std::int64_t max_iter,
+            double tol, double ridge, double min_variance) {
+    require(y.ndim() == 1, "y must be 1-D, got " + show(y.ndim()) + " dimensions");
+    require(design.ndim() == 2, "design must be 2-D (n, p), got " + show(design.ndim()) + " dimensions");
+    require(resp0.ndim() == 2, "resp0 must be 2-D (n, K), got " + show(resp0.ndim()) + " dimensions");
+    const std::int64_t n = y.shape(0), p = design.shape(1), K = resp0.shape(1);
+    require(n >= 1, "y must not be empty");
+    require(design.shape(0) == n, "design must have n = " + show(n) + " rows, got " + show(design.shape(0)));
+    require(resp0.shape(0) == n, "resp0 must have n = " + show(n) + " rows, got " + show(resp0.shape(0)));
+    require(p >= 1, "design must have at least one column (the intercept)");
+    require(K >= 1, "resp0 must have at least one column (one per component)");
+    require(max_iter >= 0, "max_iter must be >= 0, got " + show(max_iter));
+    require(std::isfinite(tol) && tol >= 0.0, "tol must be finite and >= 0, got " + show(tol));
+    require(std::isfinite(ridge) && ridge >= 0.0, "ridge must be finite and >= 0, got " + show(ridge));
+    require(std::isfinite(min_variance) && min_variance > 0.0,
+            "min_variance must be finite and > 0, got " + show(min_variance));
+
+    py::array_t<double> resp({static_cast<py::ssize_t>(n), static_cast<py::ssize_t>(K)});
+    mixreg::EmOutput out;
+    {
+        py::gil_scoped_release release;
+        out = mixreg::fit_em(y.data(), design.data(), n, p, K, resp0.data(), resp.mutable_data(), max_iter, tol,
+                             ridge, min_variance);
+    }
+    require(out.ok, "every mixture component was retired (fewer than p + 1 effective samples each); "
+                    "use fewer components or more samples");
+    py::array_t<double> coef({static_cast<py::ssize_t>(K), static_cast<py::ssize_t>(p)});
+    std::copy(out.coef.begin(), out.coef.end(), coef.mutable_data());
+    py::dict result;
+    result["coef"] = coef;
+    result["variance"] = py::array_t<double>(static_cast<py::ssize_t>(K), out.variance.data());
+    result["weights"] = py::array_t<double>(static_cast<py::ssize_t>(K), out.weight.data());
+    result["responsibilities"] = resp;
+    result["loglik_trace"] = py::array_t<double>(static_cast<py::ssize_t>(out.trace.size()), out.trace.data());
+    result["converged"] = out.converged;
+    return result;
+}
+
+}  // namespace
+
+void register_mixreg(py::module_& parent) {
+    py::module_ m = parent.def_submodule("mixreg", "EM for mixtures of linear regressions (certkit.causal).");
+    m.def("em", &em, py::arg("y"), py::arg("design"), py::arg("resp0"), py::kw_only(), py::arg("max_iter"),
+          py::arg("tol"), py::arg("ridge"), py::arg("min_variance"),
+          "EM for a mixture of K linear regressions started from the responsibilities resp0 (n, K); returns a "
+          "dict with coef (K, p), variance (K,), weights (K,), responsibilities (n, K), loglik_trace and "
+          "converged.");
+}
+
+}  // namespace certkit

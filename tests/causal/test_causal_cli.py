@@ -1,0 +1,78 @@
+"""The ``certkit causal`` subcommand and its demo section."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+from certkit.causal import _cli, make_mixture_sem
+from certkit.cli import main
+
+
+def _write_csv(path, X, names):
+    rows = "\n".join(",".join(f"{v:.10g}" for v in row) for row in X)
+    path.write_text(",".join(names) + "\n" + rows + "\n")
+
+
+def test_csv_run_prints_the_summary(tmp_path, capsys):
+    X, _, _ = make_mixture_sem(4, 200, rng=0)
+    path = tmp_path / "data.csv"
+    _write_csv(path, X, ["a", "b", "c", "d"])
+    assert main(["causal", str(path), "--max-components", "2", "--stability", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "Causal mixture model" in out and "200 samples x 4 variables" in out
+    assert "Edge stability over 2 bootstrap fits" in out
+    assert re.search(r"^\s*a\s", out, re.MULTILINE)
+
+
+@pytest.mark.parametrize(
+    ("content", "args", "message"),
+    [
+        ("a,b\n1,2\n3,x\n", [], "line 3, column 'b': 'x' is not a number"),
+        ("a,b\n1,2\n3\n", [], "line 3 has 1 fields"),
+        ("a,b\n1,2\n1,3\n1,4\n", ["--max-components", "1"], "constant column"),
+        ("a,b\n1,2\n-1,3\n2,4\n", ["--log"], "--log needs strictly positive values"),
+        ("a,b\n1,2\n2,3\n3,5\n", ["--max-components", "0"], "max_components must be >= 1"),
+    ],
+)
+def test_bad_input_is_one_error_line_with_status_2(tmp_path, capsys, content, args, message):
+    path = tmp_path / "bad.csv"
+    path.write_text(content)
+    assert main(["causal", str(path), *args]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("certkit causal: error: ") and message in err[0]
+
+
+def test_missing_file_is_an_error_line(tmp_path, capsys):
+    assert main(["causal", str(tmp_path / "nope.csv")]) == 2
+    assert capsys.readouterr().err.startswith("certkit causal: error: ")
+
+
+def test_demo_is_deterministic():
+    def strip(text):
+        return re.sub(r"fitted in [0-9.]+ s", "", text)
+
+    a = _cli.demo(np.random.default_rng(0))
+    assert strip(a) == strip(_cli.demo(np.random.default_rng(0)))
+    assert "edge F1" in a and "mixing sets found" in a
+
+
+def test_plot_causal_graph_draws_every_edge():
+    matplotlib = pytest.importorskip("matplotlib")
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from certkit.plot import plot_causal_graph
+
+    A = np.array([[0, 1, 0], [0, 0, 1], [0, 0, 0]])
+    truth = np.array([[0, 1, 1], [0, 0, 0], [0, 0, 0]])
+    fig, ax = plt.subplots()
+    plot_causal_graph(A, names=["a", "b", "c"], edge_values=np.full((3, 3), 0.5), true_adjacency=truth, ax=ax)
+    arrows = [t for t in ax.texts if t.get_text() == ""]
+    assert len(arrows) == 3  # two estimated edges + one missed true edge
+    assert sorted(t.get_text() for t in ax.texts if t.get_text()) == ["a", "b", "c"]
+    with pytest.raises(ValueError, match="names must have 3 entries"):
+        plot_causal_graph(A, names=["a"])
+    plt.close(fig)
