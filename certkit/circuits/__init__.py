@@ -32,8 +32,8 @@ from certkit.circuits.partition import certify_circuit_partition, example_parts
 from certkit.circuits.radius import certified_radius, edit_bounds, partition_radius
 from certkit.circuits.result import CircuitCertificate
 from certkit.circuits.score_rule import ScoreRule
-from certkit.circuits.subsampling import certify_circuit
 from certkit.circuits.stability import CircuitStability, circuit_stability, jaccard
+from certkit.circuits.subsampling import certify_circuit
 
 __all__ = [
     "AblationDiscovery",

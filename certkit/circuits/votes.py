@@ -65,19 +65,25 @@ def partition_votes(
     executor: ExecutorArg = None,
     progress: Progress = False,
 ) -> np.ndarray:
-    """Number of parts (`parts[i]` is the part of example `i`) whose run includes each component."""
+    """Number of parts (`parts[i]` is the part of example `i`) whose run includes each component.
+
+    Only the non-empty parts (at most ``n``) are run: an empty part includes nothing, so the memory
+    and the work do not grow with ``n_parts``.
+    """
+    used, compact = np.unique(parts, return_inverse=True)
     if isinstance(discover, ScoreRule):
         from certkit import _core
 
         votes = _core.votes.partition(
             discover.scores,
-            n_parts,
-            np.ascontiguousarray(parts),
+            used.size,
+            np.ascontiguousarray(compact, dtype=np.int64),
             top_k=discover.top_k,
             threshold=discover.threshold,
         )
         return np.asarray(votes).sum(axis=0).astype(np.int64)
-    subsets = [np.flatnonzero(parts == b) for b in range(n_parts)]
+    order = np.argsort(compact, kind="stable")
+    subsets = np.split(order, np.cumsum(np.bincount(compact, minlength=used.size))[:-1])
     return _black_box_counts(discover, X_concept, subsets, executor=executor, progress=progress)
 
 
@@ -110,7 +116,7 @@ def concept_size(discover: Any, X_concept: Any) -> int:
 
 
 def _take(X: Any, idx: np.ndarray) -> Any:
-    """Rows ``idx`` of a NumPy array, a torch tensor or a Python sequence."""
+    """Rows ``idx`` (positions) of a NumPy array, a torch tensor, a pandas object or a Python sequence."""
     if isinstance(X, np.ndarray):
         return X[idx]
     if type(X).__module__.startswith("torch"):
@@ -119,6 +125,8 @@ def _take(X: Any, idx: np.ndarray) -> Any:
         return X[torch.from_numpy(idx)]
     if isinstance(X, (list, tuple)):
         return [X[int(i)] for i in idx]
+    if hasattr(X, "iloc"):  # pandas: positional rows, whatever the index labels are
+        return X.iloc[idx]
     return X[idx]
 
 
