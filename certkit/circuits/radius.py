@@ -345,5 +345,13 @@ def partition_radius(votes_a: Any, votes_b: Any, idx_a: Any, idx_b: Any) -> np.n
     ib = check_array(idx_b, "idx_b", dtype=int)
     if np.any(na < 0) or np.any(nb < 0):
         raise ValueError("votes_a and votes_b must be >= 0")
+    if np.any(ia < 0) or np.any(ib < 0):
+        raise ValueError("idx_a and idx_b are class indices and must be >= 0")
+    try:
+        na, nb, ia, ib = np.broadcast_arrays(na, nb, ia, ib)
+    except ValueError:
+        shapes = ", ".join(f"{name} has shape {np.shape(a)}" for name, a in
+                           (("votes_a", na), ("votes_b", nb), ("idx_a", ia), ("idx_b", ib)))
+        raise ValueError(f"shapes cannot be broadcast together: {shapes}") from None
     gap = na - nb - (ib < ia).astype(np.int64)
     return np.maximum(np.floor_divide(gap, 2), -1)

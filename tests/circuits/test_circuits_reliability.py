@@ -59,3 +59,24 @@ def test_dataframe_concept_set_uses_positions():
     from_df = certify_circuit(_discover, df, subsample_size=10, n_subsamples=50, rng=0)
     from_array = certify_circuit(_discover, X, subsample_size=10, n_subsamples=50, rng=0)
     np.testing.assert_array_equal(from_df.counts, from_array.counts)
+
+
+def test_partition_radius_checks_indices_and_shapes():
+    """Item 7: idx_a=-1 was accepted; item 10: mismatched shapes gave numpy's broadcast message."""
+    from certkit.circuits import partition_radius
+
+    with pytest.raises(ValueError, match="idx_a and idx_b are class indices and must be >= 0"):
+        partition_radius(30, 20, -1, 0)
+    with pytest.raises(ValueError, match=r"votes_a has shape \(3,\), votes_b has shape \(2,\)"):
+        partition_radius([3, 4, 5], [1, 2], 1, 0)
+    assert int(partition_radius(30, 20, 1, 0)) == 4
+
+
+def test_score_rule_rows_must_be_valid_indices():
+    """Item 6: rows=[-1] silently used the last row."""
+    rule = ScoreRule(_data(), top_k=2)
+    with pytest.raises(ValueError, match=r"rows must be example indices in \[0, 59\]"):
+        rule.discover(rows=[-1])
+    with pytest.raises(ValueError, match="rows must be example indices"):
+        rule.discover(rows=[60])
+    np.testing.assert_array_equal(rule.discover(rows=[59]), rule.select(rule.scores[59]))
