@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
@@ -20,7 +20,7 @@ from certkit._validation import as_numpy
 from certkit.circuits.sampling import Sampling
 from certkit.circuits.score_rule import ScoreRule
 
-__all__ = ["concept_size", "count_votes", "partition_votes"]
+__all__ = ["check_concept_set", "concept_size", "count_votes", "partition_votes"]
 
 
 def count_votes(
@@ -104,6 +104,17 @@ def concept_size(discover: Any, X_concept: Any) -> int:
         )
     if X_concept is None:
         raise ValueError("X_concept is required when discover is a callable")
+    return check_concept_set(X_concept)
+
+
+def check_concept_set(X_concept: Any) -> int:
+    """A non-empty sized collection of examples, finite when numeric; returns its size.
+
+    Dicts are rejected (their keys are not example positions); NumPy arrays, tensors and pandas
+    objects with float or complex values must be finite (NaN would reach the user's algorithm).
+    """
+    if isinstance(X_concept, Mapping):
+        raise TypeError("X_concept must be an array, tensor or sequence of examples, got a dict")
     try:
         n = len(X_concept)
     except TypeError:
@@ -112,6 +123,11 @@ def concept_size(discover: Any, X_concept: Any) -> int:
         ) from None
     if n == 0:
         raise ValueError("X_concept must not be empty (the concept dataset has no examples)")
+    is_torch = type(X_concept).__module__.startswith("torch")
+    if isinstance(X_concept, np.ndarray) or hasattr(X_concept, "iloc") or is_torch:
+        arr = as_numpy(X_concept.to_numpy() if hasattr(X_concept, "iloc") else X_concept, "X_concept")
+        if arr.dtype.kind in "fc" and not np.all(np.isfinite(arr)):
+            raise ValueError("X_concept must be finite (found NaN or inf)")
     return n
 
 

@@ -80,3 +80,41 @@ def test_score_rule_rows_must_be_valid_indices():
     with pytest.raises(ValueError, match="rows must be example indices"):
         rule.discover(rows=[60])
     np.testing.assert_array_equal(rule.discover(rows=[59]), rule.select(rule.scores[59]))
+
+
+@pytest.mark.parametrize(
+    ("X_concept", "error", "match"),
+    [
+        (np.zeros((0, 5)), ValueError, "X_concept must not be empty"),
+        ([], ValueError, "X_concept must not be empty"),
+        ({0: [1.0], 1: [2.0]}, TypeError, "X_concept must be an array, tensor or sequence of examples"),
+        (np.where(np.eye(4, 5) > 0, np.nan, 0.0), ValueError, r"X_concept must be finite"),
+    ],
+)
+def test_bad_concept_sets_rejected(X_concept, error, match):
+    """Item 7: empty input, NaN rows and dicts reached example_parts and the user's callable."""
+    from certkit.circuits import example_parts
+
+    with pytest.raises(error, match=match):
+        example_parts(X_concept, 3)
+    with pytest.raises(error, match=match):
+        certify_circuit(_discover, X_concept, subsample_size=1, n_subsamples=5, rng=0)
+
+
+def test_circuit_accuracy_labels_the_model_cannot_output():
+    """Item 5: y = [7] * 20 for a 3-class model returned accuracy 0.0."""
+    torch = pytest.importorskip("torch")
+    from certkit.circuits import circuit_accuracy
+
+    torch.manual_seed(0)
+    model = torch.nn.Sequential()
+    model.add_module("hidden", torch.nn.Linear(5, 4))
+    model.add_module("act", torch.nn.ReLU())
+    model.add_module("head", torch.nn.Linear(4, 3))
+    X = _data()[:20]
+    match = r"y must hold class labels in \[0, 2\] \(the model has 3 outputs\), got 7"
+    with pytest.raises(ValueError, match=match):
+        circuit_accuracy(model, "act", np.ones(4, bool), X, [7] * 20)
+    with pytest.raises(ValueError, match="y must hold class labels >= 0"):
+        circuit_accuracy(model, "act", np.ones(4, bool), X, [-1] * 20)
+    assert 0 <= circuit_accuracy(model, "act", np.ones(4, bool), X, [1] * 20) <= 1
