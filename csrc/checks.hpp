@@ -45,8 +45,8 @@ inline bool is_bool_like(const pybind11::handle& value) {
     return PyBool_Check(value.ptr()) || is_instance_of_numpy(value, "bool_");
 }
 
-// A Python int or NumPy integer in [lo, hi] (bools, floats and strings are TypeErrors).
-inline std::int64_t int_arg(const pybind11::handle& value, const char* name, std::int64_t lo, std::int64_t hi) {
+// A Python int or NumPy integer as a Python int (bools, floats and strings are TypeErrors).
+inline pybind11::object integer_object(const pybind11::handle& value, const char* name) {
     PyObject* obj = value.ptr();
     if (is_bool_like(value) || PyFloat_Check(obj) || !PyIndex_Check(obj)) {
         throw pybind11::type_error(std::string(name) + " must be an integer, got " + type_name(value));
@@ -55,6 +55,12 @@ inline std::int64_t int_arg(const pybind11::handle& value, const char* name, std
     if (!index) {
         throw pybind11::error_already_set();
     }
+    return index;
+}
+
+// A Python int or NumPy integer in [lo, hi] (bools, floats and strings are TypeErrors).
+inline std::int64_t int_arg(const pybind11::handle& value, const char* name, std::int64_t lo, std::int64_t hi) {
+    const pybind11::object index = integer_object(value, name);
     int overflow = 0;
     const long long v = PyLong_AsLongLongAndOverflow(index.ptr(), &overflow);
     if ((overflow < 0 || (overflow == 0 && v < lo))) {
@@ -78,14 +84,7 @@ inline std::optional<std::int64_t> optional_int_arg(const pybind11::handle& valu
 
 // A Python int or NumPy integer in [0, 2**64) (seeds and streams of the raw generator).
 inline std::uint64_t uint64_arg(const pybind11::handle& value, const char* name) {
-    PyObject* obj = value.ptr();
-    if (is_bool_like(value) || PyFloat_Check(obj) || !PyIndex_Check(obj)) {
-        throw pybind11::type_error(std::string(name) + " must be an integer, got " + type_name(value));
-    }
-    pybind11::object index = pybind11::reinterpret_steal<pybind11::object>(PyNumber_Index(obj));
-    if (!index) {
-        throw pybind11::error_already_set();
-    }
+    const pybind11::object index = integer_object(value, name);
     const unsigned long long v = PyLong_AsUnsignedLongLong(index.ptr());
     if (v == static_cast<unsigned long long>(-1) && PyErr_Occurred()) {
         PyErr_Clear();
