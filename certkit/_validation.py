@@ -9,6 +9,7 @@ NaN/inf, booleans posing as numbers, wrong shapes and empty arrays are errors.
 from __future__ import annotations
 
 import numbers
+import os
 from collections.abc import Iterable
 from typing import Any
 
@@ -16,6 +17,7 @@ import numpy as np
 
 __all__ = [
     "as_numpy",
+    "check_allocation",
     "check_array",
     "check_bool",
     "check_in_options",
@@ -227,6 +229,43 @@ def check_rng(rng: Any) -> np.random.Generator:
 def seed_from_rng(rng: Any) -> int:
     """Draw a 63-bit seed for the C++ kernels' counter-based generator from ``rng``."""
     return int(check_rng(rng).integers(0, 2**63 - 1, dtype=np.int64))
+
+
+def memory_limit() -> int:
+    """Largest allocation certkit attempts in one call: half the physical (or cgroup-limited) memory."""
+    try:
+        total = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (AttributeError, ValueError, OSError):  # pragma: no cover - not POSIX
+        total = 16 * 2**30
+    try:
+        with open("/sys/fs/cgroup/memory.max") as fh:
+            text = fh.read().strip()
+        if text.isdigit():
+            total = min(total, int(text))
+    except OSError:
+        pass
+    return int(total) // 2
+
+
+def check_allocation(n_bytes: float, name: str, value: Any, *, what: str) -> None:
+    """Raise ``ValueError`` naming ``name=value`` before allocating more than `memory_limit` bytes.
+
+    ``n_bytes`` is the caller's estimate of the largest memory the call needs at once (a float, so that
+    products of huge sizes do not overflow).
+    """
+    limit = memory_limit()
+    if n_bytes > limit:
+        raise ValueError(
+            f"{name}={value!r} is too large: {what} would need about {_format_bytes(n_bytes)}, more than "
+            f"half ({_format_bytes(limit)}) of this machine's memory; reduce {name}"
+        )
+
+
+def _format_bytes(n: float) -> str:
+    for unit, size in (("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20)):
+        if n >= size:
+            return f"{n / size:.3g} {unit}"
+    return f"{n:.0f} bytes"
 
 
 def check_is_fitted(estimator: Any, attributes: str | Iterable[str], *, method: str = "calibrate") -> None:

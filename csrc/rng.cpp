@@ -6,6 +6,7 @@
 
 #include <cstdint>
 
+#include "checks.hpp"
 #include "rng.hpp"
 
 namespace py = pybind11;
@@ -14,8 +15,19 @@ namespace certkit {
 
 namespace {
 
-py::array_t<std::uint64_t> random_uint64(std::uint64_t seed, std::uint64_t stream,
-                                         py::array_t<std::uint64_t, py::array::c_style | py::array::forcecast> counters) {
+py::array_t<std::uint64_t> random_uint64(const py::object& seed_in, const py::object& stream_in,
+                                         const py::object& counters_in) {
+    const std::uint64_t seed = uint64_arg(seed_in, "seed");
+    const std::uint64_t stream = uint64_arg(stream_in, "stream");
+    const py::array raw = integer_array_arg(counters_in, "counters");
+    if (raw.dtype().kind() == 'i') {
+        const auto signed_counters = py::array_t<std::int64_t, py::array::c_style | py::array::forcecast>::ensure(raw);
+        const std::int64_t* data = signed_counters.data();
+        for (py::ssize_t i = 0; i < signed_counters.size(); ++i) {
+            require(data[i] >= 0, "counters must be >= 0, got " + show(data[i]) + " at index " + show(i));
+        }
+    }
+    const auto counters = py::array_t<std::uint64_t, py::array::c_style | py::array::forcecast>::ensure(raw);
     auto in = counters.unchecked<1>();
     py::array_t<std::uint64_t> out(in.shape(0));
     auto o = out.mutable_unchecked<1>();

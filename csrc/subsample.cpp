@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <limits>
 
 #include "checks.hpp"
 #include "subsample.hpp"
@@ -16,14 +17,19 @@ namespace certkit {
 
 namespace {
 
-py::array_t<std::int64_t> indices(std::int64_t n, std::int64_t m, std::int64_t n_subsamples, bool replacement,
-                                  std::int64_t seed) {
-    require(n >= 1, "n (number of examples) must be >= 1, got " + show(n));
-    require(m >= 1, "m (subsample size) must be >= 1, got " + show(m));
+constexpr std::int64_t kInt64Max = std::numeric_limits<std::int64_t>::max();
+
+py::array_t<std::int64_t> indices(const py::object& n_in, const py::object& m_in, const py::object& n_subsamples_in,
+                                  const py::object& replacement_in, const py::object& seed_in) {
+    const std::int64_t n = int_arg(n_in, "n (number of examples)", 1, kInt64Max);
+    const std::int64_t m = int_arg(m_in, "m (subsample size)", 1, kInt64Max);
+    const std::int64_t n_subsamples = int_arg(n_subsamples_in, "n_subsamples", 1, kInt64Max);
+    const bool replacement = bool_arg(replacement_in, "replacement");
+    const std::int64_t seed = int_arg(seed_in, "seed", 0, kInt64Max);
     require(replacement || m <= n, "m (subsample size) must be <= n when sampling without replacement, got m=" +
                                        show(m) + " > n=" + show(n) + " (pass replacement=True?)");
-    require(n_subsamples >= 1, "n_subsamples must be >= 1, got " + show(n_subsamples));
-    require(seed >= 0, "seed must be >= 0, got " + show(seed));
+    require_memory(8.0 * static_cast<double>(n_subsamples) * static_cast<double>(m) + (replacement ? 0.0 : 16.0 * n),
+                   "n_subsamples * m = " + show(n_subsamples) + " * " + show(m), "the (n_subsamples, m) index array");
 
     py::array_t<std::int64_t> out({static_cast<py::ssize_t>(n_subsamples), static_cast<py::ssize_t>(m)});
     std::int64_t* data = out.mutable_data();
@@ -34,12 +40,16 @@ py::array_t<std::int64_t> indices(std::int64_t n, std::int64_t m, std::int64_t n
     return out;
 }
 
-py::array_t<bool> masks(std::int64_t n, std::int64_t n_subsamples, double deletion_prob, std::int64_t seed) {
-    require(n >= 1, "n (number of examples) must be >= 1, got " + show(n));
+py::array_t<bool> masks(const py::object& n_in, const py::object& n_subsamples_in,
+                        const py::object& deletion_prob_in, const py::object& seed_in) {
+    const std::int64_t n = int_arg(n_in, "n (number of examples)", 1, kInt64Max);
+    const std::int64_t n_subsamples = int_arg(n_subsamples_in, "n_subsamples", 1, kInt64Max);
+    const double deletion_prob = real_arg(deletion_prob_in, "deletion_prob");
+    const std::int64_t seed = int_arg(seed_in, "seed", 0, kInt64Max);
     require(!std::isnan(deletion_prob) && deletion_prob >= 0.0 && deletion_prob <= 1.0,
             "deletion_prob must be a probability in [0, 1], got " + show(deletion_prob));
-    require(n_subsamples >= 1, "n_subsamples must be >= 1, got " + show(n_subsamples));
-    require(seed >= 0, "seed must be >= 0, got " + show(seed));
+    require_memory(static_cast<double>(n_subsamples) * static_cast<double>(n),
+                   "n_subsamples * n = " + show(n_subsamples) + " * " + show(n), "the (n_subsamples, n) mask array");
 
     py::array_t<bool> out({static_cast<py::ssize_t>(n_subsamples), static_cast<py::ssize_t>(n)});
     bool* data = out.mutable_data();

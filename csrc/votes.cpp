@@ -5,10 +5,13 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <string>
+#include <thread>
 
 #include "checks.hpp"
 #include "votes.hpp"
@@ -21,8 +24,13 @@ namespace {
 
 using ScoresArray = py::array_t<double, py::array::c_style | py::array::forcecast>;
 
-Rule parse_rule(const std::optional<std::int64_t>& top_k, const std::optional<double>& threshold,
-                std::int64_t n_components) {
+constexpr std::int64_t kInt64Max = std::numeric_limits<std::int64_t>::max();
+// Largest n_threads accepted; the kernel uses at most the hardware threads anyway.
+constexpr std::int64_t kMaxThreads = 1024;
+
+Rule parse_rule(const py::object& top_k_in, const py::object& threshold_in, std::int64_t n_components) {
+    const std::optional<std::int64_t> top_k = optional_int_arg(top_k_in, "top_k", std::numeric_limits<std::int64_t>::min(), kInt64Max);
+    const std::optional<double> threshold = optional_real_arg(threshold_in, "threshold");
     require(top_k.has_value() != threshold.has_value(),
             "give exactly one of top_k and threshold (got " + std::string(top_k ? "both" : "neither") + ")");
     Rule rule;
@@ -32,14 +40,15 @@ Rule parse_rule(const std::optional<std::int64_t>& top_k, const std::optional<do
         rule.top_k = true;
         rule.k = *top_k;
     } else {
-        require(!std::isnan(*threshold), "threshold must not be NaN");
+        require(std::isfinite(*threshold), "threshold must be finite (not NaN or inf), got " + show(*threshold));
         rule.threshold = *threshold;
     }
     return rule;
 }
 
-// Checks the (n, N) score matrix (2-D, non-empty, finite) and returns it.
-ScoresArray check_scores(const ScoresArray& scores) {
+// Checks the (n, N) score matrix (real dtype, 2-D, non-empty, finite) and returns it as float64.
+ScoresArray check_scores(const py::object& scores_in) {
+    const ScoresArray scores = real_array_arg(scores_in, "scores");
     require(scores.ndim() == 2, "scores must be a 2-D array (n examples, N components), got a " +
                                     show(scores.ndim()) + "-D array");
     require(scores.shape(0) >= 1 && scores.shape(1) >= 1,
@@ -57,7 +66,11 @@ ScoresArray check_scores(const ScoresArray& scores) {
     return scores;
 }
 
-Scheme parse_scheme(const std::string& scheme) {
+Scheme parse_scheme(const py::object& scheme_in) {
+    if (!py::isinstance<py::str>(scheme_in)) {
+        throw py::type_error("scheme must be a str, got " + type_name(scheme_in));
+    }
+    const std::string scheme = scheme_in.cast<std::string>();
     if (scheme == "without_replacement") {
         return Scheme::kWithoutReplacement;
     }
@@ -71,11 +84,17 @@ Scheme parse_scheme(const std::string& scheme) {
                           scheme + "'");
 }
 
-py::array_t<std::int64_t> subsample(const ScoresArray& scores_in, const std::string& scheme_name,
-                                    std::optional<std::int64_t> m, std::optional<double> deletion_prob,
-                                    std::int64_t n_subsamples, std::optional<std::int64_t> top_k,
-                                    std::optional<double> threshold, std::int64_t seed, std::int64_t n_threads) {
+py::array_t<std::int64_t> subsample(const py::object& scores_in, const py::object& scheme_name,
+                                    const py::object& m_in, const py::object& deletion_prob_in,
+                                    const py::object& n_subsamples_in, const py::object& top_k,
+                                    const py::object& threshold, const py::object& seed_in,
+                                    const py::object& n_threads_in) {
     const Scheme scheme = parse_scheme(scheme_name);
+    const std::optional<std::int64_t> m = optional_int_arg(m_in, "m (subsample size)", 1, kInt64Max);
+    const std::optional<double> deletion_prob = optional_real_arg(deletion_prob_in, "deletion_prob");
+    const std::int64_t n_subsamples = int_arg(n_subsamples_in, "n_subsamples", 1, kInt64Max);
+    const std::int64_t seed = int_arg(seed_in, "seed", 0, kInt64Max);
+    const std::int64_t n_threads = int_arg(n_threads_in, "n_threads", 0, kMaxThreads);
     const ScoresArray scores = check_scores(scores_in);
     const std::int64_t n = scores.shape(0);
     const std::int64_t n_components = scores.shape(1);
@@ -89,18 +108,26 @@ py::array_t<std::int64_t> subsample(const ScoresArray& scores_in, const std::str
         require(!m.has_value(), "m is not used with scheme='poisson' (the subsample size is random)");
         keep_prob = 1.0 - *deletion_prob;
     } else {
+        const std::string name = scheme_name.cast<std::string>();
         require(!deletion_prob.has_value(),
-                "deletion_prob is only used with scheme='poisson', not with scheme='" + scheme_name + "'");
-        require(m.has_value(), "m (subsample size) is required for scheme='" + scheme_name + "'");
+                "deletion_prob is only used with scheme='poisson', not with scheme='" + name + "'");
+        require(m.has_value(), "m (subsample size) is required for scheme='" + name + "'");
         size = *m;
-        require(size >= 1, "m (subsample size) must be >= 1, got " + show(size));
         require(scheme == Scheme::kWithReplacement || size <= n,
                 "m (subsample size) must be <= n = " + show(n) +
                     " (number of score rows) when sampling without replacement, got " + show(size));
     }
-    require(n_subsamples >= 1, "n_subsamples must be >= 1, got " + show(n_subsamples));
-    require(seed >= 0, "seed must be >= 0, got " + show(seed));
-    require(n_threads >= 0, "n_threads must be >= 0 (0: all hardware threads), got " + show(n_threads));
+    // Memory: the tiled copy of the scores, then per thread its counts, chunk means, rows and offsets.
+    const double hardware = std::max(1u, std::thread::hardware_concurrency());
+    const double threads = std::min({n_threads == 0 ? hardware : std::min<double>(n_threads, hardware),
+                                     static_cast<double>(n_subsamples)});
+    const double padded = std::ceil(n_components / 32.0) * 32.0;
+    const double rows = scheme == Scheme::kPoisson ? n : static_cast<double>(size);
+    const double per_thread = 8.0 * (3.0 * n_components + std::min(64.0, std::ceil(n_subsamples / threads)) * padded +
+                                     3.0 * rows + n + 65536.0);
+    require_memory(8.0 * n * padded + threads * per_thread,
+                   scheme == Scheme::kPoisson ? "scores" : "m=" + show(size),
+                   "the subsample vote kernel");
 
     py::array_t<std::int64_t> out(static_cast<py::ssize_t>(n_components));
     std::int64_t* counts = out.mutable_data();
@@ -112,22 +139,28 @@ py::array_t<std::int64_t> subsample(const ScoresArray& scores_in, const std::str
     return out;
 }
 
-py::array_t<bool> partition(const ScoresArray& scores_in, std::int64_t n_parts,
-                            const py::array_t<std::int64_t, py::array::c_style>& part_of,
-                            std::optional<std::int64_t> top_k, std::optional<double> threshold) {
+py::array_t<bool> partition(const py::object& scores_in, const py::object& n_parts_in,
+                            const py::object& part_of_in, const py::object& top_k,
+                            const py::object& threshold) {
+    const std::int64_t n_parts = int_arg(n_parts_in, "n_parts", 1, kInt64Max);
     const ScoresArray scores = check_scores(scores_in);
     const std::int64_t n = scores.shape(0);
     const std::int64_t n_components = scores.shape(1);
     const Rule rule = parse_rule(top_k, threshold, n_components);
-    require(n_parts >= 1, "n_parts must be >= 1, got " + show(n_parts));
-    require(part_of.ndim() == 1 && part_of.shape(0) == n,
-            "part_of must be a 1-D array with one part label per score row (length " + show(n) + ")");
+    const auto part_of = py::array_t<std::int64_t, py::array::c_style | py::array::forcecast>::ensure(
+        integer_array_arg(part_of_in, "part_of"));
+    require(part_of.shape(0) == n,
+            "part_of must be a 1-D array with one part label per score row (length " + show(n) + "), got length " +
+                show(part_of.shape(0)));
     const std::int64_t* part = part_of.data();
     for (std::int64_t i = 0; i < n; ++i) {
         require(part[i] >= 0 && part[i] < n_parts, "part_of must hold part labels in [0, n_parts) = [0, " +
                                                        show(n_parts) + "), got " + show(part[i]) + " at index " +
                                                        show(i));
     }
+    // Memory: the (n_parts, N) selection, per-part sums and sizes.
+    require_memory(9.0 * static_cast<double>(n_parts) * n_components + 8.0 * n_parts,
+                   "n_parts=" + show(n_parts), "the partition vote kernel");
 
     py::array_t<bool> out({static_cast<py::ssize_t>(n_parts), static_cast<py::ssize_t>(n_components)});
     bool* selected = out.mutable_data();

@@ -250,16 +250,16 @@ void run_blocks(std::int64_t total, int n_threads, Fn&& fn) {
 // counts[j] = number of the n_subsamples subsamples (drawn as
 // subsample_indices / deletion_masks draw them for seed) whose selection by
 // `rule` contains j, for the (n, N) row-major score matrix; the work is split
-// over n_threads threads (0: all hardware threads; the result does not
+// over min(n_threads, hardware threads, n_subsamples) threads (0: all hardware threads; the result does not
 // depend on it).
 inline void subsample_votes(const double* scores, std::int64_t n, std::int64_t n_components, Scheme scheme,
                             std::int64_t m, double keep_prob, std::int64_t n_subsamples, const Rule& rule,
                             std::uint64_t seed, std::int64_t n_threads, std::int64_t* total) {
-    std::int64_t threads = n_threads;
-    if (threads == 0) {
-        threads = std::max<std::int64_t>(1, std::thread::hardware_concurrency());
-    }
-    threads = std::min(threads, n_subsamples);
+    // Never more threads than hardware threads or subsamples: each thread holds buffers of about
+    // 8 * (N + min(kChunk, its subsamples) * N + m + n) bytes, so extra threads only cost memory.
+    const std::int64_t hardware = std::max<std::int64_t>(1, std::thread::hardware_concurrency());
+    std::int64_t threads = n_threads == 0 ? hardware : std::min(n_threads, hardware);
+    threads = std::max<std::int64_t>(1, std::min(threads, n_subsamples));
 
     const TiledScores tiled(scores, n, n_components);
     const std::int64_t padded = tiled.n_tiles() * kTile;  // row length of the chunk's means
@@ -280,13 +280,14 @@ inline void subsample_votes(const double* scores, std::int64_t n, std::int64_t n
             }
         }
         std::vector<std::int64_t> offsets;  // rows of the chunk's subsamples (times kTile), concatenated
-        std::vector<std::int64_t> starts(kChunk + 1);
-        std::vector<double> means(static_cast<std::size_t>(kChunk * padded));
+        const std::int64_t max_chunk = std::min(kChunk, end - begin);  // buffers sized by this thread's work
+        std::vector<std::int64_t> starts(static_cast<std::size_t>(max_chunk + 1));
+        std::vector<double> means(static_cast<std::size_t>(max_chunk * padded));
         Selector select(rule, n_components);
         for (std::int64_t first = begin; first < end;) {
             offsets.clear();
             std::int64_t chunk = 0;
-            for (; chunk < kChunk && first + chunk < end &&
+            for (; chunk < max_chunk && first + chunk < end &&
                    static_cast<std::int64_t>(offsets.size()) < kChunkRows;
                  ++chunk) {
                 const std::uint64_t key = stream_key(seed, static_cast<std::uint64_t>(first + chunk));

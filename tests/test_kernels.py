@@ -270,7 +270,6 @@ VOTE_CASES = [
     (12, 8, "poisson", None, 0.0, 5, 1, None, True),
     (40, 33, "without_replacement", 13, None, 30, 1, None, False),  # N not a multiple of anything
     (3, 1, "without_replacement", 2, None, 10, 1, None, False),
-    (3, 1, "without_replacement", 2, None, 10, None, -np.inf, False),
 ]
 
 
@@ -573,7 +572,8 @@ def test_deletion_masks_errors(args, match):
         (SCORES, dict(m=3, n_subsamples=5, seed=0, top_k=1, scheme="bootstrap"), "scheme must be one of"),
         (SCORES, dict(m=3, n_subsamples=5, seed=0, top_k=1, deletion_prob=0.5), "deletion_prob is only used"),
         (SCORES, dict(n_subsamples=5, seed=0, top_k=1), "m \\(subsample size\\) is required"),
-        (SCORES, dict(m=3, n_subsamples=5, seed=0, threshold=np.nan), "threshold must not be NaN"),
+        (SCORES, dict(m=3, n_subsamples=5, seed=0, threshold=np.nan), "threshold must be finite"),
+        (SCORES, dict(m=3, n_subsamples=5, seed=0, threshold=np.inf), "threshold must be finite"),
         (SCORES, dict(scheme="poisson", n_subsamples=5, seed=0, top_k=1), "deletion_prob is required"),
         (
             SCORES,
@@ -624,8 +624,8 @@ def test_type_errors():
         _core.votes.subsample(SCORES, "without_replacement", 3)
     with pytest.raises(TypeError):
         _core.votes.subsample(SCORES, m=3, top_k=1)  # n_subsamples and seed are required
-    with pytest.raises(TypeError):  # seeds are 63-bit
-        _core.subsample.indices(5, 2, 3, seed=2**63)
+    with pytest.raises(ValueError, match=r"seed must be <= 9223372036854775807, got 9223372036854775808"):
+        _core.subsample.indices(5, 2, 3, seed=2**63)  # seeds are 63-bit
 
 
 def test_accepts_non_contiguous_and_other_dtypes():
@@ -640,3 +640,98 @@ def test_accepts_non_contiguous_and_other_dtypes():
         _core.votes.subsample(ints, m=4, n_subsamples=20, top_k=2, seed=3),
         _core.votes.subsample(ints.astype(np.float64), m=4, n_subsamples=20, top_k=2, seed=3),
     )
+
+
+# ------------------------------------------------------------- issue 14: arguments checked at the binding
+def test_absurd_n_threads_rejected_and_threads_capped():
+    """Item 2: n_threads=3000 on a (4, 100000) matrix reached 20 GB; now capped at the hardware threads."""
+    scores = np.ones((4, 100000))
+    with pytest.raises(ValueError, match=r"n_threads must be <= 1024, got 3000"):
+        _core.votes.subsample(scores, m=2, n_subsamples=3000, top_k=1, seed=1, n_threads=3000)
+    with pytest.raises(ValueError, match=r"n_threads must be <= 1024, got 9223372036854775808"):
+        _core.votes.subsample(SCORES, m=2, n_subsamples=5, top_k=1, seed=1, n_threads=2**63)
+    # 1024 requested threads run on the hardware threads: same counts, no per-thread buffers for 1024
+    small = np.random.default_rng(0).normal(size=(6, 2000))
+    ref = _core.votes.subsample(small, m=3, n_subsamples=200, top_k=5, seed=4, n_threads=1)
+    np.testing.assert_array_equal(
+        _core.votes.subsample(small, m=3, n_subsamples=200, top_k=5, seed=4, n_threads=1024), ref
+    )
+
+
+@pytest.mark.parametrize(
+    ("scores", "match"),
+    [
+        (np.ones((4, 3)).astype(str), "scores must be an array of real numbers .* got dtype <U32"),
+        (np.ones((4, 3)).astype(complex), "got dtype complex128"),
+        (np.ones((4, 3), dtype=bool), "got dtype bool"),
+        (np.ones((4, 3)).astype(object), "got dtype object"),
+        ([["1", "2"], ["3", "4"]], "got dtype <U1"),
+    ],
+)
+def test_scores_dtype_not_coerced(scores, match):
+    """Item 8: strings were parsed, complex lost its imaginary part, bool and object were converted."""
+    with pytest.raises(TypeError, match=match):
+        _core.votes.subsample(scores, m=1, n_subsamples=3, top_k=1, seed=0)
+    with pytest.raises(TypeError, match=match):
+        _core.votes.partition(scores, 2, np.zeros(len(scores), dtype=np.int64), top_k=1)
+
+
+def test_partition_part_of_must_be_integers():
+    with pytest.raises(TypeError, match=r"part_of must be an array of integers .* got dtype bool"):
+        _core.votes.partition(SCORES, 2, np.zeros(10, dtype=bool), top_k=1)
+    with pytest.raises(ValueError, match=r"n_parts=1000000000000 is too large: .* GiB"):
+        _core.votes.partition(SCORES, 10**12, np.zeros(10, dtype=np.int64), top_k=1)
+
+
+@pytest.mark.parametrize(
+    ("counters", "error", "match"),
+    [
+        ([-1], ValueError, r"counters must be >= 0, got -1 at index 0"),
+        ([1.5], TypeError, "counters must be an array of integers .* float64"),
+        ([np.nan], TypeError, "counters must be an array of integers"),
+        (["1"], TypeError, "counters must be an array of integers .* <U1"),
+        ([True], TypeError, "counters must be an array of integers .* bool"),
+        ([[1]], ValueError, "counters must be a 1-D array, got a 2-D array"),
+    ],
+)
+def test_random_uint64_counters_checked(counters, error, match):
+    with pytest.raises(error, match=match):
+        _core.rng.random_uint64(1, 2, counters)
+
+
+def test_random_uint64_accepts_the_full_uint64_range():
+    top = np.array([2**64 - 1], dtype=np.uint64)
+    assert _core.rng.random_uint64(2**64 - 1, 0, top).dtype == np.uint64
+    with pytest.raises(ValueError, match=r"seed must be an integer in \[0, 2\*\*64 - 1\]"):
+        _core.rng.random_uint64(2**64, 0, [0])
+    with pytest.raises(TypeError, match="stream must be an integer, got float"):
+        _core.rng.random_uint64(1, 1.5, [0])
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "match"),
+    [
+        (dict(replacement=1), TypeError, "replacement must be True or False, got 1"),
+        (dict(replacement=None), TypeError, "replacement must be True or False, got None"),
+        (dict(replacement=0.0), TypeError, "replacement must be True or False, got 0.0"),
+        (dict(seed=1.5), TypeError, "seed must be an integer, got float"),
+        (dict(seed=2**63), ValueError, "seed must be <= 9223372036854775807"),
+        (dict(seed=-1), ValueError, "seed must be >= 0, got -1"),
+    ],
+)
+def test_subsample_indices_arguments(kwargs, error, match):
+    """Items 8 and 10: replace=1 | None | 0.0 and m=True were accepted; seed=2**63 / 1.5 were unclear."""
+    with pytest.raises(error, match=match):
+        _core.subsample.indices(10, 3, 2, **{"seed": 0, **kwargs})
+    with pytest.raises(TypeError, match="m \\(subsample size\\) must be an integer, got bool"):
+        _core.subsample.indices(10, True, 2, seed=0)
+
+
+def test_huge_sizes_refused_before_allocating():
+    """Item 4 at the kernel level: sizes whose buffers cannot fit are refused with the estimate."""
+    with pytest.raises(ValueError, match=r"n_subsamples \* m = 1000000 \* 1000000000 is too large: .* GiB"):
+        _core.subsample.indices(10, 10**9, 10**6, replacement=True, seed=0)
+    with pytest.raises(ValueError, match=r"n_subsamples \* n = .* is too large"):
+        _core.subsample.deletion_masks(10**7, 10**7, deletion_prob=0.5, seed=0)
+    with pytest.raises(ValueError, match=r"m=100000000000 is too large: the subsample vote kernel"):
+        _core.votes.subsample(SCORES, scheme="with_replacement", m=10**11, n_subsamples=3, top_k=1, seed=0)

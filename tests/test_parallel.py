@@ -5,11 +5,13 @@ import math
 import operator
 import os
 from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 
 import numpy as np
 import pytest
 
-from certkit.parallel import parallel_map, resolve_executor
+import certkit.parallel as parallel
+from certkit.parallel import MAX_LOCAL_WORKERS, available_cpus, parallel_map, resolve_executor
 
 # Functions sent to process pools and Dask workers come from importable modules (the tests directory
 # is not a package, so workers could not import functions defined here).
@@ -36,7 +38,13 @@ def test_int_one_is_serial():
     assert parallel_map(_seeded_draws, [0, 1], executor=1)[1].tolist() == _seeded_draws(1).tolist()
 
 
-def test_int_pool_equals_serial_and_is_shut_down():
+@pytest.fixture
+def many_cpus(monkeypatch):
+    """Pretend the machine has 8 CPUs, so that pools of 2+ workers start even on a 1-CPU runner."""
+    monkeypatch.setattr(parallel, "available_cpus", lambda: 8)
+
+
+def test_int_pool_equals_serial_and_is_shut_down(many_cpus):
     assert parallel_map(math.factorial, range(60), executor=2) == [math.factorial(i) for i in range(60)]
     with resolve_executor(np.int64(2)) as pool:
         assert pool.submit(abs, -4).result() == 4
@@ -92,11 +100,84 @@ def test_progress_bar(capsys, executor):
         (True, TypeError, "executor must be None, an int number of workers"),
         (0, ValueError, "executor as a number of workers must be >= 1, got 0"),
         (-3, ValueError, "must be >= 1, got -3"),
+        (10**6, ValueError, "executor=1000000 local worker processes is more than certkit starts"),
+        (MAX_LOCAL_WORKERS + 1, ValueError, f"at most {MAX_LOCAL_WORKERS}"),
     ],
 )
 def test_bad_executor(executor, error, match):
     with pytest.raises(error, match=match):
         parallel_map(FN, ITEMS, executor=executor)
+
+
+def test_pool_never_larger_than_items_or_cpus(many_cpus):
+    """Issue 14 item 3: executor=50 for 3 items started 50 processes; now min(50, 3, CPUs)."""
+    with resolve_executor(50, n_items=3) as pool:
+        assert pool._max_workers == 3
+    with resolve_executor(50) as pool:
+        assert pool._max_workers == 8  # the (patched) CPU count
+    with resolve_executor(5, n_items=1) as ex:
+        assert ex is None  # one item: serial, no process started
+    pids = parallel_map(operator.methodcaller("__call__"), [os.getpid] * 3, executor=50)
+    assert len(set(pids)) <= 3 and os.getpid() not in pids
+
+
+def test_available_cpus_respects_affinity():
+    expected = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    assert available_cpus() == expected >= 1
+
+
+def test_pool_workers_are_not_forked(many_cpus):
+    """Issue 14 item 1: local pools start from a clean interpreter (forkserver or spawn), never fork."""
+    with resolve_executor(2, n_items=4) as pool:
+        assert pool._mp_context.get_start_method() in ("forkserver", "spawn")
+
+
+def test_serial_then_pool_with_highs_does_not_hang(many_cpus):
+    """Issue 14 item 1: a HiGHS solve in this process, then the same call with executor=2.
+
+    Forked workers inherited HiGHS's scheduler state and spun forever inside run(); workers from a
+    clean interpreter finish in seconds and give the serial bounds.
+    """
+    pytest.importorskip("highspy")
+    from certkit.mibp import MLP, FeatureBox, certified_training
+
+    gen = np.random.default_rng(11)
+    X = gen.normal(size=(3, 2))
+    y = np.where(X[:, 0] > 0, 1.0, -1.0)
+    kwargs = dict(perturbation=FeatureBox(0.1), epochs=1, learning_rate=0.3, backend="milp")
+    model = MLP.random([2, 2, 1], rng=4)
+    serial = certified_training(model, X, y, **kwargs)
+    pooled = certified_training(model, X, y, executor=2, **kwargs)
+    for a, b in zip(serial.lower + serial.upper, pooled.lower + pooled.upper):
+        assert np.array_equal(a.to_vector(), b.to_vector())
+
+
+@pytest.mark.parametrize(
+    ("fn", "items", "kwargs", "error", "match"),
+    [
+        (5, [1, 2], {}, TypeError, "fn must be callable, got int"),
+        (abs, 5, {}, TypeError, "items must be iterable, got int"),
+        (abs, [1], {"progress": 1}, TypeError, "progress must be a bool or a str, got int"),
+        (abs, [1], {"progress": None}, TypeError, "progress must be a bool or a str, got NoneType"),
+        (abs, [1], {"progress": 2.5}, TypeError, "progress must be a bool or a str, got float"),
+        (lambda x: x, [1, 2], {"executor": 2}, TypeError, "fn must be picklable to run in worker processes"),
+    ],
+)
+def test_bad_fn_items_progress(fn, items, kwargs, error, match, many_cpus):
+    """Issue 14 items 7 and 10: parallel_map(fn=5) and unpicklable functions give clear errors."""
+    with pytest.raises(error, match=match):
+        parallel_map(fn, items, **kwargs)
+
+
+def test_unpicklable_fn_is_fine_serially_and_in_threads():
+    assert parallel_map(lambda x: x + 1, [1, 2]) == [2, 3]
+    with ThreadPoolExecutor(2) as pool:
+        assert parallel_map(lambda x: x + 1, [1, 2], executor=pool) == [2, 3]
+
+
+def test_dead_worker_names_the_main_guard(many_cpus):
+    with pytest.raises(BrokenProcessPool, match='if __name__ == "__main__"'):
+        parallel_map(os._exit, [3, 3], executor=2)
 
 
 def test_executor_is_keyword_only():

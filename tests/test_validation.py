@@ -6,6 +6,7 @@ from sklearn.exceptions import NotFittedError
 
 from certkit._validation import (
     as_numpy,
+    check_allocation,
     check_array,
     check_bool,
     check_in_options,
@@ -17,6 +18,7 @@ from certkit._validation import (
     check_probability,
     check_rng,
     check_same_length,
+    memory_limit,
     seed_from_rng,
 )
 
@@ -305,3 +307,12 @@ def test_check_is_fitted():
     check_is_fitted(est, ["a_", "b_"])
     check_is_fitted(est, "a_")
     assert issubclass(NotFittedError, ValueError)  # so callers catching ValueError see it too
+
+
+def test_check_allocation_names_argument_and_estimate():
+    limit = memory_limit()
+    assert limit > 2**27  # at least 128 MiB on any machine running the tests
+    check_allocation(limit / 2, "n_parts", 10, what="the vote matrix")
+    match = r"n_parts=100000000 is too large: the vote matrix would need about [0-9.]+ [GT]iB, more than"
+    with pytest.raises(ValueError, match=match):
+        check_allocation(2.0**40 if limit < 2**40 else 2.0 * limit, "n_parts", 10**8, what="the vote matrix")

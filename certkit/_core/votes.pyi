@@ -42,13 +42,14 @@ def subsample(
     top_k : int, optional
         Number of components selected per subsample, `1 <= top_k <= N`.
     threshold : float, optional
-        Inclusion threshold on the mean (inclusive, not NaN).  Give exactly
+        Inclusion threshold on the mean (inclusive, finite).  Give exactly
         one of `top_k` and `threshold`.
     seed : int
         Seed, `0 <= seed < 2**63`.
     n_threads : int
-        Worker threads (0: all hardware threads).  The result does not depend
-        on it.
+        Worker threads, `0 <= n_threads <= 1024` (0: all hardware threads);
+        at most the hardware threads and `n_subsamples` are used.  The result
+        does not depend on it.
 
     Returns
     -------
@@ -57,9 +58,14 @@ def subsample(
 
     Raises
     ------
+    TypeError
+        Scores of a non-real dtype (bool, complex, str, object: never
+        coerced), non-integer sizes or seed, a non-str scheme.
     ValueError
         On non-finite scores, wrong shapes, an unknown scheme, both or neither
-        of `top_k`/`threshold`, or out-of-range sizes, probabilities, seed.
+        of `top_k`/`threshold`, out-of-range sizes, probabilities, seed or
+        `n_threads`, or buffers larger than half the machine's memory
+        (the message names the argument and the estimate).
 
     Notes
     -----

@@ -104,6 +104,8 @@ def circuit_accuracy(
     labels = check_array(y, "y", dtype=int, ndim=1)
     if labels.shape[0] != inputs.shape[0]:
         raise ValueError(f"X has {inputs.shape[0]} examples but y has {labels.shape[0]}")
+    if np.any(labels < 0):
+        raise ValueError(f"y must hold class labels >= 0, got {labels.min()}")
     fill = None
     if ablation == "mean" and reference_mean is not None:
         fill = torch.from_numpy(check_array(reference_mean, "reference_mean"))
@@ -133,6 +135,9 @@ def circuit_accuracy(
         for start in range(0, inputs.shape[0], batch_size):
             logits = model(inputs[start : start + batch_size])
             _check_logits(logits, None)
+            if start == 0 and labels.max() >= logits.shape[1]:
+                raise ValueError(f"y must hold class labels in [0, {logits.shape[1] - 1}] (the model has "
+                                 f"{logits.shape[1]} outputs), got {labels.max()}")
             pred = logits.argmax(dim=1).cpu().numpy()
             correct += int(np.sum(pred == labels[start : start + batch_size]))
     return correct / inputs.shape[0]

@@ -13,7 +13,7 @@ from certkit._validation import as_numpy, check_array, check_in_options, check_i
 from certkit.circuits.radius import THREATS, partition_radius
 from certkit.circuits.result import CircuitCertificate
 from certkit.circuits.score_rule import ScoreRule
-from certkit.circuits.votes import concept_size, partition_votes
+from certkit.circuits.votes import check_concept_set, concept_size, partition_votes
 
 __all__ = ["certify_circuit_partition", "example_parts"]
 
@@ -43,10 +43,16 @@ def example_parts(X_concept: Any, n_parts: int) -> np.ndarray:
     Returns
     -------
     numpy.ndarray of int64, shape (n,)
+
+    Raises
+    ------
+    TypeError, ValueError
+        A dict, an empty collection, or numeric examples with NaN/inf.
     """
     n_parts = check_integer(n_parts, "n_parts", minimum=1)
-    parts = np.empty(len(X_concept), dtype=np.int64)
-    for i in range(len(X_concept)):
+    n = check_concept_set(X_concept)
+    parts = np.empty(n, dtype=np.int64)
+    for i in range(n):
         digest = hashlib.blake2b(_example_bytes(X_concept[i]), digest_size=8).digest()
         parts[i] = int.from_bytes(digest, "little") % n_parts
     return parts

@@ -48,7 +48,7 @@ from typing import Any
 
 import numpy as np
 
-from certkit._validation import check_array, check_bool, check_in_options, check_integer
+from certkit._validation import check_allocation, check_array, check_bool, check_in_options, check_integer
 from certkit.circuits.sampling import Sampling
 
 __all__ = ["certified_radius", "edit_bounds", "partition_radius"]
@@ -111,6 +111,21 @@ def _log_avoid_inserted(sampling: Sampling) -> np.ndarray:
     out = np.zeros(big_r + 1)
     out[1:] = np.cumsum(np.log1p(-m / (n + r[1:])))
     return out
+
+
+def _check_table_memory(sampling: Sampling, threat: str) -> None:
+    """Refuse, before building them, radius tables that cannot fit (a few float64 arrays of their length)."""
+    if threat == "insertion" and sampling.scheme == "poisson":
+        length = math.log(0.5) / math.log(sampling.deletion_prob) + 2 if 0 < sampling.deletion_prob < 1 else 2
+        check_allocation(24.0 * length, "deletion_prob", sampling.deletion_prob,
+                         what="the insertion radius table (about log(1/2) / log(deletion_prob) entries)")
+    elif threat == "insertion":
+        assert sampling.m is not None
+        length = sampling.n * math.expm1(math.log(2.0) / sampling.m) + 2
+        check_allocation(24.0 * length, "n", sampling.n, what="the insertion radius table")
+    else:
+        check_allocation(24.0 * (sampling.n + 1), "n", sampling.n,
+                         what="the deletion radius table (n + 1 entries)")
 
 
 def _count_above(log_table: np.ndarray, threshold: np.ndarray) -> np.ndarray:
@@ -212,6 +227,7 @@ def certified_radius(
 
 def radius_from_bounds(lower: np.ndarray, upper: np.ndarray, sampling: Sampling, threat: str) -> np.ndarray:
     """`certified_radius` on validated bounds (arrays in [0, 1], `lower <= upper`) and a `Sampling`."""
+    _check_table_memory(sampling, threat)
     if threat == "insertion":
         tables = {"ins": _log_avoid_inserted(sampling)}
     else:
@@ -329,5 +345,13 @@ def partition_radius(votes_a: Any, votes_b: Any, idx_a: Any, idx_b: Any) -> np.n
     ib = check_array(idx_b, "idx_b", dtype=int)
     if np.any(na < 0) or np.any(nb < 0):
         raise ValueError("votes_a and votes_b must be >= 0")
+    if np.any(ia < 0) or np.any(ib < 0):
+        raise ValueError("idx_a and idx_b are class indices and must be >= 0")
+    try:
+        na, nb, ia, ib = np.broadcast_arrays(na, nb, ia, ib)
+    except ValueError:
+        shapes = ", ".join(f"{name} has shape {np.shape(a)}" for name, a in
+                           (("votes_a", na), ("votes_b", nb), ("idx_a", ia), ("idx_b", ib)))
+        raise ValueError(f"shapes cannot be broadcast together: {shapes}") from None
     gap = na - nb - (ib < ia).astype(np.int64)
     return np.maximum(np.floor_divide(gap, 2), -1)

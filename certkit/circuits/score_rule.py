@@ -72,4 +72,8 @@ class ScoreRule:
         idx = check_array(rows, "rows", ndim=1, dtype=int, allow_empty=True)
         if idx.size == 0:
             return np.zeros(self.n_components, dtype=bool)
+        n = self.scores.shape[0]
+        if idx.min() < 0 or idx.max() >= n:
+            raise ValueError(f"rows must be example indices in [0, {n - 1}] (negative indices are not "
+                             f"allowed), got values in [{idx.min()}, {idx.max()}]")
         return self.select(self.scores[idx].mean(axis=0))

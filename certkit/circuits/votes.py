@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
@@ -20,7 +20,7 @@ from certkit._validation import as_numpy
 from certkit.circuits.sampling import Sampling
 from certkit.circuits.score_rule import ScoreRule
 
-__all__ = ["concept_size", "count_votes", "partition_votes"]
+__all__ = ["check_concept_set", "concept_size", "count_votes", "partition_votes"]
 
 
 def count_votes(
@@ -65,19 +65,25 @@ def partition_votes(
     executor: ExecutorArg = None,
     progress: Progress = False,
 ) -> np.ndarray:
-    """Number of parts (`parts[i]` is the part of example `i`) whose run includes each component."""
+    """Number of parts (`parts[i]` is the part of example `i`) whose run includes each component.
+
+    Only the non-empty parts (at most ``n``) are run: an empty part includes nothing, so the memory
+    and the work do not grow with ``n_parts``.
+    """
+    used, compact = np.unique(parts, return_inverse=True)
     if isinstance(discover, ScoreRule):
         from certkit import _core
 
         votes = _core.votes.partition(
             discover.scores,
-            n_parts,
-            np.ascontiguousarray(parts),
+            used.size,
+            np.ascontiguousarray(compact, dtype=np.int64),
             top_k=discover.top_k,
             threshold=discover.threshold,
         )
         return np.asarray(votes).sum(axis=0).astype(np.int64)
-    subsets = [np.flatnonzero(parts == b) for b in range(n_parts)]
+    order = np.argsort(compact, kind="stable")
+    subsets = np.split(order, np.cumsum(np.bincount(compact, minlength=used.size))[:-1])
     return _black_box_counts(discover, X_concept, subsets, executor=executor, progress=progress)
 
 
@@ -98,6 +104,17 @@ def concept_size(discover: Any, X_concept: Any) -> int:
         )
     if X_concept is None:
         raise ValueError("X_concept is required when discover is a callable")
+    return check_concept_set(X_concept)
+
+
+def check_concept_set(X_concept: Any) -> int:
+    """A non-empty sized collection of examples, finite when numeric; returns its size.
+
+    Dicts are rejected (their keys are not example positions); NumPy arrays, tensors and pandas
+    objects with float or complex values must be finite (NaN would reach the user's algorithm).
+    """
+    if isinstance(X_concept, Mapping):
+        raise TypeError("X_concept must be an array, tensor or sequence of examples, got a dict")
     try:
         n = len(X_concept)
     except TypeError:
@@ -106,11 +123,16 @@ def concept_size(discover: Any, X_concept: Any) -> int:
         ) from None
     if n == 0:
         raise ValueError("X_concept must not be empty (the concept dataset has no examples)")
+    is_torch = type(X_concept).__module__.startswith("torch")
+    if isinstance(X_concept, np.ndarray) or hasattr(X_concept, "iloc") or is_torch:
+        arr = as_numpy(X_concept.to_numpy() if hasattr(X_concept, "iloc") else X_concept, "X_concept")
+        if arr.dtype.kind in "fc" and not np.all(np.isfinite(arr)):
+            raise ValueError("X_concept must be finite (found NaN or inf)")
     return n
 
 
 def _take(X: Any, idx: np.ndarray) -> Any:
-    """Rows ``idx`` of a NumPy array, a torch tensor or a Python sequence."""
+    """Rows ``idx`` (positions) of a NumPy array, a torch tensor, a pandas object or a Python sequence."""
     if isinstance(X, np.ndarray):
         return X[idx]
     if type(X).__module__.startswith("torch"):
@@ -119,6 +141,8 @@ def _take(X: Any, idx: np.ndarray) -> Any:
         return X[torch.from_numpy(idx)]
     if isinstance(X, (list, tuple)):
         return [X[int(i)] for i in idx]
+    if hasattr(X, "iloc"):  # pandas: positional rows, whatever the index labels are
+        return X.iloc[idx]
     return X[idx]
 
 

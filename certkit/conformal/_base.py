@@ -10,6 +10,7 @@ import numpy as np
 from sklearn.base import BaseEstimator
 
 from certkit._validation import (
+    check_allocation,
     check_array,
     check_in_options,
     check_integer,
@@ -126,14 +127,20 @@ class _ConformalBase(BaseEstimator):
 
     _fitted_attr = "threshold_"
     _uses_radius = True
+    _requires_noise = True  # smoothing methods; the split baselines take noise=None
 
     def _check_common(self) -> dict[str, Any]:
         """Validate the shared parameters; return them in canonical form."""
+        if self._requires_noise:
+            check_in_options(self.noise, "noise", NOISES)
         params: dict[str, Any] = {"alpha": 1.0 - check_level(self.confidence_level, "confidence_level")}
         noise = getattr(self, "noise", None)
         if noise is not None:
             check_in_options(noise, "noise", NOISES)
             params["sigma"] = check_positive(self.sigma, "sigma")
+        elif getattr(self, "sigma", None) is not None:
+            raise ValueError(f"sigma={self.sigma!r} is only used with smoothing noise, but noise=None; "
+                             "set noise='gaussian' or 'uniform', or leave sigma=None")
         params["noise"] = noise
         params["radius"] = check_nonnegative(self.radius, "radius") if self._uses_radius else 0.0
         check_integer(self.batch_size, "batch_size", minimum=1)
@@ -141,6 +148,20 @@ class _ConformalBase(BaseEstimator):
 
     def _detail(self, params: dict[str, Any]) -> str:
         return f"confidence_level={self.confidence_level}"
+
+    def _remember_inputs(self, X: np.ndarray) -> None:
+        """Record the shape of one input (``input_shape_``) and ``n_features_in_`` for 2-D inputs."""
+        self.input_shape_ = tuple(X.shape[1:])
+        self.n_features_in_ = int(np.prod(self.input_shape_))
+
+    def _check_fitted_inputs(self, X: Any) -> np.ndarray:
+        """Inputs for a calibrated estimator: fitted, valid, and shaped like the calibration inputs."""
+        check_is_fitted(self, self._fitted_attr)
+        X = check_inputs(X)
+        if tuple(X.shape[1:]) != self.input_shape_:
+            raise ValueError(f"X has inputs of shape {tuple(X.shape[1:])}, but the estimator was calibrated "
+                             f"on inputs of shape {self.input_shape_}")
+        return X
 
     def _wrapper(self) -> ModelWrapper:
         return ModelWrapper(self.model, batch_size=self.batch_size, device=self.device)
@@ -169,6 +190,7 @@ class _ClassifierBase(_ConformalBase):
         check_in_options(self.output, "output", OUTPUTS)
         params["score"] = get_score(self.score)
         X = check_inputs(X)
+        self._remember_inputs(X)
         self.rng_ = check_rng(self.rng)
         self.predictor_ = self._wrapper()
         self.score_ = params["score"]
@@ -178,6 +200,12 @@ class _ClassifierBase(_ConformalBase):
         self, X: np.ndarray, n_samples: int, noise: str | None, sigma: float | None
     ) -> np.ndarray:
         """Conformity scores of every label at ``n_samples`` noisy copies: shape ``(n, n_samples, K)``."""
+        if n_samples > 1:
+            # scores (n, n_samples, K >= 2) plus one chunk of noisy copies, its noise and model output
+            chunk = max(1, self.batch_size // n_samples) * float(n_samples)
+            need = 8.0 * (2.0 * X.shape[0] * n_samples + chunk * (3.0 * X[0].size + 2.0))
+            check_allocation(need, "n_samples", n_samples,
+                             what=f"scoring {X.shape[0]} inputs with n_samples noisy copies each")
         out = None
         for start, rows, raw in self._raw_outputs(X, n_samples, noise, sigma):
             probs = as_probabilities(raw, rows, self.output)
@@ -194,8 +222,7 @@ class _ClassifierBase(_ConformalBase):
         return out
 
     def _check_predict(self, X: Any) -> np.ndarray:
-        check_is_fitted(self, self._fitted_attr)
-        return check_inputs(X)
+        return self._check_fitted_inputs(X)
 
 
 class _SingleSampleClassifier(_ClassifierBase):
@@ -282,6 +309,7 @@ class _SingleSampleRegressor(_ConformalBase):
         X = check_inputs(X)
         y = check_array(y, "y", ndim=1)
         check_same_length(("X", X), ("y", y))
+        self._remember_inputs(X)
         self.rng_ = check_rng(self.rng)
         self.predictor_ = self._wrapper()
         alpha_adj = self._calibration_alpha(params)
@@ -307,8 +335,8 @@ class _SingleSampleRegressor(_ConformalBase):
         lower, upper : numpy.ndarray, shape (n,)
             Interval bounds, infinite when the calibration set is too small.
         """
-        check_is_fitted(self, self._fitted_attr)
+        X = self._check_fitted_inputs(X)
         params = self._check_common()
-        pred = self._predict_noisy(check_inputs(X), params)
+        pred = self._predict_noisy(X, params)
         return pred - self.threshold_, pred + self.threshold_
 

@@ -9,7 +9,14 @@ import numpy as np
 from certkit._optional import require
 from certkit._validation import as_numpy, check_array, check_in_options, check_integer
 
-__all__ = ["ModelWrapper", "as_probabilities", "as_regression", "is_torch_module", "softmax"]
+__all__ = [
+    "ModelWrapper",
+    "as_probabilities",
+    "as_regression",
+    "check_model_output",
+    "is_torch_module",
+    "softmax",
+]
 
 OUTPUTS = ("probabilities", "logits")
 
@@ -69,13 +76,16 @@ class ModelWrapper:
         self.n_forward = 0
 
     def __call__(self, X: np.ndarray) -> np.ndarray:
+        """Model outputs at ``X``: finite float64, one row per input (checked batch by batch)."""
         n = X.shape[0]
         self.n_forward += n
         if self.torch:
             return self._torch_call(X)
-        outs = [as_numpy(self.model(X[i:i + self.batch_size]), "model output")
-                for i in range(0, n, self.batch_size)]
-        return np.concatenate(outs, axis=0).astype(np.float64, copy=False)
+        outs = []
+        for i in range(0, n, self.batch_size):
+            xb = X[i:i + self.batch_size]
+            outs.append(check_model_output(as_numpy(self.model(xb), "model output"), xb.shape[0]))
+        return np.concatenate(outs, axis=0)
 
     def _torch_call(self, X: np.ndarray) -> np.ndarray:
         torch = import_torch()
@@ -88,10 +98,27 @@ class ModelWrapper:
             with torch.no_grad():
                 for i in range(0, X.shape[0], self.batch_size):
                     xb = torch.as_tensor(X[i:i + self.batch_size], dtype=dtype, device=self.device)
-                    outs.append(self.model(xb).detach().to("cpu", torch.float64).numpy())
+                    raw = self.model(xb)
+                    if not isinstance(raw, torch.Tensor) or raw.is_complex():
+                        raise TypeError("model output must be a real tensor, got "
+                                        f"{getattr(raw, 'dtype', type(raw).__name__)}")
+                    outs.append(check_model_output(raw.detach().to("cpu", torch.float64).numpy(),
+                                                   xb.shape[0]))
         finally:
             self.model.train(was_training)
         return np.concatenate(outs, axis=0)
+
+
+def check_model_output(raw: Any, n: int) -> np.ndarray:
+    """Model output for ``n`` inputs: a finite real array with ``n`` rows, as float64.
+
+    Outputs are validated like inputs: NaN/inf, complex, boolean, string or object outputs and a
+    wrong number of rows are errors naming the model output, never coerced.
+    """
+    arr = check_array(raw, "model output", allow_empty=True)
+    if arr.ndim == 0 or arr.shape[0] != n:
+        raise ValueError(f"model output must have one row per input ({n}), got shape {arr.shape}")
+    return arr
 
 
 def as_probabilities(raw: np.ndarray, n: int, output: str) -> np.ndarray:

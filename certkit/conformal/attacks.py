@@ -15,7 +15,7 @@ from certkit._validation import (
     seed_from_rng,
 )
 from certkit.conformal._base import check_inputs, check_labels
-from certkit.conformal._model import OUTPUTS, import_torch
+from certkit.conformal._model import OUTPUTS, import_torch, is_torch_module
 
 __all__ = ["smoothed_pgd"]
 
@@ -26,6 +26,29 @@ def _is_logits(raw: Any, output: str) -> bool:
     with import_torch().no_grad():
         is_prob = bool((raw >= 0).all() and (raw <= 1).all() and ((raw.sum(dim=1) - 1).abs() < 1e-4).all())
     return not is_prob
+
+
+def _forward(model: Any, inputs: Any, torch: Any) -> Any:
+    """The model's output at ``inputs``: a finite, differentiable ``(n, K)`` tensor, or a clear error."""
+    try:
+        raw = model(inputs)
+    except Exception as exc:
+        if is_torch_module(model):
+            raise
+        raise TypeError(f"model must be a torch module or a callable on torch tensors (smoothed_pgd needs "
+                        f"gradients); calling it on a tensor failed: {exc}") from exc
+    if not isinstance(raw, torch.Tensor):
+        raise TypeError("model must return a torch tensor (smoothed_pgd needs gradients), got "
+                        f"{type(raw).__name__}; wrap a NumPy model in a torch.nn.Module")
+    if raw.ndim != 2 or raw.shape[0] != inputs.shape[0] or raw.shape[1] < 2:
+        raise ValueError(f"model output must have shape (n, K) with K >= 2 for {inputs.shape[0]} inputs, "
+                         f"got {tuple(raw.shape)}")
+    if not bool(torch.isfinite(raw).all()):
+        raise ValueError("model output must be finite (no NaN or inf)")
+    if not raw.requires_grad:
+        raise TypeError("model output does not depend differentiably on its input (requires_grad is "
+                        "False); smoothed_pgd needs a differentiable torch model")
+    return raw
 
 
 def smoothed_pgd(
@@ -62,7 +85,7 @@ def smoothed_pgd(
     X : array-like or torch.Tensor, shape (n, ...)
         Clean inputs.
     y : array-like of int, shape (n,)
-        True labels.
+        True labels in ``[0, K)`` (checked against the model's first output).
     radius : float
         ℓ2 radius $r \ge 0$ (``0`` returns ``X`` unchanged).
     sigma : float
@@ -124,10 +147,12 @@ def smoothed_pgd(
             yb = torch.as_tensor(y[start:start + batch_size], device=device)
             b = x0.shape[0]
             delta = torch.zeros_like(x0, requires_grad=True)
-            for _ in range(steps):
+            for it in range(steps):
                 eps = (torch.randn((n_noise, *x0.shape), generator=gen, dtype=dtype) * sigma).to(device)
                 inputs = ((x0 + delta).unsqueeze(0) + eps).reshape(n_noise * b, *feat)
-                raw = model(inputs)
+                raw = _forward(model, inputs, torch)
+                if start == 0 and it == 0:
+                    check_labels(y, X, raw.shape[1])
                 probs = torch.softmax(raw, dim=1) if _is_logits(raw, output) else raw
                 p_true = probs.reshape(n_noise, b, -1).gather(2, yb.view(1, b, 1).expand(n_noise, b, 1))
                 loss = -torch.log(p_true.mean(dim=0).clamp_min(1e-12)).sum()

@@ -24,7 +24,6 @@ from certkit.conformal._base import (
 )
 from certkit.conformal.scores import get_score
 from certkit.stats import clopper_pearson, empirical_bernstein_bound, hoeffding_bound, smoothing_lower_bound
-from certkit.stats._common import NOISES
 
 __all__ = ["BinCPClassifier", "RSCPPlusClassifier"]
 
@@ -33,7 +32,6 @@ class _MultiSampleClassifier(_ClassifierBase):
     _n_bounds = 2  # failure events paid for out of the miscoverage budget
 
     def _params(self) -> dict[str, Any]:
-        check_in_options(self.noise, "noise", NOISES)
         params = self._check_common()
         params["n_samples"] = check_integer(self.n_samples, "n_samples", minimum=2)
         eta = check_probability(self.error_rate, "error_rate", closed=False)
@@ -137,6 +135,10 @@ class BinCPClassifier(_MultiSampleClassifier):
         The per-point quantiles $\hat\lambda_i$.
     n_calibration_, n_classes_ : int
         Calibration size and number of classes.
+    input_shape_ : tuple of int
+        Shape of one calibration input; later inputs must have it (else ``ValueError``).
+    n_features_in_ : int
+        Number of values per input (``prod(input_shape_)``).
     required_calibration_size_ : int
         Smallest calibration size with a non-trivial set.
     """
@@ -279,6 +281,10 @@ class RSCPPlusClassifier(_MultiSampleClassifier):
         Smoothed calibration scores $\hat s(x_i, y_i)$.
     n_calibration_, n_classes_ : int
         Calibration size and number of classes.
+    input_shape_ : tuple of int
+        Shape of one calibration input; later inputs must have it (else ``ValueError``).
+    n_features_in_ : int
+        Number of values per input (``prod(input_shape_)``).
     required_calibration_size_ : int
         Smallest calibration size with a non-trivial set.
     """

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from certkit._results import ResultMixin, format_table
-from certkit._validation import check_array, check_same_length
+from certkit._validation import check_array, check_is_fitted, check_same_length
 
 __all__ = [
     "EVALUATION_HEADERS",
@@ -149,8 +149,18 @@ def evaluate_sets(estimator: Any, X: Any, y: Any, *, X_attacked: Any = None, met
     Returns
     -------
     SetEvaluation
+
+    Raises
+    ------
+    sklearn.exceptions.NotFittedError
+        If ``estimator`` has not been calibrated.
     """
-    n = len(y)
+    if not callable(getattr(estimator, "predict_set", None)):
+        raise TypeError(f"estimator must be a certkit conformal classifier with predict_set, "
+                        f"got {type(estimator).__name__}")
+    check_is_fitted(estimator, getattr(estimator, "_fitted_attr", "threshold_"))
+    y = check_array(y, "y", ndim=1, dtype=int)
+    n = y.shape[0]
     before = estimator.predictor_.n_forward
     start = time.perf_counter()
     sets = estimator.predict_set(X)

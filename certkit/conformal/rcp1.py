@@ -19,18 +19,12 @@ from __future__ import annotations
 from typing import Any
 
 from certkit._typing import RNGLike
-from certkit._validation import check_in_options
 from certkit.conformal._base import _SingleSampleClassifier, _SingleSampleRegressor, adjusted_alpha
-from certkit.stats._common import NOISES
 
 __all__ = ["RCP1Classifier", "RCP1Regressor"]
 
 
 class _RCP1Mixin:
-    def _check_common(self) -> dict[str, Any]:
-        check_in_options(self.noise, "noise", NOISES)
-        return super()._check_common()  # type: ignore[misc]
-
     def _calibration_alpha(self, params: dict[str, Any]) -> float:
         return adjusted_alpha(self.confidence_level, params["radius"], params["sigma"], params["noise"])
 
@@ -84,6 +78,10 @@ class RCP1Classifier(_RCP1Mixin, _SingleSampleClassifier):
         $1 - \alpha'$.
     n_calibration_ : int
         Number of calibration points.
+    input_shape_ : tuple of int
+        Shape of one calibration input; later inputs must have it (else ``ValueError``).
+    n_features_in_ : int
+        Number of values per input (``prod(input_shape_)``).
     n_classes_ : int
         Number of classes.
     calibration_scores_ : numpy.ndarray
@@ -163,6 +161,10 @@ class RCP1Regressor(_RCP1Mixin, _SingleSampleRegressor):
         $1 - \alpha'$.
     n_calibration_ : int
         Number of calibration points.
+    input_shape_ : tuple of int
+        Shape of one calibration input; later inputs must have it (else ``ValueError``).
+    n_features_in_ : int
+        Number of values per input (``prod(input_shape_)``).
     calibration_scores_ : numpy.ndarray
         Noisy calibration residuals.
     required_calibration_size_ : int or None

@@ -13,17 +13,27 @@ from certkit._typing import RNGLike
 from certkit._validation import (
     as_numpy,
     check_array,
-    check_in_options,
-    check_is_fitted,
     check_positive,
     check_rng,
-    check_same_length,
 )
 from certkit.conformal._base import _ConformalBase, check_inputs
 from certkit.stats import smoothing_inverse_upper
-from certkit.stats._common import NOISES
 
 __all__ = ["RCP1RiskControl"]
+
+
+def _check_targets(Y: Any, n: int) -> np.ndarray:
+    """Targets ``Y`` of shape ``(n, ...)``: finite real numbers, dtype kept (integer labels stay integers).
+
+    Booleans, complex numbers, strings and objects are rejected rather than reinterpreted.
+    """
+    Y = check_array(Y, "Y", dtype=None)
+    if Y.dtype == np.bool_ or not np.issubdtype(Y.dtype, np.number) or np.iscomplexobj(Y):
+        raise TypeError(f"Y must contain real numbers (integers or floats), got dtype {Y.dtype}; "
+                        "pass a boolean mask as integers (Y.astype(int))")
+    if Y.ndim == 0 or Y.shape[0] != n:
+        raise ValueError(f"inconsistent numbers of samples: X has {n}, Y has shape {Y.shape}")
+    return Y
 
 
 class RCP1RiskControl(_ConformalBase):
@@ -84,6 +94,10 @@ class RCP1RiskControl(_ConformalBase):
         $\hat R_n(\lambda)$ for each candidate.
     n_calibration_ : int
         Number of calibration points.
+    input_shape_ : tuple of int
+        Shape of one calibration input; later inputs must have it (else ``ValueError``).
+    n_features_in_ : int
+        Number of values per input (``prod(input_shape_)``).
     """
 
     _fitted_attr = "lambda_"
@@ -116,7 +130,6 @@ class RCP1RiskControl(_ConformalBase):
         self.rng = rng
 
     def _params(self) -> dict[str, Any]:
-        check_in_options(self.noise, "noise", NOISES)
         params = self._check_common()
         params["bound"] = check_positive(self.bound, "bound")
         if params["alpha"] >= params["bound"]:
@@ -137,8 +150,8 @@ class RCP1RiskControl(_ConformalBase):
         return out
 
     def _predict_noisy(self, X: np.ndarray, params: dict[str, Any]) -> np.ndarray:
-        return np.concatenate([as_numpy(raw, "model output").astype(np.float64)
-                               for _, _, raw in self._raw_outputs(X, 1, params["noise"], params["sigma"])])
+        chunks = self._raw_outputs(X, 1, params["noise"], params["sigma"])
+        return np.concatenate([raw for _, _, raw in chunks])
 
     def calibrate(self, X: Any, Y: Any) -> RCP1RiskControl:
         """Choose $\\hat\\lambda$ on ``(X, Y)`` with one fresh noise draw per input.
@@ -148,7 +161,7 @@ class RCP1RiskControl(_ConformalBase):
         X : array-like or torch.Tensor, shape (n, ...)
             Calibration inputs.
         Y : array-like, shape (n, ...)
-            Targets passed to ``loss``.
+            Targets passed to ``loss``: finite real numbers, dtype kept (a boolean mask as integers).
 
         Returns
         -------
@@ -156,8 +169,8 @@ class RCP1RiskControl(_ConformalBase):
         """
         params = self._params()
         X = check_inputs(X)
-        Y = check_array(Y, "Y", dtype=None)
-        check_same_length(("X", X), ("Y", Y))
+        Y = _check_targets(Y, X.shape[0])
+        self._remember_inputs(X)
         lambdas = np.sort(check_array(self.lambdas, "lambdas", ndim=1))
         bound = params["bound"]
         alpha = params["alpha"]
@@ -191,15 +204,12 @@ class RCP1RiskControl(_ConformalBase):
 
     def predict(self, X: Any) -> np.ndarray:
         """Model outputs at one fresh noisy copy of each input (apply `lambda_` to them)."""
-        check_is_fitted(self, self._fitted_attr)
-        return self._predict_noisy(check_inputs(X), self._params())
+        return self._predict_noisy(self._check_fitted_inputs(X), self._params())
 
     def risk(self, X: Any, Y: Any) -> float:
         """Empirical loss at `lambda_` on fresh noisy copies of ``X`` (e.g. perturbed test inputs)."""
-        check_is_fitted(self, self._fitted_attr)
+        X = self._check_fitted_inputs(X)
         params = self._params()
-        X = check_inputs(X)
-        Y = check_array(Y, "Y", dtype=None)
-        check_same_length(("X", X), ("Y", Y))
+        Y = _check_targets(Y, X.shape[0])
         pred = self._predict_noisy(X, params)
         return float(self._losses(pred, Y, self.lambda_, params["bound"]).mean())

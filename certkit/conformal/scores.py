@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from certkit._validation import check_array, check_integer, check_nonnegative
+from certkit._validation import check_array, check_bool, check_integer, check_nonnegative
 
 __all__ = ["APSScore", "CallableScore", "ConformityScore", "RAPSScore", "THRScore", "get_score"]
 
@@ -77,6 +77,9 @@ class APSScore(ConformityScore):
 
     randomized: bool = True
 
+    def __post_init__(self) -> None:
+        check_bool(self.randomized, "randomized")
+
     def __call__(self, probs: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         e, _ = _aps_nonconformity(probs, rng, self.randomized)
         return 1.0 - e
@@ -104,6 +107,7 @@ class RAPSScore(ConformityScore):
     def __post_init__(self) -> None:
         check_nonnegative(self.penalty, "penalty")
         check_integer(self.k_reg, "k_reg", minimum=0)
+        check_bool(self.randomized, "randomized")
 
     def __call__(self, probs: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         e, rank = _aps_nonconformity(probs, rng, self.randomized)
@@ -131,6 +135,8 @@ class CallableScore(ConformityScore):
     def __post_init__(self) -> None:
         if not callable(self.fn):
             raise TypeError(f"fn must be callable, got {type(self.fn).__name__}")
+        check_bool(self.nonconformity, "nonconformity")
+        check_bool(self.bounded, "bounded")
 
     def __call__(self, probs: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         out = check_array(self.fn(probs), "score output", shape=probs.shape)

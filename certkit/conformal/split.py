@@ -49,6 +49,10 @@ class SplitConformalClassifier(_SingleSampleClassifier):
         The calibration level $1 - \alpha$ (here ``confidence_level``).
     n_calibration_ : int
         Number of calibration points.
+    input_shape_ : tuple of int
+        Shape of one calibration input; later inputs must have it (else ``ValueError``).
+    n_features_in_ : int
+        Number of values per input (``prod(input_shape_)``).
     n_classes_ : int
         Number of classes ``K``.
     calibration_scores_ : numpy.ndarray
@@ -68,6 +72,7 @@ class SplitConformalClassifier(_SingleSampleClassifier):
     """
 
     _uses_radius = False
+    _requires_noise = False
 
     def __init__(
         self,
@@ -125,6 +130,10 @@ class SplitConformalRegressor(_SingleSampleRegressor):
         The calibration level.
     n_calibration_ : int
         Number of calibration points.
+    input_shape_ : tuple of int
+        Shape of one calibration input; later inputs must have it (else ``ValueError``).
+    n_features_in_ : int
+        Number of values per input (``prod(input_shape_)``).
     calibration_scores_ : numpy.ndarray
         Calibration residuals.
     required_calibration_size_ : int
@@ -132,6 +141,7 @@ class SplitConformalRegressor(_SingleSampleRegressor):
     """
 
     _uses_radius = False
+    _requires_noise = False
 
     def __init__(
         self,

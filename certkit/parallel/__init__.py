@@ -3,11 +3,14 @@
 ``executor`` is accepted everywhere parallel work happens:
 
 * ``None`` - run serially in this process;
-* an ``int`` ``k`` - a local `concurrent.futures.ProcessPoolExecutor` with ``k``
-  workers, created for the call and shut down afterwards (``1`` means serial);
+* an ``int`` ``k`` - a local process pool created for the call and shut down afterwards
+  (``1`` means serial).  It starts ``min(k, number of items, usable CPUs)`` workers, from a clean
+  ``forkserver`` process (``spawn`` where forkserver is unavailable), never by ``fork``ing this
+  process, so no solver, thread or lock state is inherited; ``k`` above `MAX_LOCAL_WORKERS` is
+  rejected;
 * any object with ``submit`` (a `concurrent.futures.Executor`, or a
   ``dask.distributed.Client`` - how users scale past one machine) - used as is and
-  left running.
+  left running (pass your own pool to run more workers than CPUs).
 
 Results always come back in the order of the inputs, so parallel runs equal
 serial ones whenever ``fn`` is deterministic (pass per-item seeds, never share a
@@ -17,42 +20,98 @@ generator across workers).
 from __future__ import annotations
 
 import contextlib
+import multiprocessing
 import numbers
+import os
+import pickle
+import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from typing import Any, TypeVar
 
 from certkit._typing import ExecutorArg, ExecutorLike, Progress
+from certkit._validation import check_progress
 
-__all__ = ["ExecutorLike", "parallel_map", "resolve_executor"]
+__all__ = ["MAX_LOCAL_WORKERS", "ExecutorLike", "available_cpus", "parallel_map", "resolve_executor"]
 
 T = TypeVar("T")
 R = TypeVar("R")
 
+#: Largest ``executor=k`` accepted: more local processes than this is a mistake (a seed or a size
+#: passed as ``executor``), not a request; pass your own executor to run more.
+MAX_LOCAL_WORKERS = 1024
+
+
+def available_cpus() -> int:
+    """CPUs this process may run on (its affinity mask where the OS has one, else ``os.cpu_count()``)."""
+    if hasattr(os, "sched_getaffinity"):
+        return max(1, len(os.sched_getaffinity(0)))
+    return max(1, os.cpu_count() or 1)
+
+
+def _clean_context() -> multiprocessing.context.BaseContext:
+    """``forkserver`` where available (fast, clean), else ``spawn``; never ``fork``.
+
+    A forked worker inherits the parent's memory as it is, including the state of native solvers
+    (HiGHS, Gurobi, SCIP), their thread pools and locks held by other threads; a worker that
+    inherits a held lock spins or waits forever.  Workers started from a fresh interpreter import
+    what they need themselves.
+    """
+    methods = multiprocessing.get_all_start_methods()
+    return multiprocessing.get_context("forkserver" if "forkserver" in methods else "spawn")
+
+
+def _check_workers(executor: Any) -> int:
+    workers = int(executor)
+    if workers < 1:
+        raise ValueError(f"executor as a number of workers must be >= 1, got {workers}")
+    if workers > MAX_LOCAL_WORKERS:
+        raise ValueError(
+            f"executor={workers} local worker processes is more than certkit starts (at most "
+            f"{MAX_LOCAL_WORKERS}; this machine has {available_cpus()} usable CPUs); pass an int up to the "
+            "CPU count, or your own concurrent.futures executor or dask.distributed.Client"
+        )
+    return workers
+
 
 @contextlib.contextmanager
-def resolve_executor(executor: ExecutorArg) -> Iterator[ExecutorLike | None]:
+def resolve_executor(
+    executor: ExecutorArg, *, n_items: int | None = None
+) -> Iterator[ExecutorLike | None]:
     """Context manager yielding ``None`` (serial) or an executor-like object.
 
     Parameters
     ----------
     executor : None, int or executor-like
-        See the module docstring.  An int creates a process pool that is shut
-        down on exit; a user-supplied executor is never shut down.
+        See the module docstring.  An int creates a process pool (forkserver or spawn start
+        method) that is shut down on exit; a user-supplied executor is never shut down.
+    n_items : int, optional
+        Number of work items: an int ``executor`` starts no more workers than this (nor than
+        `available_cpus`); with one worker left the work runs serially in this process.
+
+    Raises
+    ------
+    TypeError
+        ``executor`` is not None, an int or an object with ``submit``.
+    ValueError
+        An int ``executor`` below 1 or above `MAX_LOCAL_WORKERS`.
     """
     if executor is None:
         yield None
         return
     if isinstance(executor, bool):
-        raise TypeError("executor must be None, an int number of workers or an executor with submit()")
+        raise TypeError(
+            "executor must be None, an int number of workers or an executor with submit(), got bool"
+        )
     if isinstance(executor, numbers.Integral):
-        workers = int(executor)
-        if workers < 1:
-            raise ValueError(f"executor as a number of workers must be >= 1, got {workers}")
-        if workers == 1:
+        workers = min(_check_workers(executor), available_cpus())
+        if n_items is not None:
+            workers = min(workers, n_items)
+        if workers <= 1:
             yield None
             return
-        with ProcessPoolExecutor(max_workers=workers) as pool:
+        with ProcessPoolExecutor(max_workers=workers, mp_context=_clean_context()) as pool:
             yield pool
         return
     if not callable(getattr(executor, "submit", None)):
@@ -61,6 +120,25 @@ def resolve_executor(executor: ExecutorArg) -> Iterator[ExecutorLike | None]:
             f"dask.distributed.Client; got {type(executor).__name__} (it has no submit method)"
         )
     yield executor
+
+
+def _check_sendable(fn: Callable[..., Any]) -> None:
+    """``fn`` can reach a worker process by pickle (standard-library pools pickle by reference)."""
+    target = getattr(fn, "func", fn)  # functools.partial
+    main = sys.modules.get("__main__")
+    if getattr(target, "__module__", None) == "__main__" and not hasattr(main, "__file__"):
+        raise TypeError(
+            f"fn {getattr(target, '__qualname__', target)!r} is defined in an interactive session, which "
+            "worker processes cannot import; move it to a module (or use executor=None, a "
+            "ThreadPoolExecutor or a dask.distributed.Client, which pickles by value)"
+        )
+    try:
+        pickle.dumps(fn)
+    except Exception as exc:
+        raise TypeError(
+            "fn must be picklable to run in worker processes (a module-level function or a "
+            f"functools.partial of one; lambdas and nested functions are not): {exc}"
+        ) from None
 
 
 def _progress_bar(total: int, progress: Progress) -> Any:
@@ -84,13 +162,14 @@ def parallel_map(
     Parameters
     ----------
     fn : callable
-        A picklable function of one argument (module-level functions and
-        ``functools.partial`` of them are picklable; lambdas are not, for process
-        pools and Dask).
+        A function of one argument; for process pools a picklable one (module-level functions and
+        ``functools.partial`` of them; lambdas and nested functions are not), checked before any
+        worker starts.
     items : iterable
         The inputs.
     executor : None, int or executor-like
-        Where to run (see `certkit.parallel`).
+        Where to run (see `certkit.parallel`); an int starts at most ``min(executor, len(items),
+        available_cpus())`` worker processes.
     progress : bool or str
         Show a tqdm progress bar (a string becomes its description).
 
@@ -98,11 +177,27 @@ def parallel_map(
     -------
     list
         ``[fn(item) for item in items]``, in input order.
+
+    Raises
+    ------
+    TypeError
+        ``fn`` is not callable (or not picklable for a process pool), ``items`` is not iterable,
+        ``progress`` is not a bool or str, or ``executor`` is of the wrong kind.
+    ValueError
+        ``executor`` is an int below 1 or above `MAX_LOCAL_WORKERS`.
     """
-    items_list: Sequence[T] = list(items)
-    bar = _progress_bar(len(items_list), progress)
+    if not callable(fn):
+        raise TypeError(f"fn must be callable, got {type(fn).__name__}")
+    progress = check_progress(progress)
     try:
-        with resolve_executor(executor) as ex:
+        items_list: Sequence[T] = list(items)
+    except TypeError:
+        raise TypeError(f"items must be iterable, got {type(items).__name__}") from None
+    with resolve_executor(executor, n_items=len(items_list)) as ex:
+        if isinstance(ex, ProcessPoolExecutor):
+            _check_sendable(fn)
+        bar = _progress_bar(len(items_list), progress)
+        try:
             if ex is None:
                 results = []
                 for item in items_list:
@@ -113,10 +208,18 @@ def parallel_map(
             futures = [ex.submit(fn, item) for item in items_list]
             results = []
             for future in futures:
-                results.append(future.result())
+                try:
+                    results.append(future.result())
+                except BrokenProcessPool as exc:
+                    raise BrokenProcessPool(
+                        "a worker process died while starting or running fn. Worker processes start from a "
+                        "fresh interpreter that imports your main script: put the script's code under "
+                        "`if __name__ == \"__main__\":`. Otherwise the process ran out of memory or fn "
+                        "crashed it."
+                    ) from exc
                 if bar is not None:
                     bar.update(1)
             return results
-    finally:
-        if bar is not None:
-            bar.close()
+        finally:
+            if bar is not None:
+                bar.close()

@@ -44,6 +44,20 @@ def _interval(
     return interval(lower, upper)
 
 
+def _check_variance(mean: np.ndarray, var: np.ndarray, n: np.ndarray, low: float, high: float) -> None:
+    """Bhatia–Davis: n values in [low, high] with mean m have unbiased variance <= (m-low)(high-m) n/(n-1)."""
+    largest = (mean - low) * (high - mean) * n / (n - 1.0)
+    # Slack for the rounding of a variance computed from the samples (relative 1e-9 and 1e-12 of the range).
+    bad = var > largest * (1.0 + 1e-9) + 1e-12 * (high - low) ** 2
+    if np.any(bad):
+        i = np.flatnonzero(bad.ravel())[0]
+        raise ValueError(
+            f"variance {var.flat[i]:.6g} is larger than any sample of {n.flat[i]} values in value_range "
+            f"({low}, {high}) with mean {mean.flat[i]:.6g} can have (at most (mean - low)(high - mean) "
+            f"n/(n - 1) = {largest.flat[i]:.6g}); pass the unbiased sample variance of the same samples"
+        )
+
+
 def hoeffding_bound(
     mean: Any,
     n: Any,
@@ -128,7 +142,9 @@ def empirical_bernstein_bound(
     mean : float or array-like
         Sample mean(s), each in ``value_range``.
     variance : float or array-like
-        Unbiased sample variance(s) (``numpy.var(x, ddof=1)``), ``>= 0``.
+        Unbiased sample variance(s) (``numpy.var(x, ddof=1)``), ``>= 0`` and at most the Bhatia–Davis
+        limit ``(mean - a)(b - mean) n/(n - 1)``, the largest variance of ``n`` values in [a, b] with
+        that mean.
     n : int or array-like of int
         Sample size(s), ``>= 2``.  ``mean``, ``variance`` and ``n`` are broadcast together.
     confidence_level : float, default 0.95
@@ -148,8 +164,9 @@ def empirical_bernstein_bound(
     Raises
     ------
     TypeError, ValueError
-        NaN/inf, ``mean`` outside ``value_range``, ``variance < 0``, ``n < 2`` or not an integer, an
-        invalid ``value_range``, ``confidence_level`` outside (0, 1) or unknown ``alternative``.
+        NaN/inf, ``mean`` outside ``value_range``, ``variance < 0`` or above the Bhatia–Davis limit,
+        ``n < 2`` or not an integer, an invalid ``value_range``, ``confidence_level`` outside (0, 1)
+        or unknown ``alternative``.
 
     Notes
     -----
@@ -168,6 +185,7 @@ def empirical_bernstein_bound(
     size = bounded_array(n, "n", low=2, dtype=int)
     tail = tail_probability(confidence_level, alternative)
     m, var, size = broadcast(("mean", m), ("variance", var), ("n", size))
+    _check_variance(m, var, size, a, b)
     log_term = np.log(2.0 / tail)
     width = np.sqrt(2.0 * var * log_term / size) + 7.0 * (b - a) * log_term / (3.0 * (size - 1))
     return _interval(m, width, a, b, alternative)

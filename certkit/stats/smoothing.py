@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 from scipy import special
 
-from certkit._validation import check_in_options, check_level, check_positive
+from certkit._validation import check_in_options, check_level, check_nonnegative, check_positive
 from certkit.stats._common import NOISES, bounded_array, broadcast, pad_down, pad_up, unwrap
 
 __all__ = [
@@ -235,7 +235,7 @@ def robust_level(confidence_level: float, *, radius: float, sigma: float, noise:
     confidence_level : float
         Target coverage 1 − α under perturbation, in (0, 1).
     radius : float
-        Perturbation radius, ``>= 0``.
+        Perturbation radius, ``>= 0`` (a scalar; use `smoothing_inverse_lower` for arrays).
     sigma : float
         Smoothing noise standard deviation, ``> 0``.
     noise : {"gaussian", "uniform"}, default "gaussian"
@@ -251,7 +251,8 @@ def robust_level(confidence_level: float, *, radius: float, sigma: float, noise:
     Raises
     ------
     TypeError, ValueError
-        ``confidence_level`` outside (0, 1), ``radius < 0``, ``sigma <= 0`` or unknown ``noise``.
+        ``confidence_level`` outside (0, 1), ``radius`` not a real number or ``< 0``, ``sigma <= 0`` or
+        unknown ``noise``.
 
     Examples
     --------
@@ -259,4 +260,5 @@ def robust_level(confidence_level: float, *, radius: float, sigma: float, noise:
     0.960927
     """
     level = check_level(confidence_level)
+    radius = check_nonnegative(radius, "radius")
     return float(smoothing_inverse_lower(level, radius=radius, sigma=sigma, noise=noise))

@@ -148,9 +148,14 @@ def test_split_noise_needs_sigma_and_multi_sample_options():
         RSCPPlusClassifier(MODEL, score="raps", sigma=0.2, radius=0.1).calibrate(X, y)
     with pytest.raises(ValueError, match="mc_bound"):
         RSCPPlusClassifier(MODEL, sigma=0.2, radius=0.1, mc_bound="chernoff").calibrate(X, y)
-    clf = SplitConformalClassifier(lambda X: np.full(X.shape, 1 / X.shape[1])).calibrate(X, y)
+    n_classes = [2]
+    clf = SplitConformalClassifier(lambda X: np.full((len(X), n_classes[0]), 1 / n_classes[0]))
+    clf.calibrate(X, y)
+    n_classes[0] = 3  # the model changed after calibration
     with pytest.raises(ValueError, match="calibrated with 2"):
-        clf.predict_set(np.zeros((4, 3)))
+        clf.predict_set(np.zeros((4, 2)))
+    with pytest.raises(ValueError, match=r"X has inputs of shape \(3,\), but the estimator was calibrated"):
+        clf.predict_set(np.zeros((4, 3)))  # issue 14 item 10: was the model's own error
 
 
 def test_regressor_and_risk_bad_inputs():

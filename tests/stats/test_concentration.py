@@ -198,6 +198,9 @@ def test_hoeffding_bad_input(kwargs, error, match):
         ({"n": 1}, ValueError, "n must be >= 2"),
         ({"n": True}, TypeError, "n must contain integers"),
         ({"variance": [0.1, 0.2], "n": [10, 20, 30]}, ValueError, "broadcast"),
+        ({"variance": 5.0}, ValueError, r"variance 5 is larger than any sample of 10 values in value_range"),
+        ({"mean": 0.1, "variance": 0.11}, ValueError, r"variance 0.11 is larger.* = 0.1\b"),
+        ({"mean": 0.0, "variance": 1e-6}, ValueError, "with mean 0 can have"),
     ],
 )
 def test_empirical_bernstein_bad_input(kwargs, error, match):
@@ -212,3 +215,24 @@ def test_options_are_keyword_only():
         hoeffding_bound(0.5, 10, 0.9)
     with pytest.raises(TypeError):
         empirical_bernstein_bound(0.5, 0.1, 10, 0.9)
+
+
+def test_empirical_bernstein_variance_limit_is_attained_exactly():
+    """Bhatia–Davis limit (mean - a)(b - mean) n/(n - 1): reached by samples at the two ends, and accepted."""
+    for samples, value_range in [([0, 0, 1, 1], (0, 1)), ([0, 1, 1, 1, 1], (0, 1)), ([-2, 3, 3], (-2, 3))]:
+        x = np.asarray(samples, dtype=float)
+        a, b = value_range
+        limit = (x.mean() - a) * (b - x.mean()) * len(x) / (len(x) - 1)
+        assert np.var(x, ddof=1) == pytest.approx(limit, rel=1e-15)
+        low, high = empirical_bernstein_bound(x.mean(), np.var(x, ddof=1), len(x), value_range=value_range)
+        assert a <= low <= x.mean() <= high <= b
+        with pytest.raises(ValueError, match=r"variance .* is larger than any sample"):
+            empirical_bernstein_bound(x.mean(), limit * 1.001 + 1e-9, len(x), value_range=value_range)
+
+
+def test_empirical_bernstein_accepts_every_simulated_sample_variance():
+    rng = np.random.default_rng(0)
+    for n in (2, 3, 10, 100):
+        x = rng.uniform(size=(2000, n)) ** rng.uniform(0.05, 20, size=(2000, 1))
+        x[:200] = rng.integers(0, 2, size=(200, n))  # two-point samples sit on the limit
+        empirical_bernstein_bound(x.mean(axis=1), x.var(axis=1, ddof=1), n)

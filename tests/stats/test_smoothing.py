@@ -363,3 +363,19 @@ def test_robust_level_bad_input(level, kwargs, error, match):
 def test_options_are_keyword_only():
     with pytest.raises(TypeError):
         smoothing_lower_bound(0.5, 0.1, 0.5)
+
+
+@pytest.mark.parametrize(
+    ("radius", "error", "match"),
+    [
+        ([0.1, 0.2], TypeError, "radius must be a real number, got list"),
+        (np.array([0.1, 0.2]), TypeError, "radius must be a real number, got ndarray"),
+        (-0.1, ValueError, "radius must be >= 0"),
+        (np.nan, ValueError, "radius must be finite"),
+        (True, TypeError, "radius must be a real number, got bool"),
+    ],
+)
+def test_robust_level_needs_a_scalar_radius(radius, error, match):
+    """Issue 14 item 10: radius=[.1, .2] gave numpy's "only 0-dimensional arrays can be converted"."""
+    with pytest.raises(error, match=match):
+        robust_level(0.9, radius=radius, sigma=0.25)
