@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import warnings
 from typing import Any
 
 import numpy as np
@@ -82,6 +83,12 @@ class OPEResult(ResultMixin):
         Replicates left out because the response model could not be refitted on them (weak identification
         at small n: no movers, separation or a non-positive threshold coefficient in the resample). More than
         10% of failures raise an error instead.
+    max_weight : float or None
+        Largest importance weight p̂_π(aᵢ | ·)/π₀(aᵢ | x'ᵢ) (None for the direct method, which uses none).
+    effective_sample_size : float or None
+        Kish effective sample size (Σ wᵢ)²/Σ wᵢ² of the importance weights (None for the direct method).
+        Below n/10, or a maximum weight above √n, the normal interval is unreliable and the estimator
+        warns.
     """
 
     estimator: str
@@ -91,6 +98,8 @@ class OPEResult(ResultMixin):
     response_std_error: float = 0.0
     bootstrap_estimates: np.ndarray | None = None
     bootstrap_failures: int = 0
+    max_weight: float | None = None
+    effective_sample_size: float | None = None
 
     def confidence_interval(
         self, confidence_level: float = 0.95, *, method: str = "normal"
@@ -131,6 +140,9 @@ class OPEResult(ResultMixin):
             ["  of which response model", self.response_std_error],
             ["95% CI (normal)", f"[{ci.low:.4f}, {ci.high:.4f}]"],
         ]
+        if self.max_weight is not None:
+            rows.append(["max. importance weight", self.max_weight])
+            rows.append(["effective sample size (Kish)", self.effective_sample_size])
         if self.bootstrap_estimates is not None:
             b = self.confidence_interval(0.95, method="percentile")
             rows.append(
@@ -190,6 +202,27 @@ def _check_response(response: Any, logging_policy: Any, n_features: int) -> None
 
 def _same_rows(x_fit: np.ndarray | None, x: np.ndarray) -> bool:
     return x_fit is not None and (x_fit is x or (x_fit.shape == x.shape and np.array_equal(x_fit, x)))
+
+
+def _weight_diagnostics(weight: np.ndarray) -> tuple[float, float]:
+    """(max weight, Kish effective sample size (Σw)²/Σw²); ESS is 0 when every weight is 0."""
+    total_sq = float(np.sum(weight**2))
+    ess = float(np.sum(weight)) ** 2 / total_sq if total_sq > 0 else 0.0
+    return float(np.max(weight)), ess
+
+
+def _warn_weights(estimator: str, n: int, max_weight: float, ess: float, *, stacklevel: int) -> None:
+    if ess >= n / 10 and max_weight <= np.sqrt(n):
+        return
+    warnings.warn(
+        f"{_NAMES.get(estimator, estimator)}: heavy importance weights (max {max_weight:.3g} vs sqrt(n) = "
+        f"{np.sqrt(n):.3g}; effective sample size {ess:.1f} of n = {n}): the target policy puts mass where "
+        "the logging policy rarely acts, and the normal confidence interval can undercover. Use bootstrap=B "
+        "(percentile interval), a target policy closer to the logging policy, or log under a softer "
+        "(higher-temperature) logging policy.",
+        UserWarning,
+        stacklevel=stacklevel + 1,
+    )
 
 
 def target_action_proba(
@@ -325,8 +358,8 @@ def _estimate(
     *,
     with_se: bool = True,
     q_hat: tuple[np.ndarray, list[Any] | None] | None = None,
-) -> tuple[float, float, float]:
-    """(value, std_error, response_std_error) of one estimator on `prob.data`."""
+) -> tuple[float, float, float, np.ndarray | None]:
+    """(value, std_error, response_std_error, importance weights or None) of one estimator on `prob.data`."""
     kind, data, response = prob.kind, prob.data, prob.response
     n = data.n
     strategic = kind in _STRATEGIC
@@ -355,8 +388,9 @@ def _estimate(
     else:
         terms = weight * data.reward
     value = float(np.mean(terms))
+    used = None if kind == "dm" else weight
     if not with_se:
-        return value, np.nan, np.nan
+        return value, np.nan, np.nan, used
     influence = terms - value
     if kind == "dm" and models is not None and all(isinstance(m, GLMOutcome) for m in models):
         # Stack the GLM score equations: IFᵢ += n·1[aᵢ = a]·sᵢᵀ H_a⁻¹ ∂V/∂β_a.
@@ -386,7 +420,7 @@ def _estimate(
         else:
             resp_var = float(g @ response._eta_cov @ g)
             var += resp_var
-    return value, float(np.sqrt(var)), float(np.sqrt(resp_var))
+    return value, float(np.sqrt(var)), float(np.sqrt(resp_var)), used
 
 
 def _bootstrap_replicate(prob: _Problem, seed: int) -> float:
@@ -425,7 +459,12 @@ def _run(
     gen = check_rng(rng)
     if bootstrap is not None:
         bootstrap = check_integer(bootstrap, "bootstrap", minimum=2)
-    value, se, resp_se = _estimate(prob, gen)
+    value, se, resp_se, weight = _estimate(prob, gen)
+    diagnostics: dict[str, float] = {}
+    if weight is not None:
+        max_w, ess = _weight_diagnostics(weight)
+        _warn_weights(kind, prob.data.n, max_w, ess, stacklevel=3)
+        diagnostics = {"max_weight": max_w, "effective_sample_size": ess}
     boot = None
     if bootstrap is not None:
         seeds = [int(s) for s in gen.integers(0, 2**63 - 1, size=bootstrap, dtype=np.int64)]
@@ -440,8 +479,10 @@ def _run(
                 f"bootstrap: the response model could not be refitted on {failures} of {bootstrap} "
                 "replicates (weakly identified at this sample size); use the influence-function interval"
             )
-        return OPEResult(kind, value, se, prob.data.n, resp_se, boot[~np.isnan(boot)], failures)
-    return OPEResult(kind, value, se, prob.data.n, resp_se)
+        return OPEResult(
+            kind, value, se, prob.data.n, resp_se, boot[~np.isnan(boot)], failures, **diagnostics
+        )
+    return OPEResult(kind, value, se, prob.data.n, resp_se, **diagnostics)
 
 
 _PARAMS_DOC = """
@@ -626,9 +667,10 @@ def plain_dr(reward: Any, action: Any, pscore: Any, action_dist: Any, q_hat: Any
     if np.any(action_dist < 0) or not np.allclose(action_dist.sum(axis=1), 1.0):
         raise ValueError("action_dist rows must be probability distributions (>= 0, summing to 1)")
     rows = np.arange(n)
-    terms = np.sum(action_dist * q_hat, axis=1) + action_dist[rows, action] / pscore * (
-        reward - q_hat[rows, action]
-    )
+    weight = action_dist[rows, action] / pscore
+    terms = np.sum(action_dist * q_hat, axis=1) + weight * (reward - q_hat[rows, action])
     value = float(np.mean(terms))
     se = float(np.std(terms, ddof=1) / np.sqrt(n)) if n > 1 else float("nan")
-    return OPEResult("plain_dr", value, se, n)
+    max_w, ess = _weight_diagnostics(weight)
+    _warn_weights("plain_dr", n, max_w, ess, stacklevel=2)
+    return OPEResult("plain_dr", value, se, n, max_weight=max_w, effective_sample_size=ess)
