@@ -538,6 +538,13 @@ def strategic_dr(
     V̂ = (1/n) Σᵢ [Σ_a p̂_π(a | x₀ᵢ, m₀ᵢ) q̂(x₀ᵢ, a) + p̂_π(aᵢ | ·)/π₀(aᵢ | x'ᵢ) · (rᵢ − q̂(x₀ᵢ, aᵢ))],
     with p̂_π from `target_action_proba`. Unbiased if the response model is right and either q̂ or the
     logging propensities are (they are known here); NOT robust to a wrong response model.
+
+    The normal (Wald) interval under-covers when the target's threshold lies further out than the logging
+    one, because p̂_π then extrapolates the response model into the tail of the fitted thresholds c₀.
+    Measured (default `StrategicSimulator`, logging `LinearThresholdPolicy([1, 1], 1, temperature=0.3)`,
+    target `([1, 0], 2, temperature=0.1)`): coverage 0.905 ± 0.015 at n = 2,000 and 0.904 at n = 8,000
+    (direct method 0.835 and 0.888). Use `bootstrap=B` with `confidence_interval(method="percentile")`
+    for such targets.
     """
     return _run("dr", **locals())
 
