@@ -33,6 +33,7 @@ from certkit.ope.outcome import GLMOutcome, fit_outcome
 from certkit.ope.policies import ExplainingPolicy, Policy
 from certkit.ope.response import (
     CostDistribution,
+    _check_disclosure,
     _GaussianLogCost,
     _mills,
     _require_explaining,
@@ -200,8 +201,19 @@ def _check_response(response: Any, logging_policy: Any, n_features: int) -> None
         )
 
 
-def _same_rows(x_fit: np.ndarray | None, x: np.ndarray) -> bool:
-    return x_fit is not None and (x_fit is x or (x_fit.shape == x.shape and np.array_equal(x_fit, x)))
+def _same_rows(response: Any, data: StrategicData) -> bool:
+    """Whether `response` was fitted on exactly these rows (x_pre, and `moved` for the probit model), so its
+    per-row scores can be stacked with the estimator's influence function."""
+
+    def equal(a: np.ndarray, b: np.ndarray) -> bool:
+        return a is b or (a.shape == b.shape and np.array_equal(a, b))
+
+    fit_data = getattr(response, "_fit_data", None)
+    if getattr(response, "_fit_x", None) is None:
+        return False
+    if fit_data is not None:
+        return equal(fit_data.x_pre, data.x_pre) and equal(fit_data.moved, data.moved)
+    return equal(response._fit_x, data.x_pre)
 
 
 def _weight_diagnostics(weight: np.ndarray) -> tuple[float, float]:
@@ -340,6 +352,7 @@ def _validate(
         if response is None:
             raise TypeError("response is required by the strategic estimators (e.g. LogNormalCostResponse)")
         _check_response(response, logging_policy, data.x_pre.shape[1])
+        _check_disclosure(data, logging_policy, response.benefit, name="logging_policy")
     p_log = _proba(logging_policy, data.x_post, "logging_policy", open_interval=True)
     expected = np.where(data.action == 1, p_log, 1.0 - p_log)
     if not np.allclose(data.pscore, expected, rtol=1e-6, atol=1e-12):
@@ -412,7 +425,7 @@ def _estimate(
             dterms = dp1 * (sign * data.reward / data.pscore)[:, None]
         g = dterms.mean(axis=0)
         infl = response._eta_influence
-        if infl is not None and _same_rows(response._fit_x, data.x_pre):
+        if infl is not None and _same_rows(response, data):
             resp_part = n * (infl @ g)
             resp_var = float(np.sum(resp_part**2)) / n**2
             total = influence + resp_part
@@ -429,7 +442,7 @@ def _bootstrap_replicate(prob: _Problem, seed: int) -> float:
     rows = rng.integers(0, data.n, data.n)
     response = prob.response
     if isinstance(response, _GaussianLogCost):
-        same = response._eta_influence is not None and _same_rows(response._fit_x, data.x_pre)
+        same = response._eta_influence is not None and _same_rows(response, data)
         try:
             response = response._bootstrap(rows if same else None, rng)
         except ValueError:

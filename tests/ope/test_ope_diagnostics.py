@@ -9,7 +9,9 @@ import pytest
 from certkit.ope import (
     LinearThresholdPolicy,
     LogNormalCostResponse,
+    StrategicData,
     direct_method,
+    move_threshold,
     naive_ipw,
     plain_dr,
     strategic_dr,
@@ -71,3 +73,55 @@ def test_strategic_weights_exact_and_warning(sim, pi0):
     assert "importance weight" not in dm.summary()
     naive = naive_ipw(data, target_policy=sharp, logging_policy=sharp)
     assert naive.max_weight == pytest.approx(1.0) and naive.effective_sample_size == pytest.approx(2000.0)
+
+
+def _tampered(data, **fields):
+    base = {k: getattr(data, k) for k in ("x_pre", "x_post", "moved", "action", "reward", "pscore")}
+    base.update(fields)
+    return StrategicData(**base)
+
+
+def test_estimators_check_data_against_the_logging_disclosure(sim, pi0, pi):
+    data = sim.sample(pi0, 1000, rng=12)
+    known = sim.response()  # fixed parameters: no fit-time check on the data
+    est = (strategic_dr, strategic_ipw, direct_method)
+    # A mover whose x_post is not π₀'s counterfactual explanation.
+    i = int(np.flatnonzero(data.moved)[0])
+    x_post = data.x_post.copy()
+    x_post[i] += 0.5
+    p = pi0.action_proba(x_post)
+    pscore = np.where(data.action == 1, p, 1 - p)
+    bad = _tampered(data, x_post=x_post, pscore=pscore)
+    for fn in est:
+        with pytest.raises(ValueError, match="counterfactual explanation disclosed by logging_policy"):
+            fn(bad, target_policy=pi, logging_policy=pi0, response=known)
+    # An agent π₀ already accepted marked as moved.
+    _, _, accepted = move_threshold(pi0, data.x_pre, known.benefit)
+    j = int(np.flatnonzero(accepted & ~data.moved)[0])
+    x_post = data.x_post.copy()
+    x_post[j] += 0.1
+    moved = data.moved.copy()
+    moved[j] = True
+    p = pi0.action_proba(x_post)
+    bad = _tampered(data, x_post=x_post, moved=moved, pscore=np.where(data.action == 1, p, 1 - p))
+    for fn in est:
+        with pytest.raises(ValueError, match="already accepted by logging_policy moved"):
+            fn(bad, target_policy=pi, logging_policy=pi0, response=known)
+
+
+def test_probit_scores_stacked_only_on_the_same_moves(sim, pi0, pi):
+    from certkit.ope.estimators import _same_rows
+
+    data = sim.sample(pi0, 1000, rng=13)
+    resp = LogNormalCostResponse().fit(data, policy=pi0)
+    assert _same_rows(resp, data)
+    # Same x_pre, a random subset of the movers: not the rows the probit was fitted on.
+    other = sim.sample(pi0, 1000, rng=14)
+    relogged = _tampered(
+        data,
+        x_post=np.where(other.moved[:, None], data.x_post, data.x_pre),
+        moved=data.moved & other.moved,
+    )
+    assert not np.array_equal(relogged.moved, data.moved)
+    assert not _same_rows(resp, relogged)
+    assert not _same_rows(sim.response(), data)
