@@ -658,7 +658,7 @@ def plain_dr(reward: Any, action: Any, pscore: Any, action_dist: Any, q_hat: Any
     pscore : array-like, shape (n,)
         Logging propensities of the logged actions, in (0, 1].
     action_dist : array-like, shape (n, K)
-        Target-policy action probabilities (rows sum to 1).
+        Target-policy action probabilities (rows sum to 1 within 1e-9 absolute; not renormalised).
     q_hat : array-like, shape (n, K)
         Estimated expected rewards.
 
@@ -684,8 +684,15 @@ def plain_dr(reward: Any, action: Any, pscore: Any, action_dist: Any, q_hat: Any
         raise ValueError(f"action must lie in {{0, ..., {k - 1}}} (the columns of action_dist)")
     if np.any((pscore <= 0) | (pscore > 1)):
         raise ValueError("pscore must lie in (0, 1]")
-    if np.any(action_dist < 0) or not np.allclose(action_dist.sum(axis=1), 1.0):
-        raise ValueError("action_dist rows must be probability distributions (>= 0, summing to 1)")
+    if np.any(action_dist < 0):
+        raise ValueError("action_dist must be >= 0 (target-policy action probabilities)")
+    off = np.abs(action_dist.sum(axis=1) - 1.0)
+    if np.any(off > 1e-9):
+        raise ValueError(
+            f"action_dist rows must sum to 1 within 1e-9 ({int(np.sum(off > 1e-9))} rows do not, worst "
+            f"off by {off.max():.3g}); normalise them first "
+            "(action_dist / action_dist.sum(axis=1, keepdims=True))"
+        )
     rows = np.arange(n)
     weight = action_dist[rows, action] / pscore
     terms = np.sum(action_dist * q_hat, axis=1) + weight * (reward - q_hat[rows, action])

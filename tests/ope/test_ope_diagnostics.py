@@ -125,3 +125,16 @@ def test_probit_scores_stacked_only_on_the_same_moves(sim, pi0, pi):
     assert not np.array_equal(relogged.moved, data.moved)
     assert not _same_rows(resp, relogged)
     assert not _same_rows(sim.response(), data)
+
+
+def test_plain_dr_action_dist_rows_must_sum_to_one_tightly():
+    reward, action, pscore, q = np.ones(3), np.array([0, 1, 1]), np.full(3, 0.5), np.zeros((3, 2))
+    # Off by 5e-6: accepted by a 1e-5 relative tolerance before, an error now (no silent renormalisation).
+    dist = np.array([[0.5, 0.5], [0.5, 0.5 + 5e-6], [0.3, 0.7]])
+    with pytest.raises(ValueError, match=r"action_dist rows must sum to 1 within 1e-9 \(1 rows"):
+        plain_dr(reward, action, pscore, dist, q)
+    with pytest.raises(ValueError, match="action_dist must be >= 0"):
+        plain_dr(reward, action, pscore, np.array([[1.1, -0.1], [0.5, 0.5], [0.3, 0.7]]), q)
+    ok = np.array([[0.5, 0.5], [0.5, 0.5 + 1e-12], [0.3, 0.7]])
+    expected = (0.5 + 0.5 + 1e-12 + 0.7) / 0.5 / 3
+    assert plain_dr(reward, action, pscore, ok, q).value == pytest.approx(expected, rel=1e-15)
