@@ -92,6 +92,28 @@ def move_threshold(
     return x_cf, c, accepted
 
 
+def _check_disclosure(
+    data: StrategicData, policy: ExplainingPolicy, benefit: float, *, name: str = "policy"
+) -> tuple[np.ndarray, np.ndarray]:
+    """Check that the logged moves follow `policy`'s disclosure; return (thresholds c, accepted at x₀).
+
+    Agents `policy` already accepts must not have moved, and every mover's x_post must be the counterfactual
+    explanation x_cf that `policy` disclosed to it.
+    """
+    x_cf, c, accepted = move_threshold(policy, data.x_pre, benefit, name=name)
+    if np.any(data.moved & accepted):
+        raise ValueError(
+            f"data: {int(np.sum(data.moved & accepted))} agents already accepted by {name} moved; the "
+            "data were logged under another policy"
+        )
+    if not np.allclose(data.x_post[data.moved], x_cf[data.moved], rtol=1e-9, atol=1e-9):
+        raise ValueError(
+            f"data: the movers' x_post is not the counterfactual explanation disclosed by {name}; the data "
+            "were logged under another policy (or agents do not follow the explanation exactly)"
+        )
+    return c, accepted
+
+
 def _log_pdf(z: np.ndarray) -> np.ndarray:
     return -0.5 * z * z - _LOG_SQRT_2PI
 
@@ -317,18 +339,7 @@ class LogNormalCostResponse(_GaussianLogCost):
         self.tol = check_positive(tol, "tol")
 
     def _design(self, data: StrategicData, policy: ExplainingPolicy) -> tuple[np.ndarray, np.ndarray]:
-        x_cf, c, accepted = move_threshold(policy, data.x_pre, self.benefit)
-        if np.any(data.moved & accepted):
-            raise ValueError(
-                f"data: {int(np.sum(data.moved & accepted))} agents already accepted by policy moved; the "
-                "data were logged under another policy"
-            )
-        if not np.allclose(data.x_post[data.moved], x_cf[data.moved], rtol=1e-9, atol=1e-9):
-            raise ValueError(
-                "data: the movers' x_post is not the counterfactual explanation disclosed by policy; the "
-                "data "
-                "were logged under another policy (or agents do not follow the explanation exactly)"
-            )
+        c, accepted = _check_disclosure(data, policy, self.benefit)
         return c, ~accepted
 
     def fit(self, data: Any, *, policy: ExplainingPolicy) -> LogNormalCostResponse:

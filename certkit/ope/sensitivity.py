@@ -117,5 +117,5 @@ def sensitivity(
     values, ses = np.empty(n_points), np.empty(n_points)
     for j, s in enumerate(scales):
         fixed = dataclasses.replace(prob, response=response._profile(float(s)))
-        values[j], ses[j], _ = _estimate(fixed, gen, q_hat=q_hat)
+        values[j], ses[j], _, _ = _estimate(fixed, gen, q_hat=q_hat)
     return SensitivityResult(estimator, scales, values, ses, response.scale_)
