@@ -19,6 +19,7 @@ import importlib
 import os
 import re
 import sys
+import textwrap
 import time
 from collections.abc import Sequence
 
@@ -84,7 +85,8 @@ def _run_demo(seed: int, only: Sequence[str] | None) -> int:
             text = mod.demo(np.random.default_rng(seed))
         except ImportError as exc:  # a section's own optional parts are handled inside it; this is the rest
             text = f"skipped: {exc}"
-        print("\n".join(f"   {line}".rstrip() for line in text.splitlines()))
+        # every section indented alike, whatever indentation a section adds itself
+        print("\n".join(f"   {line}".rstrip() for line in textwrap.dedent(text).splitlines()))
         print(f"   ({time.perf_counter() - start:.1f} s)\n", flush=True)
     return 0
 

@@ -206,6 +206,14 @@ def test_demo_tables_share_one_number_format_and_indentation(capsys):
     assert "0.0007  0.0099" in text  # family-wise bounds of the rarest component, same format as the rest
 
 
+def test_demo_sections_of_new_modules_indented_like_the_rest(capsys):
+    # a section that indents its own lines is not indented twice
+    assert cli.main(["demo", "--only", "performative", "causal"]) == 0
+    body = [line for line in capsys.readouterr().out.splitlines()[1:] if line and not line.startswith("==")]
+    assert body
+    assert all(line.startswith("   ") and not line.startswith("    ") for line in body)
+
+
 def test_demo_runs_every_section_without_any_extra():
     """As after a plain ``pip install -e .``: no torch, solvers, cvxpy, matplotlib or dask."""
     blocked = ["torch", "gurobipy", "pyscipopt", "cvxpy", "highspy", "matplotlib", "dask", "distributed"]
