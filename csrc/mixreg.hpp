@@ -10,8 +10,11 @@
 //   G_k = sum_i r_ik phi_i phi_i',  b_k = sum_i r_ik y_i phi_i,
 //   s_k = sum_i r_ik y_i^2,          N_k = sum_i r_ik.
 //
-// M-step: beta_k = (G_k + lambda_k I)^{-1} b_k with the tiny ridge
-// lambda_k = ridge * trace(G_k) / p (Cholesky), the residual sum of squares
+// M-step: beta_k = (G_k + Lambda_k)^{-1} b_k (Cholesky) with the tiny per-column
+// ridge Lambda_k = diag(ridge * G_k[a][a]) (ridge where G_k[a][a] = 0: that
+// column is zero on the component, so its coefficient is 0 for any ridge), so
+// rescaling a column of phi rescales its coefficient and leaves the fit and
+// the log-likelihood unchanged; the residual sum of squares
 // from the statistics, RSS_k = s_k - 2 beta_k'b_k + beta_k'G_k beta_k
 // (clipped at 0), var_k = max(RSS_k / N_k, min_variance), w_k = N_k / n.
 // A component with N_k < p + 1 (fewer effective samples than its regression
@@ -105,20 +108,18 @@ struct Stats {
     }
 };
 
-// Solve (G + lambda I) beta = b by Cholesky (G given by its upper triangle).
+// Solve (G + diag(ridge * G_aa)) beta = b by Cholesky (G given by its upper triangle).
 // Returns false if the matrix is not numerically positive definite.
 inline bool ridge_solve(const double* g, const double* b, std::int64_t p, double ridge, double* beta,
                         std::vector<double>& work) {
     work.assign(static_cast<std::size_t>(p * p), 0.0);
-    double trace = 0.0;
-    for (std::int64_t a = 0; a < p; ++a) {
-        trace += g[a * p + a];
-    }
-    const double lambda = ridge * trace / static_cast<double>(p);
     // Lower Cholesky factor L (row-major), A = L L'.
     for (std::int64_t a = 0; a < p; ++a) {
         for (std::int64_t c = 0; c <= a; ++c) {
-            double s = g[c * p + a] + (a == c ? lambda : 0.0);  // A[a][c] = A[c][a] = upper (c, a)
+            double s = g[c * p + a];  // A[a][c] = A[c][a] = upper (c, a)
+            if (a == c) {
+                s += g[a * p + a] > 0.0 ? ridge * g[a * p + a] : ridge;
+            }
             for (std::int64_t m = 0; m < c; ++m) {
                 s -= work[a * p + m] * work[c * p + m];
             }

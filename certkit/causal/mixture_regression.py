@@ -13,7 +13,8 @@ from certkit._validation import check_array, check_integer, check_positive, chec
 
 __all__ = ["MixtureRegressionResult", "fit_mixture_regression", "n_mixture_parameters"]
 
-#: Relative ridge added to every weighted Gram matrix of the M-step: ``ridge * trace(G) / p``.
+#: Relative ridge added to the diagonal of every weighted Gram matrix of the M-step, ``RIDGE * G[a, a]``
+#: per column (scale-equivariant: rescaling a column of ``X`` rescales its slope, nothing else).
 RIDGE = 1e-8
 
 #: EM iterations every start gets before only the best one is run to convergence (short-run selection).

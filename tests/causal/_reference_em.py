@@ -20,9 +20,10 @@ def _m_step(stats, n, p, ridge, min_variance, coef, variance, weights):
         if not count[k] >= p + 1:
             weights[k] = 0.0
             continue
-        lam = ridge * np.trace(gram[k]) / p
+        diag = np.diag(gram[k])
+        lam = ridge * np.where(diag > 0.0, diag, 1.0)
         try:
-            chol = np.linalg.cholesky(gram[k] + lam * np.eye(p))
+            chol = np.linalg.cholesky(gram[k] + np.diag(lam))
         except np.linalg.LinAlgError:
             weights[k] = 0.0
             continue

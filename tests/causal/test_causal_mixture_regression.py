@@ -163,3 +163,20 @@ def test_kernel_validates_shapes():
         mixreg.em(y, np.ones((9, 1)), np.ones((10, 1)), max_iter=5, tol=1e-5, ridge=0.0, min_variance=1.0)
     with pytest.raises(ValueError, match="min_variance must be finite and > 0"):
         mixreg.em(y, np.ones((10, 1)), np.ones((10, 1)), max_iter=5, tol=1e-5, ridge=0.0, min_variance=0.0)
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_fit_is_invariant_to_rescaling_columns(seed):
+    # The M-step ridge is per column (ridge * G_aa), so units of X change only the slopes.
+    gen = np.random.default_rng(seed)
+    n = 300
+    X = gen.normal(size=(n, 3))
+    z = gen.random(n) < 0.5
+    y = np.where(z, 1.0 + X @ [2.0, -1.0, 0.5], -1.0 - X @ [1.0, 0.5, 2.0]) + 0.3 * gen.normal(size=n)
+    base = fit_mixture_regression(y, X, 2, rng=seed)
+    for scales in ([1e-4, 1e-4, 1e-4], [1e4, 1e4, 1e4], [1e-4, 1.0, 1e4]):
+        s = np.asarray(scales)
+        fit = fit_mixture_regression(y, X * s, 2, rng=seed)
+        assert fit.loglik == pytest.approx(base.loglik, rel=1e-8)
+        np.testing.assert_allclose(fit.coef[:, 1:] * s, base.coef[:, 1:], rtol=1e-6, atol=1e-9)
+        np.testing.assert_allclose(fit.coef[:, 0], base.coef[:, 0], rtol=1e-6, atol=1e-9)
