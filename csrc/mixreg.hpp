@@ -16,10 +16,12 @@
 // rescaling a column of phi rescales its coefficient and leaves the fit and
 // the log-likelihood unchanged; the residual sum of squares
 // from the statistics, RSS_k = s_k - 2 beta_k'b_k + beta_k'G_k beta_k
-// (clipped at 0), var_k = max(RSS_k / N_k, min_variance), w_k = N_k / n.
+// (clipped at 0), var_k = max(RSS_k / N_k, min_variance).
 // A component with N_k < p + 1 (fewer effective samples than its regression
 // has parameters) or a Gram matrix that is not positive definite is retired:
-// w_k = 0 and it takes no responsibility from then on.
+// w_k = 0 and it takes no responsibility from then on.  The live components
+// get w_k = N_k / sum_live N_j (= N_k / n when nothing was retired), so the
+// weights always sum to 1.
 //
 // Iteration t evaluates the parameters theta_t (log-likelihood L_t); the loop
 // stops after the pass in which |L_t - L_{t-1}| <= tol * n (the mean
@@ -163,10 +165,11 @@ inline double quad_form(const double* g, const double* beta, std::int64_t p) {
 }
 
 // M-step; returns the number of live components.
-inline std::int64_t m_step(const Stats& st, std::int64_t n, double ridge, double min_variance, EmOutput& out,
+inline std::int64_t m_step(const Stats& st, double ridge, double min_variance, EmOutput& out,
                            std::vector<double>& work) {
     const std::int64_t K = st.K, p = st.p;
     std::int64_t live = 0;
+    double total = 0.0;
     for (std::int64_t k = 0; k < K; ++k) {
         const auto ks = static_cast<std::size_t>(k);
         if (out.weight[ks] == 0.0) {
@@ -186,8 +189,12 @@ inline std::int64_t m_step(const Stats& st, std::int64_t n, double ridge, double
         }
         const double rss = std::max(st.syy[ks] - 2.0 * bb + quad_form(g, beta, p), 0.0);
         out.variance[ks] = std::max(rss / nk, min_variance);
-        out.weight[ks] = nk / static_cast<double>(n);
+        out.weight[ks] = nk;
+        total += nk;
         ++live;
+    }
+    for (std::int64_t k = 0; k < K; ++k) {  // live weights N_k / sum of the live N_k (sum to 1)
+        out.weight[static_cast<std::size_t>(k)] /= live > 0 ? total : 1.0;
     }
     return live;
 }
@@ -221,7 +228,7 @@ inline EmOutput fit_em(const double* y, const double* phi, std::int64_t n, std::
         }
     }
     st.unpack();
-    if (detail::m_step(st, n, ridge, min_variance, out, work) == 0) {
+    if (detail::m_step(st, ridge, min_variance, out, work) == 0) {
         out.ok = false;
         return out;
     }
@@ -277,7 +284,7 @@ inline EmOutput fit_em(const double* y, const double* phi, std::int64_t n, std::
             return out;
         }
         st.unpack();
-        if (detail::m_step(st, n, ridge, min_variance, out, work) == 0) {
+        if (detail::m_step(st, ridge, min_variance, out, work) == 0) {
             out.ok = false;
             return out;
         }
