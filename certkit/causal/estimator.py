@@ -65,6 +65,11 @@ class CausalMixtureModel(BaseEstimator):
     topological-order search (or GES with the same score), and nodes whose mixture labels share
     information are grouped into mixing variables.
 
+    Directions between $K = 1$ nodes are not identified by the linear-Gaussian BIC (score-equivalent
+    graphs): ties are broken by column index, so those orientations are arbitrary, and
+    ``max_components=1`` is a greedy search, not a guaranteed BIC optimum. EM local optima, non-Gaussian
+    noise (which inflates $K$) and the mixing threshold have measured limits listed in docs/causal.md.
+
     Parameters
     ----------
     max_components : int
