@@ -47,7 +47,8 @@ def check_data(X: Any, name: str = "X") -> tuple[np.ndarray, tuple[str, ...] | N
     if d < 2:
         raise ValueError(f"{name} must have at least 2 columns (variables), got {d}")
     spread = X.std(axis=0)
-    constant = np.flatnonzero(~(spread > 0))
+    # Relative tolerance: a spread at rounding level of the column's magnitude is a constant.
+    constant = np.flatnonzero(~(spread > 1e-10 * np.abs(X).max(axis=0)))
     if constant.size:
         which = ", ".join(names[j] if names else str(j) for j in constant)
         raise ValueError(
