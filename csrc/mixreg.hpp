@@ -10,13 +10,18 @@
 //   G_k = sum_i r_ik phi_i phi_i',  b_k = sum_i r_ik y_i phi_i,
 //   s_k = sum_i r_ik y_i^2,          N_k = sum_i r_ik.
 //
-// M-step: beta_k = (G_k + lambda_k I)^{-1} b_k with the tiny ridge
-// lambda_k = ridge * trace(G_k) / p (Cholesky), the residual sum of squares
+// M-step: beta_k = (G_k + Lambda_k)^{-1} b_k (Cholesky) with the tiny per-column
+// ridge Lambda_k = diag(ridge * G_k[a][a]) (ridge where G_k[a][a] = 0: that
+// column is zero on the component, so its coefficient is 0 for any ridge), so
+// rescaling a column of phi rescales its coefficient and leaves the fit and
+// the log-likelihood unchanged; the residual sum of squares
 // from the statistics, RSS_k = s_k - 2 beta_k'b_k + beta_k'G_k beta_k
-// (clipped at 0), var_k = max(RSS_k / N_k, min_variance), w_k = N_k / n.
+// (clipped at 0), var_k = max(RSS_k / N_k, min_variance).
 // A component with N_k < p + 1 (fewer effective samples than its regression
 // has parameters) or a Gram matrix that is not positive definite is retired:
-// w_k = 0 and it takes no responsibility from then on.
+// w_k = 0 and it takes no responsibility from then on.  The live components
+// get w_k = N_k / sum_live N_j (= N_k / n when nothing was retired), so the
+// weights always sum to 1.
 //
 // Iteration t evaluates the parameters theta_t (log-likelihood L_t); the loop
 // stops after the pass in which |L_t - L_{t-1}| <= tol * n (the mean
@@ -105,20 +110,18 @@ struct Stats {
     }
 };
 
-// Solve (G + lambda I) beta = b by Cholesky (G given by its upper triangle).
+// Solve (G + diag(ridge * G_aa)) beta = b by Cholesky (G given by its upper triangle).
 // Returns false if the matrix is not numerically positive definite.
 inline bool ridge_solve(const double* g, const double* b, std::int64_t p, double ridge, double* beta,
                         std::vector<double>& work) {
     work.assign(static_cast<std::size_t>(p * p), 0.0);
-    double trace = 0.0;
-    for (std::int64_t a = 0; a < p; ++a) {
-        trace += g[a * p + a];
-    }
-    const double lambda = ridge * trace / static_cast<double>(p);
     // Lower Cholesky factor L (row-major), A = L L'.
     for (std::int64_t a = 0; a < p; ++a) {
         for (std::int64_t c = 0; c <= a; ++c) {
-            double s = g[c * p + a] + (a == c ? lambda : 0.0);  // A[a][c] = A[c][a] = upper (c, a)
+            double s = g[c * p + a];  // A[a][c] = A[c][a] = upper (c, a)
+            if (a == c) {
+                s += g[a * p + a] > 0.0 ? ridge * g[a * p + a] : ridge;
+            }
             for (std::int64_t m = 0; m < c; ++m) {
                 s -= work[a * p + m] * work[c * p + m];
             }
@@ -162,10 +165,11 @@ inline double quad_form(const double* g, const double* beta, std::int64_t p) {
 }
 
 // M-step; returns the number of live components.
-inline std::int64_t m_step(const Stats& st, std::int64_t n, double ridge, double min_variance, EmOutput& out,
+inline std::int64_t m_step(const Stats& st, double ridge, double min_variance, EmOutput& out,
                            std::vector<double>& work) {
     const std::int64_t K = st.K, p = st.p;
     std::int64_t live = 0;
+    double total = 0.0;
     for (std::int64_t k = 0; k < K; ++k) {
         const auto ks = static_cast<std::size_t>(k);
         if (out.weight[ks] == 0.0) {
@@ -185,8 +189,12 @@ inline std::int64_t m_step(const Stats& st, std::int64_t n, double ridge, double
         }
         const double rss = std::max(st.syy[ks] - 2.0 * bb + quad_form(g, beta, p), 0.0);
         out.variance[ks] = std::max(rss / nk, min_variance);
-        out.weight[ks] = nk / static_cast<double>(n);
+        out.weight[ks] = nk;
+        total += nk;
         ++live;
+    }
+    for (std::int64_t k = 0; k < K; ++k) {  // live weights N_k / sum of the live N_k (sum to 1)
+        out.weight[static_cast<std::size_t>(k)] /= live > 0 ? total : 1.0;
     }
     return live;
 }
@@ -220,7 +228,7 @@ inline EmOutput fit_em(const double* y, const double* phi, std::int64_t n, std::
         }
     }
     st.unpack();
-    if (detail::m_step(st, n, ridge, min_variance, out, work) == 0) {
+    if (detail::m_step(st, ridge, min_variance, out, work) == 0) {
         out.ok = false;
         return out;
     }
@@ -276,7 +284,7 @@ inline EmOutput fit_em(const double* y, const double* phi, std::int64_t n, std::
             return out;
         }
         st.unpack();
-        if (detail::m_step(st, n, ridge, min_variance, out, work) == 0) {
+        if (detail::m_step(st, ridge, min_variance, out, work) == 0) {
             out.ok = false;
             return out;
         }

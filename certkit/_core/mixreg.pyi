@@ -34,8 +34,8 @@ def em(
     logsumexp, responsibilities, log-likelihood) of the current parameters and the accumulation of the
     weighted Gram matrices ``G_k = sum_i r_ik phi_i phi_i'``, ``b_k = sum_i r_ik y_i phi_i``,
     ``sum_i r_ik y_i^2`` and ``N_k`` for the next M-step. M-step:
-    ``beta_k = (G_k + ridge * trace(G_k) / p * I)^{-1} b_k`` (Cholesky),
-    ``var_k = max(RSS_k / N_k, min_variance)``, ``w_k = N_k / n``; a component with
+    ``beta_k = (G_k + diag(ridge * G_k[a, a]))^{-1} b_k`` (Cholesky, per-column ridge),
+    ``var_k = max(RSS_k / N_k, min_variance)``, ``w_k = N_k / sum of the live N_j``; a component with
     ``N_k < p + 1`` or a Gram matrix that is not positive definite is retired (``w_k = 0``).
 
     Parameters

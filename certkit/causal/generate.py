@@ -28,7 +28,7 @@ def _group_weights(rng: np.random.Generator, previous: list[np.ndarray]) -> np.n
         for _ in range(100):
             if all(abs(new[idx] - w[idx]) >= 0.25 for w in previous):
                 break
-            new[idx] = _signed_uniform(rng, 1)[0]
+            new[idx] = -np.sign(last.flat[idx]) * rng.uniform(_WEIGHT_LOW, _WEIGHT_HIGH)
     return new
 
 

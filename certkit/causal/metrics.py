@@ -17,10 +17,10 @@ def _adjacency(A: Any, name: str, d: int | None = None) -> np.ndarray:
         raise ValueError(f"{name} must be a square (d, d) adjacency matrix, got shape {A.shape}")
     if d is not None and A.shape[0] != d:
         raise ValueError(f"{name} must have shape ({d}, {d}) like the other graph, got {A.shape}")
-    if A.dtype == np.bool_:
-        return A.astype(np.int64)
-    if not np.issubdtype(A.dtype, np.number) or not np.all(np.isin(A, (0, 1))):
+    if A.dtype != np.bool_ and (not np.issubdtype(A.dtype, np.number) or not np.all(np.isin(A, (0, 1)))):
         raise ValueError(f"{name} must contain only 0 and 1 (A[i, j] = 1 for an edge i -> j)")
+    if np.any(np.diagonal(A)):
+        raise ValueError(f"{name} has a self-loop (non-zero diagonal); a DAG adjacency needs a zero diagonal")
     return A.astype(np.int64)
 
 

@@ -13,7 +13,8 @@ from certkit._validation import check_array, check_integer, check_positive, chec
 
 __all__ = ["MixtureRegressionResult", "fit_mixture_regression", "n_mixture_parameters"]
 
-#: Relative ridge added to every weighted Gram matrix of the M-step: ``ridge * trace(G) / p``.
+#: Relative ridge added to the diagonal of every weighted Gram matrix of the M-step, ``RIDGE * G[a, a]``
+#: per column (scale-equivariant: rescaling a column of ``X`` rescales its slope, nothing else).
 RIDGE = 1e-8
 
 #: EM iterations every start gets before only the best one is run to convergence (short-run selection).
@@ -31,7 +32,7 @@ class MixtureRegressionResult(ResultMixin):
     scale : ndarray (K,)
         Noise standard deviation per component.
     weights : ndarray (K,)
-        Mixing proportions (0 for a component that EM retired for lack of samples).
+        Mixing proportions, summing to 1 (0 for a component that EM retired for lack of samples).
     responsibilities : ndarray (n, K)
         Posterior probability of each component for each sample (soft labels).
     labels : ndarray (n,)
@@ -39,13 +40,14 @@ class MixtureRegressionResult(ResultMixin):
     loglik : float
         Log-likelihood of the returned parameters.
     bic : float
-        $-2\\,\\ell + (Kp + K + K - 1)\\log n$.
+        $-2\\,\\ell + (Kp + K + K - 1)\\log n$ with $K$ the number of live components.
     n_iter : int
         EM iterations (M-steps) of the best start (0 for ``K = 1``, solved in closed form).
     converged : bool
         Whether the best start met the tolerance before ``max_iter``.
     loglik_trace : ndarray
-        Log-likelihood after every EM iteration of the best start (never decreasing up to rounding).
+        Log-likelihood after every EM iteration of the best start: never decreasing up to rounding,
+        except at an iteration that retires a component.
     """
 
     coef: np.ndarray
@@ -61,12 +63,12 @@ class MixtureRegressionResult(ResultMixin):
 
     @property
     def n_components(self) -> int:
-        """Number of components ``K``."""
-        return int(self.coef.shape[0])
+        """Number of live components (weight > 0); EM may retire some of the ``K`` it started with."""
+        return int(np.count_nonzero(self.weights > 0.0))
 
     def summary(self) -> str:
         """Components with their weights, scales and coefficients, then the fit statistics."""
-        rows = [[k, self.weights[k], self.scale[k], *self.coef[k]] for k in range(self.n_components)]
+        rows = [[k, self.weights[k], self.scale[k], *self.coef[k]] for k in range(self.coef.shape[0])]
         headers = [
             "component",
             "weight",
@@ -240,6 +242,7 @@ def fit_mixture_regression(
             fit = rest
             n_iter = fit["loglik_trace"].size - 1
     loglik = float(fit["loglik_trace"][-1])
+    n_live_params = n_mixture_parameters(int(np.count_nonzero(fit["weights"] > 0.0)), design.shape[1])
     resp = fit["responsibilities"]
     return MixtureRegressionResult(
         coef=fit["coef"],
@@ -248,7 +251,7 @@ def fit_mixture_regression(
         responsibilities=resp,
         labels=np.argmax(resp, axis=1).astype(np.int64),
         loglik=loglik,
-        bic=-2.0 * loglik + n_params * np.log(n),
+        bic=-2.0 * loglik + n_live_params * np.log(n),
         n_iter=n_iter,
         converged=bool(fit["converged"]),
         loglik_trace=fit["loglik_trace"],

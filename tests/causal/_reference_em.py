@@ -12,7 +12,7 @@ def _statistics(y, design, resp):
     return gram, rhs, resp.T @ (y * y), resp.sum(axis=0)
 
 
-def _m_step(stats, n, p, ridge, min_variance, coef, variance, weights):
+def _m_step(stats, p, ridge, min_variance, coef, variance, weights):
     gram, rhs, syy, count = stats
     for k in range(coef.shape[0]):
         if weights[k] == 0.0:
@@ -20,16 +20,18 @@ def _m_step(stats, n, p, ridge, min_variance, coef, variance, weights):
         if not count[k] >= p + 1:
             weights[k] = 0.0
             continue
-        lam = ridge * np.trace(gram[k]) / p
+        diag = np.diag(gram[k])
+        lam = ridge * np.where(diag > 0.0, diag, 1.0)
         try:
-            chol = np.linalg.cholesky(gram[k] + lam * np.eye(p))
+            chol = np.linalg.cholesky(gram[k] + np.diag(lam))
         except np.linalg.LinAlgError:
             weights[k] = 0.0
             continue
         coef[k] = np.linalg.solve(chol.T, np.linalg.solve(chol, rhs[k]))
         rss = max(syy[k] - 2.0 * coef[k] @ rhs[k] + coef[k] @ gram[k] @ coef[k], 0.0)
         variance[k] = max(rss / count[k], min_variance)
-        weights[k] = count[k] / n
+        weights[k] = count[k]
+    weights /= weights.sum() if weights.any() else 1.0
 
 
 def reference_em(y, design, resp0, *, max_iter, tol, ridge, min_variance):
@@ -37,7 +39,7 @@ def reference_em(y, design, resp0, *, max_iter, tol, ridge, min_variance):
     n, p = design.shape
     K = resp0.shape[1]
     coef, variance, weights = np.zeros((K, p)), np.ones(K), np.ones(K)
-    _m_step(_statistics(y, design, resp0), n, p, ridge, min_variance, coef, variance, weights)
+    _m_step(_statistics(y, design, resp0), p, ridge, min_variance, coef, variance, weights)
     trace = []
     it = 0
     while True:
@@ -59,5 +61,5 @@ def reference_em(y, design, resp0, *, max_iter, tol, ridge, min_variance):
                 "loglik_trace": np.array(trace),
                 "converged": converged,
             }
-        _m_step(_statistics(y, design, resp), n, p, ridge, min_variance, coef, variance, weights)
+        _m_step(_statistics(y, design, resp), p, ridge, min_variance, coef, variance, weights)
         it += 1

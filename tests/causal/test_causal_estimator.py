@@ -209,3 +209,13 @@ def test_stability_sees_the_mixing_set():
     )
     assert res.change_frequency[1] == 1.0
     assert res.mixing_set_frequency.get(frozenset({1}), 0.0) >= 0.75
+
+
+def test_near_constant_column_is_rejected():
+    from certkit.causal import CausalMixtureModel
+
+    gen = np.random.default_rng(0)
+    X = gen.normal(size=(50, 3))
+    X[:, 1] = 1.0 + 1e-14 * gen.normal(size=50)
+    with pytest.raises(ValueError, match="constant column"):
+        CausalMixtureModel().fit(X)

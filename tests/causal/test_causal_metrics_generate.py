@@ -85,3 +85,21 @@ def test_generator_rejects_bad_arguments():
         make_mixture_sem(4, 100, 0.3, 1)
     with pytest.raises(ValueError, match="noise_scale must be > 0"):
         make_mixture_sem(4, 100, noise_scale=0.0)
+
+
+def test_metrics_reject_self_loops_naming_the_argument():
+    loop = np.eye(3, dtype=int)
+    with pytest.raises(ValueError, match="true has a self-loop"):
+        shd(loop, np.zeros((3, 3)))
+    with pytest.raises(ValueError, match="estimate has a self-loop"):
+        edge_f1(np.zeros((3, 3)), loop)
+
+
+def test_group_weights_retries_keep_the_sign_flip():
+    from certkit.causal.generate import _group_weights
+
+    gen = np.random.default_rng(0)
+    previous = [np.full(20, 1.0), np.full(20, -1.0), np.full(20, 1.5)]
+    for _ in range(20):
+        new = _group_weights(gen, previous)
+        assert np.all(np.sign(new) == -np.sign(previous[-1]))
