@@ -28,18 +28,40 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="FILE.npz",
         help="logged data: x_pre, x_post, moved, action, reward, pscore arrays (default: simulate)",
     )
-    parser.add_argument("--n", type=int, default=4000, help="simulated logged agents")
-    parser.add_argument("--logging-theta", type=_vector, default="1,1", help="logging policy θ")
-    parser.add_argument("--logging-tau", type=float, default=1.0, help="logging policy τ")
-    parser.add_argument("--logging-temperature", type=float, default=1.0, help="logging policy temperature")
-    parser.add_argument("--target-theta", type=_vector, default="1,0", help="target policy θ")
-    parser.add_argument("--target-tau", type=float, default=1.0, help="target policy τ")
-    parser.add_argument("--target-temperature", type=float, default=0.25, help="target policy temperature")
-    parser.add_argument("--benefit", type=float, default=1.0, help="benefit B of acceptance")
-    parser.add_argument("--bootstrap", type=int, default=0, help="bootstrap replicates (0 = none)")
-    parser.add_argument("--cross-fit", type=int, default=None, help="folds for cross-fitting q̂")
-    parser.add_argument("--confidence-level", type=float, default=0.95, help="confidence level")
-    parser.add_argument("--seed", type=int, default=0, help="random seed")
+    parser.add_argument("--n", type=int, default=4000, help="simulated logged agents (default %(default)s)")
+    parser.add_argument(
+        "--logging-theta", type=_vector, default="1,1", help="logging policy θ (default %(default)s)"
+    )
+    parser.add_argument(
+        "--logging-tau", type=float, default=1.0, help="logging policy τ (default %(default)s)"
+    )
+    parser.add_argument(
+        "--logging-temperature",
+        type=float,
+        default=1.0,
+        help="logging policy temperature (default %(default)s)",
+    )
+    parser.add_argument(
+        "--target-theta", type=_vector, default="1,0", help="target policy θ (default %(default)s)"
+    )
+    parser.add_argument("--target-tau", type=float, default=1.0, help="target policy τ (default %(default)s)")
+    parser.add_argument(
+        "--target-temperature",
+        type=float,
+        default=0.25,
+        help="target policy temperature (default %(default)s)",
+    )
+    parser.add_argument(
+        "--benefit", type=float, default=1.0, help="benefit B of acceptance (default %(default)s)"
+    )
+    parser.add_argument("--bootstrap", type=int, default=0, help="bootstrap replicates (default 0: none)")
+    parser.add_argument(
+        "--cross-fit", type=int, default=None, help="folds for cross-fitting q̂ (default: none)"
+    )
+    parser.add_argument(
+        "--confidence-level", type=float, default=0.95, help="confidence level (default %(default)s)"
+    )
+    parser.add_argument("--seed", type=int, default=0, help="random seed (default %(default)s)")
 
 
 def _policies(args: argparse.Namespace):
