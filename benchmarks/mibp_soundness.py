@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import itertools
+import sys
 import time
 from collections import defaultdict
 
@@ -75,6 +76,7 @@ def main() -> None:
                 st["runs"] += 1
                 st["traj"] += count
                 st["worst"] = max(st["worst"], violation)
+        print(f"{kind}: done ({time.perf_counter() - start:.0f} s)", file=sys.stderr, flush=True)
     rows = [
         [b, f, s["runs"], s["traj"], f"{s['worst']:.3g}", s["guard"], s["failed"], f"{s['s']:.1f}"]
         for (b, f), s in stats.items()
