@@ -39,8 +39,10 @@
 // responsibilities with the block's rows of [phi_a phi_c, y phi_a, y^2, 1].
 // The number of columns p is a template parameter for p <= kMaxUnrolledDim so
 // the loops over it unroll; larger p takes the generic instantiation.  The
-// results equal a per-sample evaluation up to floating-point rounding (sums
-// are taken in a different order) and are deterministic.
+// log-likelihood takes one log per 8 samples (of the product of their
+// normalisers).  The results equal a per-sample evaluation up to
+// floating-point rounding (sums are taken in a different order) and are
+// deterministic; see CERTKIT_MIXREG_CLONES for the AVX2 build of the loop.
 #pragma once
 
 #include <algorithm>
