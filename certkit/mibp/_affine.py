@@ -218,6 +218,10 @@ class AffineCarry:
 
         Returns the interval hull (vectors) of the new zonotope.
         """
+        with np.errstate(over="ignore", invalid="ignore"):
+            return self._step(lower, upper)
+
+    def _step(self, lower, upper) -> tuple[np.ndarray, np.ndarray]:
         Z = self.zonotope
         q, d, n, m = Z.G.shape[1], self.d, self.n, self.m
         # the column of each input symbol: its column in G if θ already depends on it, else a local one
@@ -281,7 +285,7 @@ class AffineCarry:
         for layer in range(n_layers):
             z = (W[layer][None] * h[:, None, :]).sum(axis=2) + b[layer][None]
             lo, hi = z.bounds()
-            lo, hi = np.maximum(lo, pre_box[layer][0]), np.minimum(hi, pre_box[layer][1])
+            lo, hi = np.fmax(lo, pre_box[layer][0]), np.fmin(hi, pre_box[layer][1])
             pre.append((lo, hi))
             h = _relu(z, lo, hi) if layer < n_layers - 1 else z
             acts.append(h)

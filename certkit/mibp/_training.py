@@ -274,7 +274,7 @@ def certified_training(
         )
         if affine is not None:
             aL, aU = affine.step(lowers[-1], uppers[-1])
-            newL, newU = np.maximum(newL, aL), np.minimum(newU, aU)
+            newL, newU = np.fmax(newL, aL), np.fmin(newU, aU)  # a non-finite zonotope bound is ignored
         if witnesses is not None:
             witnesses.check_step(t, newL, newU, backend)
         if np.any(newL > newU):
