@@ -20,6 +20,15 @@ def test_run_prints_summary(capsys):
     assert 0.0 <= acc <= 1.0
 
 
+def test_run_with_affine_carry(capsys):
+    parser = argparse.ArgumentParser()
+    _cli.add_arguments(parser)
+    args = parser.parse_args(["--dataset", "iris2", "--epochs", "2", "--hidden", "4", "--carry", "affine"])
+    assert _cli.run(args) == 0
+    out = capsys.readouterr().out
+    assert "carry=affine" in out and "carry affine" in out
+
+
 def test_run_licence_limit_is_a_clear_message(capsys, monkeypatch):
     from certkit.mibp import GurobiLicenseError
 
