@@ -180,8 +180,9 @@ class AffineCarry:
         As in `certified_training` (``y`` validated).
     max_generators : int, optional
         Upper bound on the number of generators kept after each step (default ``4 * n_params``).
-    chunk : int
-        Samples evaluated together (memory ~ ``chunk * widest layer product * generators``).
+    max_entries : int
+        Samples are evaluated in chunks whose largest array (samples × widest layer product ×
+        symbols) has at most this many entries (at least one sample per chunk).
     """
 
     def __init__(
@@ -193,7 +194,7 @@ class AffineCarry:
         learning_rate: float,
         *,
         max_generators: int | None = None,
-        chunk: int = 64,
+        max_entries: int = 2_000_000,
     ) -> None:
         self.sizes = model.sizes
         self.m = model.n_params
@@ -208,7 +209,7 @@ class AffineCarry:
         self.mid = 0.5 * lo + 0.5 * hi
         self.rad = _up(np.maximum(hi - self.mid, self.mid - lo))
         self.max_generators = 4 * self.m if max_generators is None else int(max_generators)
-        self.chunk = chunk
+        self.max_entries = max_entries
         self.zonotope = Zonotope(model.to_vector(), np.zeros((self.m, 0)), np.zeros(0, dtype=np.int64))
         self._next_id = self.n * self.d
 
@@ -236,8 +237,10 @@ class AffineCarry:
         _, pre_box = interval_forward(lower, upper, self.XL, self.XU)
         sum_c, sum_G, sum_r, sum_mag = np.zeros(m), np.zeros((m, q)), np.zeros(m), np.zeros(m)
         sum_local = np.zeros((m, n * d))
-        for start in range(0, n, self.chunk):
-            rows = np.arange(start, min(n, start + self.chunk))
+        widest = max(a * b for a, b in zip(self.sizes[:-1], self.sizes[1:]))
+        chunk = max(1, self.max_entries // (widest * (q + d)))
+        for start in range(0, n, chunk):
+            rows = np.arange(start, min(n, start + chunk))
             g = self._gradients(W, b, rows, col[rows], [(lo[rows], hi[rows]) for lo, hi in pre_box], q + d)
             sum_c += g.c.sum(axis=0)
             sum_G += g.G[:, :, :q].sum(axis=0)
