@@ -30,11 +30,18 @@ from certkit.mibp._perturbation import (
     OrdinalShift,
     Perturbation,
 )
-from certkit.mibp._training import BACKENDS, FORMULATIONS, CertifiedTrainingResult, certified_training
+from certkit.mibp._training import (
+    BACKENDS,
+    CARRIES,
+    FORMULATIONS,
+    CertifiedTrainingResult,
+    certified_training,
+)
 from certkit.mibp.solvers import MAX_SCALE, GurobiLicenseError, SolveStats, UnsoundBoundError
 
 __all__ = [
     "BACKENDS",
+    "CARRIES",
     "FORMULATIONS",
     "MAX_SCALE",
     "MLP",
