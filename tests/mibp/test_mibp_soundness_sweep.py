@@ -19,6 +19,12 @@ COMBOS = [
     *list(itertools.product(["lp", "milp", "scip", "gurobi"], ["joint", "decomposed", "hybrid"])),
 ]
 CASES = [(kind, backend, formulation) for kind in PERTURBATION_KINDS for backend, formulation in COMBOS]
+# appended (not mixed into COMBOS) so that the earlier cases keep their seeds
+CASES += [
+    (kind, backend, "lagrangian")
+    for kind in PERTURBATION_KINDS
+    for backend in ["lp", "milp", "scip", "gurobi"]
+]
 
 
 @pytest.mark.parametrize(("index", "case"), list(enumerate(CASES)), ids=["-".join(c) for c in CASES])
