@@ -240,3 +240,28 @@ def test_lagrangian_with_budget_is_sound(backend, assert_sound):
         formulation="lagrangian",
     )
     assert_sound(res, X, y, pert, rng=2)
+
+
+def test_guard_raises_on_a_wrong_lagrangian_bound(monkeypatch):
+    """Epoch 2 (a box with width, nonzero multipliers): a bound 0.05 too tight is caught by the guard,
+    whose witness values include the multiplier terms (a correct run raises nothing)."""
+    from certkit.mibp import UnsoundBoundError
+    from certkit.mibp.solvers import _highs
+
+    X = np.array([[0.5, -0.2], [-0.3, 0.8], [0.1, 0.4]])
+    y = np.array([1, -1, 1])
+    kw = dict(perturbation=FeatureBox(0.1), epochs=2, backend="lp", formulation="lagrangian")
+    certified_training(MLP.random([2, 3, 1], rng=0), X, y, **kw)
+    real, calls = _highs.solve_linear, []
+
+    def wrong(program, tasks, options):
+        values, flags = real(program, tasks, options)
+        calls.append(1)
+        if len(calls) <= len(X):  # epoch 1 untouched
+            return values, flags
+        return [v + 0.05 * s for v, (_, s) in zip(values, tasks)], flags
+
+    monkeypatch.setattr(_highs, "solve_linear", wrong)
+    with pytest.raises(UnsoundBoundError) as info:
+        certified_training(MLP.random([2, 3, 1], rng=0), X, y, **kw)
+    assert info.value.program is not None and len(calls) > len(X)
