@@ -102,17 +102,17 @@ def zero_sum(mu: np.ndarray) -> np.ndarray:
 
 
 def centre_multipliers(
-    lower: np.ndarray, upper: np.ndarray, sizes, nominal: np.ndarray, y: np.ndarray, loss: str, lr: float
+    lower: np.ndarray, upper: np.ndarray, sizes, inputs: np.ndarray, y: np.ndarray, loss: str, lr: float
 ) -> np.ndarray:
     """Multipliers ``μ[k, p, :]`` of sample ``k``'s objective ``p`` from the Jacobians at the box centre.
 
-    ``μ_k = λ (H_k - mean_k H)`` with ``H_k = ∂g_k/∂θ`` at the centre of ``[lower, upper]`` and the
-    observed inputs (the negative deviation of ``J_k = I - λ H_k`` from its mean); zero on the
+    ``μ_k = λ (H_k - mean_k H)`` with ``H_k = ∂g_k/∂θ`` at the centre of ``[lower, upper]`` and
+    ``inputs`` (the negative deviation of ``J_k = I - λ H_k`` from its mean); zero on the
     parameters whose box is a point (they are constants in the programs) and exactly zero-sum over
     the samples (`zero_sum`).
     """
     centre = MLP.from_vector(0.5 * (lower + upper), sizes)
-    H = sample_jacobians(centre, nominal, y, loss)
+    H = sample_jacobians(centre, inputs, y, loss)
     mu = lr * (H - H.mean(axis=0))
     mu[:, :, lower == upper] = 0.0
     return zero_sum(mu)

@@ -323,9 +323,9 @@ def _step(
     else:
         mu = None
         if formulation == "lagrangian":
-            mu = centre_multipliers(
-                lower.to_vector(), upper.to_vector(), lower.sizes, sets.nominal, y, loss, lr
-            )
+            # inputs at the centres of their sets: the observed value of a missing entry is a placeholder
+            centre = 0.5 * sets.lower + 0.5 * sets.upper
+            mu = centre_multipliers(lower.to_vector(), upper.to_vector(), lower.sizes, centre, y, loss, lr)
         (sL, sU), st, per_sample = _solve_epoch_decomposed(
             lower, upper, sets, y, loss, lr, options, executor, desc, witness, mu
         )

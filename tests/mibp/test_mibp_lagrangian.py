@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from certkit.mibp import MLP, Budget, FeatureBox, certified_training
+from certkit.mibp import MLP, Budget, FeatureBox, MissingValues, certified_training
 from certkit.mibp._lagrangian import centre_multipliers, sample_jacobians, zero_sum
 from certkit.mibp._mlp import check_labels
 from certkit.mibp._training import _solve_epoch_decomposed, _step
@@ -265,3 +265,31 @@ def test_guard_raises_on_a_wrong_lagrangian_bound(monkeypatch):
     with pytest.raises(UnsoundBoundError) as info:
         certified_training(MLP.random([2, 3, 1], rng=0), X, y, **kw)
     assert info.value.program is not None and len(calls) > len(X)
+
+
+def test_multipliers_do_not_depend_on_the_placeholders_of_missing_entries():
+    """Review finding: the Jacobians were taken at the observed inputs, so the placeholder of a missing
+    entry (outside its range) changed the multipliers and made the box wider than `decomposed`."""
+    gen = np.random.default_rng(3)
+    X = gen.normal(size=(6, 2))
+    y = np.sign(gen.normal(size=6))
+    mask = np.zeros((6, 2), bool)
+    mask[:3, 0] = True
+    model = MLP.random([2, 3, 1], rng=1)
+    widths = []
+    for placeholder in (0.0, 5.0, 100.0):
+        Xp = X.copy()
+        Xp[mask] = placeholder
+        res = certified_training(
+            model,
+            Xp,
+            y,
+            perturbation=MissingValues(mask, -0.5, 0.5),
+            epochs=2,
+            learning_rate=0.5,
+            backend="lp",
+            formulation="lagrangian",
+        )
+        widths.append(res.upper[-1].to_vector() - res.lower[-1].to_vector())
+    np.testing.assert_array_equal(widths[0], widths[1])
+    np.testing.assert_array_equal(widths[0], widths[2])
