@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from certkit._typing import RNGLike
-from certkit._validation import check_array, check_integer, check_rng
+from certkit._validation import check_array, check_bool, check_integer, check_rng
 
 __all__ = [
     "Budget",
@@ -86,6 +86,7 @@ class InputSets:
         Under a budget, a random subset of points deviates (``budget`` of them half of the time, a uniform
         number in ``0..budget`` otherwise) and the rest keep ``nominal``.
         """
+        vertex = check_bool(vertex, "vertex")
         gen = check_rng(rng)
         n, d = self.nominal.shape
         pick = np.floor(gen.random((n, d)) * self.n_options).astype(np.int64)

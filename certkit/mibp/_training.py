@@ -79,6 +79,14 @@ class CertifiedTrainingResult(ResultMixin):
 
     def contains(self, model: MLP, epoch: int = -1) -> bool:
         """Whether ``model``'s parameters lie in the box of ``epoch``."""
+        epoch = check_epoch(epoch, self.epochs)
+        if not isinstance(model, MLP):
+            raise TypeError(f"model must be a certkit.mibp.MLP, got {type(model).__name__}")
+        if model.sizes != self.nominal.sizes:
+            raise ValueError(
+                f"model has layer sizes {list(model.sizes)} but the certified boxes are for "
+                f"{list(self.nominal.sizes)}"
+            )
         v = model.to_vector()
         return bool(np.all(self.lower[epoch].to_vector() <= v) and np.all(v <= self.upper[epoch].to_vector()))
 
@@ -107,6 +115,17 @@ class CertifiedTrainingResult(ResultMixin):
             rows,
             title=title,
         )
+
+
+def check_epoch(epoch: Any, epochs: int) -> int:
+    """An epoch index of a result with ``epochs`` certified epochs: ``0..epochs`` or negative from the end."""
+    epoch = check_integer(epoch, "epoch")
+    if not -(epochs + 1) <= epoch <= epochs:
+        raise ValueError(
+            f"epoch must be in 0..{epochs} (or -{epochs + 1}..-1 from the end) for a result of {epochs} "
+            f"certified epochs, got {epoch}"
+        )
+    return epoch
 
 
 def _solve_item(item: tuple) -> dict:
