@@ -11,7 +11,14 @@ import numpy as np
 
 from certkit._results import ResultMixin, format_table
 from certkit._typing import ExecutorArg, Progress
-from certkit._validation import check_array, check_in_options, check_integer, check_positive, check_progress
+from certkit._validation import (
+    check_allocation,
+    check_array,
+    check_in_options,
+    check_integer,
+    check_positive,
+    check_progress,
+)
 from certkit.mibp._builder import build_decomposed, build_joint
 from certkit.mibp._interval import interval_step, magnitude, pad, sum_with_budget
 from certkit.mibp._licence import check_gurobi_licence
@@ -115,6 +122,11 @@ class CertifiedTrainingResult(ResultMixin):
             rows,
             title=title,
         )
+
+
+class BoundsOverflowError(FloatingPointError, ValueError):
+    """The interval parameter bounds left the float64 range (a `FloatingPointError` and, as a consequence of
+    the arguments' sizes, a `ValueError`)."""
 
 
 def check_epoch(epoch: Any, epochs: int) -> int:
@@ -241,6 +253,9 @@ def certified_training(
     y = check_labels(y, loss, model.sizes[-1], len(X))
     y_fit = y[:, 0] if loss == "mse" and y.shape[1] == 1 else y
     epochs = check_integer(epochs, "epochs", minimum=1)
+    check_allocation(
+        24.0 * model.n_params * (epochs + 1.0), "epochs", epochs, what="the per-epoch parameter boxes"
+    )
     lr = check_positive(learning_rate, "learning_rate")
     backend = check_in_options(backend, "backend", BACKENDS)
     formulation = check_in_options(formulation, "formulation", FORMULATIONS)
@@ -307,7 +322,7 @@ def _step(
     with np.errstate(over="ignore", invalid="ignore"):
         iL, iU = interval_step(lower, upper, sets, y, loss, lr)
     if not (np.all(np.isfinite(iL)) and np.all(np.isfinite(iU))):
-        raise FloatingPointError(
+        raise BoundsOverflowError(
             "the parameter bounds overflowed (interval bounds are no longer finite); certify fewer epochs "
             "or use a smaller epsilon or learning_rate"
         )

@@ -223,3 +223,68 @@ def test_cli_rejects_bad_options_in_one_line(capsys):
         assert main(["mibp", "--dataset", "iris2", "--hidden", "2", "--epochs", "1", *argv]) == 2
         err = capsys.readouterr().err
         assert err.startswith("certkit mibp: error: ") and flag in err and err.count("\n") == 1, err
+
+
+def _badly_scaled_program() -> Program:
+    """A joint 1-3-3 hinge program whose largest coefficient is moderate (under `MAX_SCALE`) but whose
+    smallest are ~1e-14: SoPlex fails on it ("SCIP: error in LP solver!") with the pinned pyscipopt."""
+    from certkit.mibp._builder import build_joint
+
+    model = MLP.random([1, 3, 3], rng=16)
+    X = np.array([[-1.17], [0.64], [1.32]])
+    return build_joint(model, model, FeatureBox(3000.0).sets(X), np.array([1, 2, 1]), "hinge", 0.1)
+
+
+def test_scip_error_on_a_badly_scaled_program_keeps_the_interval_bound():
+    pytest.importorskip("pyscipopt")
+    from certkit.mibp import MAX_SCALE
+    from certkit.mibp.solvers import program_scale
+
+    program = _badly_scaled_program()
+    assert program_scale(program) < MAX_SCALE  # the scale guard lets it through
+    tasks = [(0, 1), (0, -1)]
+    out = solve_program(program, tasks, BackendOptions("scip"))
+    lo, hi = program.objective_bounds[0]
+    # sound whether SCIP fails (interval bound, not optimal) or solves it
+    assert lo <= out["bounds"][0] and out["bounds"][1] <= hi
+    failed = out["bounds"][0] == lo
+    assert out["not_optimal"] >= failed
+
+
+def test_scip_errors_give_no_solver_bound(monkeypatch):
+    pytest.importorskip("pyscipopt")
+    from certkit.mibp.solvers import _scip
+
+    program = _step_program()
+    tasks = [(j, s) for j in range(len(program.objectives)) for s in (1, -1)]
+    build = _scip.scip_model
+
+    class Failing:
+        """A SCIP model whose solve raises like PySCIPOpt on a SCIP error code."""
+
+        def __init__(self, model, message):
+            self.model, self.message = model, message
+
+        def __getattr__(self, name):
+            return getattr(self.model, name)
+
+        def optimize(self):
+            raise Exception(self.message)
+
+    def failing_model(message):
+        def make(p, o):
+            model, x = build(p, o)
+            return Failing(model, message), x
+
+        return make
+
+    for message in ("SCIP: error in LP solver!", "not a SCIP error code"):
+        monkeypatch.setattr(_scip, "scip_model", failing_model(message))
+        if message.startswith("SCIP"):
+            out = solve_program(program, tasks, BackendOptions("scip"))
+            interval = np.array([program.objective_bounds[j][0 if s > 0 else 1] for j, s in tasks])
+            assert np.array_equal(out["bounds"], interval)
+            assert out["not_optimal"] == out["solves"] > 0
+        else:
+            with pytest.raises(Exception, match="not a SCIP error code"):
+                solve_program(program, tasks, BackendOptions("scip"))
