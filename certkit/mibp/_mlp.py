@@ -42,8 +42,11 @@ class MLP:
     """
 
     def __init__(self, weights: Sequence[Any], biases: Sequence[Any]) -> None:
-        if isinstance(weights, np.ndarray) or isinstance(biases, np.ndarray):
-            raise TypeError("weights and biases must be sequences (one array per layer), not single arrays")
+        for name, value in (("weights", weights), ("biases", biases)):
+            if isinstance(value, (np.ndarray, str, bytes)) or not isinstance(value, Sequence):
+                raise TypeError(
+                    f"{name} must be a sequence (one array per layer), got {type(value).__name__}"
+                )
         weights = list(weights)
         biases = list(biases)
         if not weights:
@@ -53,7 +56,12 @@ class MLP:
         ws, bs = [], []
         for i, (w, b) in enumerate(zip(weights, biases)):
             w = check_array(w, f"weights[{i}]", ndim=2).copy()
-            b = check_array(b, f"biases[{i}]", ndim=1, shape=(w.shape[0],)).copy()
+            b = check_array(b, f"biases[{i}]", ndim=1).copy()
+            if b.shape != (w.shape[0],):
+                raise ValueError(
+                    f"biases[{i}] has {b.size} entries but weights[{i}] has {w.shape[0]} rows (outputs); "
+                    "weights[l] must have shape (sizes[l + 1], sizes[l]) and biases[l] (sizes[l + 1],)"
+                )
             if ws and w.shape[1] != ws[-1].shape[0]:
                 raise ValueError(
                     f"weights[{i}] has {w.shape[1]} inputs but layer {i - 1} has {ws[-1].shape[0]} outputs"
