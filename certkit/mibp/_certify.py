@@ -16,7 +16,7 @@ from certkit.mibp._licence import check_gurobi_licence
 from certkit.mibp._mlp import MLP, check_labels
 from certkit.mibp._training import CertifiedTrainingResult, check_epoch
 from certkit.mibp.solvers import BACKENDS, BackendOptions, check_backend, solve_program
-from certkit.parallel import parallel_map
+from certkit.parallel import parallel_map, resolve_executor
 
 __all__ = ["PredictionCertificate", "certify_predictions"]
 
@@ -128,6 +128,8 @@ def certify_predictions(
     if not isinstance(verbose, bool):
         raise TypeError(f"verbose must be True or False, got {type(verbose).__name__}")
     progress = check_progress(progress)
+    with resolve_executor(executor, n_items=0):  # checks executor now (starts nothing), even if unused
+        pass
     pred = nominal.predict(X_test)
     _, pre = interval_forward(lower, upper, X_test, X_test)
     fL, fU = pre[-1]

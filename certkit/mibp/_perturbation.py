@@ -216,6 +216,11 @@ class MissingValues(Perturbation):
         if np.any(np.broadcast_to(lo, np.broadcast_shapes(lo.shape, hi.shape)) > hi):
             raise ValueError("lower must be <= upper")
         self.lower, self.upper = lo, hi
+        if levels is not None and not isinstance(levels, Mapping):
+            raise TypeError(
+                "levels must be a mapping feature -> sequence of values (or None), "
+                f"got {type(levels).__name__}"
+            )
         self.levels = {}
         for f, vals in (levels or {}).items():
             f = check_integer(f, "levels key", minimum=0)

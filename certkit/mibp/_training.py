@@ -26,7 +26,7 @@ from certkit.mibp._mlp import LOSSES, MLP, check_labels
 from certkit.mibp._perturbation import InputSets, Perturbation
 from certkit.mibp._witnesses import Witnesses
 from certkit.mibp.solvers import BACKENDS, BackendOptions, SolveStats, check_backend, lp_bounds, solve_program
-from certkit.parallel import parallel_map
+from certkit.parallel import parallel_map, resolve_executor
 
 __all__ = ["BACKENDS", "FORMULATIONS", "CertifiedTrainingResult", "certified_training"]
 
@@ -267,6 +267,8 @@ def certified_training(
     if not isinstance(verbose, bool):
         raise TypeError(f"verbose must be True or False, got {type(verbose).__name__}")
     progress = check_progress(progress)
+    with resolve_executor(executor, n_items=0):  # checks executor now (starts nothing), even if unused
+        pass
     if (tighten_bounds or formulation == "hybrid") and backend != "interval":
         check_backend("lp", None)
     sets = perturbation.sets(X)

@@ -8,6 +8,7 @@ from certkit.mibp import (
     MLP,
     FeatureBox,
     InputSets,
+    MissingValues,
     certified_training,
     certify_predictions,
 )
@@ -210,12 +211,34 @@ def test_gurobi_tiny_time_limit_in_training(formulation):
     assert np.all(res.upper[-1].to_vector() <= ref.upper[-1].to_vector())
 
 
+def test_executor_is_checked_even_when_unused():
+    X, y, res = _binary_case()
+    model = MLP.random([2, 3, 1], rng=0)
+    with pytest.raises(ValueError, match=r"executor=100000000 local worker processes is more than"):
+        certified_training(model, X, y, perturbation=FeatureBox(0.1), executor=10**8)
+    with pytest.raises(TypeError, match="executor must be None, an int number of workers"):
+        certify_predictions(res, X, executor="2")
+
+
+def test_perturbation_and_network_containers_are_checked():
+    with pytest.raises(TypeError, match="levels must be a mapping feature -> sequence of values"):
+        MissingValues(np.zeros((2, 2), dtype=bool), 0.0, 1.0, levels=5)
+    w, b = MLP.random([2, 3, 1], rng=0).weights, MLP.random([2, 3, 1], rng=0).biases
+    with pytest.raises(TypeError, match=r"weights must be a sequence \(one array per layer\), got NoneType"):
+        MLP(None, b)
+    with pytest.raises(TypeError, match=r"biases must be a sequence \(one array per layer\), got ndarray"):
+        MLP(w, b[0])
+    with pytest.raises(ValueError, match=r"biases\[0\] has 1 entries but weights\[0\] has 3 rows"):
+        MLP(w, b[::-1])
+
+
 def test_cli_rejects_bad_options_in_one_line(capsys):
     from certkit.cli import main
 
     for argv, flag in (
         (["--seed", "-1"], "--seed must be >= 0"),
         (["--workers", "0"], "--workers must be >= 1"),
+        (["--workers", "100000000"], "--workers must be <= 1024"),
         (["--epsilon", "nan"], "epsilon must be finite"),
         (["--learning-rate", "1e300"], "training overflowed"),
         (["--epochs", "0"], "--epochs must be >= 1"),
