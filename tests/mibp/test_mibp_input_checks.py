@@ -180,14 +180,18 @@ def _step_program() -> Program:
     return build_decomposed(first.lower[1], first.upper[1], box.sets(X), 0, float(y[0]), "hinge", 0.1)
 
 
-@pytest.mark.parametrize("backend", ["gurobi", "scip", "milp", "lp"])
-def test_tiny_time_limit_gives_no_solver_bound_and_no_attribute_error(backend):
-    module = {"gurobi": "gurobipy", "scip": "pyscipopt"}.get(backend, "highspy")
-    pytest.importorskip(module)
+@pytest.mark.parametrize(
+    ("backend", "solver"),
+    [("gurobi", None), ("scip", None), ("milp", None), ("lp", None), ("milp", "SCIP"), ("lp", "SCIP"),
+     ("milp", "GUROBI"), ("lp", "GUROBI")],
+)
+def test_tiny_time_limit_gives_no_solver_bound_and_no_attribute_error(backend, solver):
+    module = {"gurobi": "gurobipy", "scip": "pyscipopt", "SCIP": "pyscipopt", "GUROBI": "gurobipy"}
+    pytest.importorskip(module.get(solver or backend, "highspy"))
     program = _step_program()
     tasks = [(j, s) for j in range(len(program.objectives)) for s in (1, -1)]
-    full = solve_program(program, tasks, BackendOptions(backend))
-    early = solve_program(program, tasks, BackendOptions(backend, time_limit=1e-9))
+    full = solve_program(program, tasks, BackendOptions(backend, solver=solver))
+    early = solve_program(program, tasks, BackendOptions(backend, time_limit=1e-9, solver=solver))
     interval = np.array([program.objective_bounds[j][0 if s > 0 else 1] for j, s in tasks])
     sense = np.array([s for _, s in tasks])
     # sound: never tighter than the full solve, never looser than the interval bound
