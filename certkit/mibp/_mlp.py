@@ -250,6 +250,7 @@ class MLP:
     ) -> list[MLP]:
         """Full-batch gradient descent; returns the models after epochs ``0, 1, ..., epochs``."""
         epochs = check_integer(epochs, "epochs", minimum=0)
+        check_allocation(8.0 * self.n_params * (epochs + 1.0), "epochs", epochs, what="the trained models")
         path = [self]
         for t in range(epochs + 1):
             try:
