@@ -106,7 +106,9 @@ class InputSets:
 
     def sample_labels(self, y: np.ndarray, rng: RNGLike = None) -> np.ndarray:
         """Labels with up to ``label_flips`` random binary labels flipped (a copy of ``y`` otherwise)."""
-        y = np.array(y, copy=True)
+        y = np.array(check_array(y, "y", ndim=(1, 2), dtype=None), copy=True)
+        if self.label_flips and not np.all(np.isin(y, (-1, 1))):
+            raise ValueError("labels y must be -1 or +1 to be flipped (LabelFlips: binary hinge loss)")
         if self.label_flips:
             gen = check_rng(rng)
             b = min(self.label_flips, len(y))

@@ -8,6 +8,7 @@ from certkit.mibp import (
     MLP,
     FeatureBox,
     InputSets,
+    LabelFlips,
     MissingValues,
     certified_training,
     certify_predictions,
@@ -92,6 +93,17 @@ def test_attack_checks_its_labels_and_options():
 
 
 # ------------------------------------------------------------------ item 7: booleans and epochs
+def test_sample_labels_flips_only_binary_labels():
+    sets = (FeatureBox(0.1) & LabelFlips(2)).sets(np.zeros((4, 2)))
+    y = np.array([1.0, -1.0, 1.0, -1.0])
+    flipped = sets.sample_labels(y, 0)
+    assert np.all(np.isin(flipped, (-1, 1))) and np.sum(flipped != y) <= 2
+    with pytest.raises(ValueError, match=r"labels y must be -1 or \+1 to be flipped"):
+        sets.sample_labels(np.array([0, 1, 0, 1]), 0)
+    with pytest.raises(TypeError, match="y must be a numeric array"):
+        sets.sample_labels(np.array([None] * 4), 0)
+
+
 def test_sample_vertex_must_be_a_bool():
     sets = FeatureBox(0.1).sets(np.zeros((4, 2)))
     for bad in ("yes", 1, None):
