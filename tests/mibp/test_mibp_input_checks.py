@@ -192,6 +192,7 @@ def _step_program() -> Program:
     return build_decomposed(first.lower[1], first.upper[1], box.sets(X), 0, float(y[0]), "hinge", 0.1)
 
 
+@pytest.mark.filterwarnings("ignore:Solution may be inaccurate:UserWarning")  # cvxpy's, at GUROBI's limit
 @pytest.mark.parametrize(
     ("backend", "solver"),
     [("gurobi", None), ("scip", None), ("milp", None), ("lp", None), ("milp", "SCIP"), ("lp", "SCIP"),
