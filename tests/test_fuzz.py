@@ -25,7 +25,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from scipy import special
 
-from certkit import conformal, stats
+from certkit import conformal, mibp, stats
 from certkit.parallel import parallel_map
 
 FUZZ = settings(
@@ -255,6 +255,88 @@ TARGETS = [
             "progress": False},
            lambda out: None),
 ]
+
+
+# ------------------------------------------------------------------------------------------ mibp
+XM = RNG.normal(size=(12, 2))
+YM = np.where(XM[:, 0] > 0, 1, -1)
+MIBP_MODEL = mibp.MLP.random([2, 3, 1], rng=0)
+MIBP_RESULT = mibp.certified_training(MIBP_MODEL, XM, YM, perturbation=mibp.FeatureBox(0.01), epochs=2)
+MIBP_CERT = mibp.certify_predictions(MIBP_RESULT, XM)
+MIBP_SETS = mibp.FeatureBox(0.1).sets(XM)
+
+
+def _boxes(result: Any) -> None:
+    assert isinstance(result, mibp.CertifiedTrainingResult)
+    for lo, hi in result.bounds:
+        lo, hi = lo.to_vector(), hi.to_vector()
+        assert np.all(np.isfinite(lo)) and np.all(lo <= hi) and np.all(np.isfinite(hi))
+
+
+def _certificate(result: Any) -> None:
+    assert result.certified.dtype == bool and result.certified.shape == result.prediction.shape
+    assert np.all(result.certified == (result.margin_lower > 0))
+
+
+def _mlp(result: Any) -> None:
+    assert isinstance(result, mibp.MLP) and np.all(np.isfinite(result.to_vector()))
+
+
+def _input_sets(result: Any) -> None:
+    assert isinstance(result, mibp.InputSets) and np.all(result.lower <= result.upper)
+
+
+def _dataset(result: Any) -> None:
+    assert result.shape == XM.shape
+    assert np.all(MIBP_SETS.lower <= result) and np.all(result <= MIBP_SETS.upper)
+
+
+def _is_bool(result: Any) -> None:
+    assert isinstance(result, bool)
+
+
+def _train(X: Any, y: Any, *, epsilon: Any, **kw: Any) -> Any:
+    return mibp.certified_training(MIBP_MODEL, X, y, perturbation=mibp.FeatureBox(epsilon), **kw)
+
+
+MIBP_TARGETS = [
+    Target("mibp.certified_training", _train,
+           {"X": XM, "y": YM, "epsilon": 0.01, "loss": "hinge", "epochs": 2, "learning_rate": 0.1,
+            "backend": "interval", "formulation": "decomposed", "tighten_bounds": False, "progress": False,
+            "verbose": False, "executor": 1}, _boxes),
+    Target("mibp.certify_predictions",
+           lambda X_test, **kw: mibp.certify_predictions(MIBP_RESULT, X_test, **kw),
+           {"X_test": XM, "backend": "interval", "epoch": -1, "progress": False, "verbose": False,
+            "executor": 1},
+           _certificate),
+    Target("mibp.certified_accuracy", lambda y: MIBP_CERT.certified_accuracy(y), {"y": YM}, _fraction),
+    Target("mibp.contains", lambda model, epoch: MIBP_RESULT.contains(model, epoch),
+           {"model": MIBP_MODEL, "epoch": 0}, _is_bool, fuzzed=("epoch",)),
+    Target("mibp.MLP.random", lambda sizes, rng: mibp.MLP.random(sizes, rng=rng),
+           {"sizes": (2, 3, 1), "rng": 0}, _mlp, aliases={"sizes": ("sizes", "sizes[i]")}),
+    Target("mibp.MLP.from_vector", mibp.MLP.from_vector,
+           {"vector": MIBP_MODEL.to_vector(), "sizes": (2, 3, 1)}, _mlp,
+           aliases={"sizes": ("sizes", "sizes[i]")}),
+    Target("mibp.MLP.train", lambda X, y, **kw: MIBP_MODEL.train(X, y, **kw)[-1],
+           {"X": XM, "y": YM, "loss": "hinge", "epochs": 2, "learning_rate": 0.1}, _mlp),
+    Target("mibp.MLP.predict", lambda X: MIBP_MODEL.predict(X), {"X": XM},
+           lambda out: np.testing.assert_array_equal(np.abs(out), 1)),
+    Target("mibp.MLP", lambda weights, biases: mibp.MLP(weights, biases),
+           {"weights": MIBP_MODEL.weights, "biases": MIBP_MODEL.biases}, _mlp,
+           aliases={"weights": ("weights", "weights[0]"), "biases": ("biases", "biases[0]", "biases[1]")}),
+    Target("mibp.FeatureBox", lambda epsilon, X: mibp.FeatureBox(epsilon).sets(X), {"epsilon": 0.1, "X": XM},
+           _input_sets),
+    Target("mibp.MissingValues", lambda mask, lower, upper: mibp.MissingValues(mask, lower, upper).sets(XM),
+           {"mask": XM > 1.0, "lower": -2.0, "upper": 2.0}, _input_sets),
+    Target("mibp.OrdinalShift", lambda features, shifts: mibp.OrdinalShift(features, shifts).sets(XM),
+           {"features": np.array([1]), "shifts": np.array([-1, 0, 1])}, _input_sets),
+    Target("mibp.Budget", lambda k: mibp.Budget(mibp.FeatureBox(0.1), k).sets(XM), {"k": 2}, _input_sets),
+    Target("mibp.LabelFlips", lambda k: (mibp.FeatureBox(0.1) & mibp.LabelFlips(k)).sets(XM), {"k": 2},
+           _input_sets),
+    Target("mibp.InputSets.sample", lambda rng, vertex: MIBP_SETS.sample(rng, vertex=vertex),
+           {"rng": 0, "vertex": False}, _dataset),
+]
+TARGETS += MIBP_TARGETS
 
 
 def _names_argument(message: str, names: tuple[str, ...]) -> bool:

@@ -17,8 +17,10 @@ import numpy as np
 
 from certkit._optional import require
 from certkit._typing import RNGLike
-from certkit._validation import check_rng
+from certkit._validation import check_array, check_integer, check_rng
+from certkit.mibp._mlp import check_labels
 from certkit.mibp._perturbation import InputSets, Perturbation
+from certkit.mibp._training import CertifiedTrainingResult
 
 __all__ = ["attack_violation"]
 
@@ -73,11 +75,20 @@ def attack_violation(
     least ``-violation``); ``trajectories`` is the number of datasets trained.
     """
     torch = require("torch", extra="torch", purpose="the soundness attack")
+    if not isinstance(result, CertifiedTrainingResult):
+        raise TypeError(f"result must be a CertifiedTrainingResult, got {type(result).__name__}")
+    if not isinstance(perturbation, Perturbation):
+        raise TypeError(f"perturbation must be a Perturbation, got {type(perturbation).__name__}")
+    restarts = check_integer(restarts, "restarts", minimum=1)
+    steps = check_integer(steps, "steps", minimum=0)
     gen = check_rng(rng)
-    sets: InputSets = perturbation.sets(X)
     model = result.nominal_path[0]
+    X = check_array(X, "X", ndim=2, shape=(None, model.sizes[0]))
+    sets: InputSets = perturbation.sets(X)
     sizes, loss, lr, epochs = model.sizes, result.loss, result.learning_rate, result.epochs
-    y_fit = np.asarray(y)
+    y_fit = check_labels(y, loss, sizes[-1], len(X))
+    if loss == "mse" and sizes[-1] == 1:
+        y_fit = y_fit[:, 0]
     worst, count = -np.inf, 0
     for r in range(restarts):
         # discrete choices of this restart

@@ -13,10 +13,10 @@ from certkit._validation import check_array, check_in_options, check_positive, c
 from certkit.mibp._builder import build_output
 from certkit.mibp._interval import interval_forward, pad
 from certkit.mibp._licence import check_gurobi_licence
-from certkit.mibp._mlp import MLP
-from certkit.mibp._training import CertifiedTrainingResult
+from certkit.mibp._mlp import MLP, check_labels
+from certkit.mibp._training import CertifiedTrainingResult, check_epoch
 from certkit.mibp.solvers import BACKENDS, BackendOptions, check_backend, solve_program
-from certkit.parallel import parallel_map
+from certkit.parallel import parallel_map, resolve_executor
 
 __all__ = ["PredictionCertificate", "certify_predictions"]
 
@@ -35,18 +35,26 @@ class PredictionCertificate(ResultMixin):
         A lower bound, over the box, of the prediction margin (``pred * f`` for one output,
         ``min_{c'} f_pred - f_c'`` otherwise); certified iff > 0.
     backend : str
+    n_outputs : int
+        Outputs of the network: labels are in {-1, +1} for one output, ``0 .. n_outputs - 1`` otherwise.
     """
 
     prediction: np.ndarray
     certified: np.ndarray
     margin_lower: np.ndarray
     backend: str
+    n_outputs: int
 
     def certified_accuracy(self, y: Any) -> float:
-        """Fraction of points that are certified *and* correctly predicted."""
+        """Fraction of points that are certified *and* correctly predicted.
+
+        ``y`` holds labels in the form the model predicts: {-1, +1} for one output, integers
+        ``0 .. n_outputs - 1`` otherwise (other labels raise, as in `certified_training`).
+        """
         y = check_array(y, "y", ndim=1, dtype=None)
         if len(y) != len(self.prediction):
             raise ValueError(f"y has {len(y)} labels but {len(self.prediction)} points were certified")
+        y = check_labels(y, "hinge", self.n_outputs, len(self.prediction))
         return float(np.mean(self.certified & (self.prediction == y)))
 
     def summary(self) -> str:
@@ -109,6 +117,7 @@ def certify_predictions(
     """
     if not isinstance(result, CertifiedTrainingResult):
         raise TypeError(f"result must be a CertifiedTrainingResult, got {type(result).__name__}")
+    epoch = check_epoch(epoch, result.epochs)
     lower, upper = result.lower[epoch], result.upper[epoch]
     nominal = result.nominal_path[epoch]
     X_test = check_array(X_test, "X_test", ndim=2, shape=(None, lower.sizes[0]))
@@ -119,6 +128,8 @@ def certify_predictions(
     if not isinstance(verbose, bool):
         raise TypeError(f"verbose must be True or False, got {type(verbose).__name__}")
     progress = check_progress(progress)
+    with resolve_executor(executor, n_items=0):  # checks executor now (starts nothing), even if unused
+        pass
     pred = nominal.predict(X_test)
     _, pre = interval_forward(lower, upper, X_test, X_test)
     fL, fU = pre[-1]
@@ -154,4 +165,6 @@ def certify_predictions(
         solved = parallel_map(_solve_item, items, executor=executor, progress=progress)
         margin = margin.copy()
         margin[undecided] = np.maximum(margin[undecided], solved)
-    return PredictionCertificate(prediction=pred, certified=margin > 0, margin_lower=margin, backend=backend)
+    return PredictionCertificate(
+        prediction=pred, certified=margin > 0, margin_lower=margin, backend=backend, n_outputs=n_out
+    )

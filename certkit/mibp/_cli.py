@@ -100,8 +100,12 @@ def run(args: argparse.Namespace) -> int:
 
     from certkit._validation import check_integer
     from certkit.mibp import MLP, GurobiLicenseError
+    from certkit.parallel import MAX_LOCAL_WORKERS
 
     check_integer(args.hidden, "hidden", minimum=1)
+    check_integer(args.seed, "seed", minimum=0)
+    if args.workers is not None:
+        check_integer(args.workers, "workers", minimum=1, maximum=MAX_LOCAL_WORKERS)
     data = load_data(args.dataset, rng=args.seed)
     model = MLP.random([data.X.shape[1], args.hidden, data.n_outputs], rng=args.seed)
     start = time.perf_counter()

@@ -10,6 +10,7 @@ import numpy as np
 
 from certkit._typing import RNGLike
 from certkit._validation import (
+    check_allocation,
     check_array,
     check_in_options,
     check_integer,
@@ -18,7 +19,7 @@ from certkit._validation import (
     check_same_length,
 )
 
-__all__ = ["LOSSES", "MLP", "check_labels", "loss_gradient_output"]
+__all__ = ["LOSSES", "MLP", "check_labels", "check_sizes", "loss_gradient_output"]
 
 LOSSES = ("hinge", "mse")
 
@@ -41,8 +42,11 @@ class MLP:
     """
 
     def __init__(self, weights: Sequence[Any], biases: Sequence[Any]) -> None:
-        if isinstance(weights, np.ndarray) or isinstance(biases, np.ndarray):
-            raise TypeError("weights and biases must be sequences (one array per layer), not single arrays")
+        for name, value in (("weights", weights), ("biases", biases)):
+            if isinstance(value, (np.ndarray, str, bytes)) or not isinstance(value, Sequence):
+                raise TypeError(
+                    f"{name} must be a sequence (one array per layer), got {type(value).__name__}"
+                )
         weights = list(weights)
         biases = list(biases)
         if not weights:
@@ -52,7 +56,12 @@ class MLP:
         ws, bs = [], []
         for i, (w, b) in enumerate(zip(weights, biases)):
             w = check_array(w, f"weights[{i}]", ndim=2).copy()
-            b = check_array(b, f"biases[{i}]", ndim=1, shape=(w.shape[0],)).copy()
+            b = check_array(b, f"biases[{i}]", ndim=1).copy()
+            if b.shape != (w.shape[0],):
+                raise ValueError(
+                    f"biases[{i}] has {b.size} entries but weights[{i}] has {w.shape[0]} rows (outputs); "
+                    "weights[l] must have shape (sizes[l + 1], sizes[l]) and biases[l] (sizes[l + 1],)"
+                )
             if ws and w.shape[1] != ws[-1].shape[0]:
                 raise ValueError(
                     f"weights[{i}] has {w.shape[1]} inputs but layer {i - 1} has {ws[-1].shape[0]} outputs"
@@ -71,9 +80,7 @@ class MLP:
 
         Weights are uniform in ``±sqrt(6 / fan_in)``, biases uniform in ``±1/sqrt(fan_in)``.
         """
-        sizes = [check_integer(s, "sizes[i]", minimum=1) for s in sizes]
-        if len(sizes) < 2:
-            raise ValueError(f"sizes must list at least an input and an output width, got {sizes}")
+        sizes = check_sizes(sizes)
         gen = check_rng(rng)
         ws, bs = [], []
         for fan_in, fan_out in itertools.pairwise(sizes):
@@ -150,14 +157,16 @@ class MLP:
     def from_vector(cls, vector: Any, sizes: Sequence[int]) -> MLP:
         """Inverse of `to_vector` for the layer widths ``sizes``."""
         vector = check_array(vector, "vector", ndim=1)
+        sizes = check_sizes(sizes)
+        need = sum((fan_in + 1) * fan_out for fan_in, fan_out in itertools.pairwise(sizes))
+        if vector.size != need:
+            raise ValueError(f"vector has {vector.size} entries but sizes {sizes} need {need}")
         ws, bs, pos = [], [], 0
         for fan_in, fan_out in itertools.pairwise(sizes):
             ws.append(vector[pos : pos + fan_in * fan_out].reshape(fan_out, fan_in))
             pos += fan_in * fan_out
             bs.append(vector[pos : pos + fan_out])
             pos += fan_out
-        if pos != vector.size:
-            raise ValueError(f"vector has {vector.size} entries, sizes {list(sizes)} need {pos}")
         return cls(ws, bs)
 
     def __repr__(self) -> str:
@@ -196,12 +205,23 @@ class MLP:
             acts.append(h)
         return acts, pre
 
+    def _finite_forward(self, X: np.ndarray) -> tuple[list[np.ndarray], list[np.ndarray]]:
+        """`_forward`, raising `_OutputOverflow` when the outputs are not finite."""
+        with np.errstate(over="ignore", invalid="ignore"):
+            acts, pre = self._forward(X)
+        if not np.all(np.isfinite(acts[-1])):
+            raise _OutputOverflow(
+                "the network's outputs on X are not finite: its parameters (largest |θ| = "
+                f"{np.max(np.abs(self.to_vector())):.3g}) or X overflow the float64 range"
+            )
+        return acts, pre
+
     def gradients(self, X: Any, y: Any, *, loss: str = "hinge") -> MLP:
         """Gradient of the mean loss ``J = (1/n) Σ_k ℓ(f(x_k), y_k)``, as an MLP-shaped container."""
         X = check_array(X, "X", ndim=2, shape=(None, self.sizes[0]))
         loss = check_in_options(loss, "loss", LOSSES)
         y = check_labels(y, loss, self.sizes[-1], len(X))
-        acts, pre = self._forward(X)
+        acts, pre = self._finite_forward(X)
         g = loss_gradient_output(acts[-1], y, loss) / len(X)
         gw, gb = [None] * self.n_layers, [None] * self.n_layers
         for layer in range(self.n_layers - 1, -1, -1):
@@ -214,21 +234,56 @@ class MLP:
     def gd_step(self, X: Any, y: Any, *, loss: str = "hinge", learning_rate: float = 0.1) -> MLP:
         """One full-batch gradient-descent step ``θ - λ ∇J(θ)``; returns a new MLP."""
         lr = check_positive(learning_rate, "learning_rate")
-        grad = self.gradients(X, y, loss=loss)
-        return MLP(
-            [w - lr * g for w, g in zip(self.weights, grad.weights)],
-            [b - lr * g for b, g in zip(self.biases, grad.biases)],
-        )
+        with np.errstate(over="ignore", invalid="ignore"):
+            grad = self.gradients(X, y, loss=loss)
+            ws = [w - lr * g for w, g in zip(self.weights, grad.weights)]
+            bs = [b - lr * g for b, g in zip(self.biases, grad.biases)]
+        if not all(np.all(np.isfinite(a)) for a in (*ws, *bs)):
+            raise ValueError(
+                f"training overflowed: a gradient-descent step with learning_rate={lr:g} made the parameters "
+                "non-finite; use a smaller learning_rate (or fewer epochs, or scaled inputs)"
+            )
+        return MLP(ws, bs)
 
     def train(
         self, X: Any, y: Any, *, loss: str = "hinge", epochs: int = 1, learning_rate: float = 0.1
     ) -> list[MLP]:
         """Full-batch gradient descent; returns the models after epochs ``0, 1, ..., epochs``."""
         epochs = check_integer(epochs, "epochs", minimum=0)
+        check_allocation(8.0 * self.n_params * (epochs + 1.0), "epochs", epochs, what="the trained models")
         path = [self]
-        for _ in range(epochs):
-            path.append(path[-1].gd_step(X, y, loss=loss, learning_rate=learning_rate))
+        for t in range(epochs + 1):
+            try:
+                if t < epochs:
+                    path.append(path[-1].gd_step(X, y, loss=loss, learning_rate=learning_rate))
+                elif epochs:  # the trained model's outputs must be finite too
+                    path[-1]._finite_forward(check_array(X, "X", ndim=2))
+            except _OutputOverflow as exc:
+                if t == 0:
+                    raise
+                raise ValueError(
+                    f"training overflowed: after {t} gradient-descent step(s) with learning_rate="
+                    f"{learning_rate:g} {exc}; use a smaller learning_rate (or fewer epochs)"
+                ) from exc
         return path
+
+
+class _OutputOverflow(ValueError):
+    """The network's outputs are not finite (raised by `MLP.gradients`)."""
+
+
+def check_sizes(sizes: Any) -> list[int]:
+    """Layer widths: a sequence of at least two positive integers whose parameters fit in memory."""
+    if isinstance(sizes, (str, bytes)) or not isinstance(sizes, (Sequence, np.ndarray)):
+        raise TypeError(
+            f"sizes must be a sequence of layer widths (e.g. [2, 8, 1]), got {type(sizes).__name__}"
+        )
+    sizes = [check_integer(s, "sizes[i]", minimum=1) for s in sizes]
+    if len(sizes) < 2:
+        raise ValueError(f"sizes must list at least an input and an output width, got {sizes}")
+    n_params = sum((float(a) + 1.0) * float(b) for a, b in itertools.pairwise(sizes))
+    check_allocation(8.0 * n_params, "sizes", sizes, what="the network's parameters")
+    return sizes
 
 
 def check_labels(y: Any, loss: str, n_outputs: int, n: int) -> np.ndarray:
@@ -249,6 +304,9 @@ def check_labels(y: Any, loss: str, n_outputs: int, n: int) -> np.ndarray:
         return y
     y = check_array(y, "y", ndim=1, dtype=None)
     check_same_length(("X", range(n)), ("y", y))
+    if y.dtype == np.bool_ or not (np.issubdtype(y.dtype, np.integer) or np.issubdtype(y.dtype, np.floating)):
+        want = "-1 or +1" if n_outputs == 1 else f"integers in 0..{n_outputs - 1}"
+        raise TypeError(f"labels y must be real numbers ({want}), got dtype {y.dtype}")
     if n_outputs == 1:
         if not np.all(np.isin(y, (-1, 1))):
             raise ValueError(
@@ -257,8 +315,7 @@ def check_labels(y: Any, loss: str, n_outputs: int, n: int) -> np.ndarray:
             )
         return y.astype(np.float64)
     if (
-        not np.issubdtype(y.dtype, np.number)
-        or not np.all(y == np.round(y))
+        not np.all(y == np.round(y))
         or y.min() < 0
         or y.max() >= n_outputs
     ):

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from certkit._typing import RNGLike
-from certkit._validation import check_array, check_integer, check_rng
+from certkit._validation import check_array, check_bool, check_integer, check_rng
 
 __all__ = [
     "Budget",
@@ -86,6 +86,7 @@ class InputSets:
         Under a budget, a random subset of points deviates (``budget`` of them half of the time, a uniform
         number in ``0..budget`` otherwise) and the rest keep ``nominal``.
         """
+        vertex = check_bool(vertex, "vertex")
         gen = check_rng(rng)
         n, d = self.nominal.shape
         pick = np.floor(gen.random((n, d)) * self.n_options).astype(np.int64)
@@ -105,7 +106,9 @@ class InputSets:
 
     def sample_labels(self, y: np.ndarray, rng: RNGLike = None) -> np.ndarray:
         """Labels with up to ``label_flips`` random binary labels flipped (a copy of ``y`` otherwise)."""
-        y = np.array(y, copy=True)
+        y = np.array(check_array(y, "y", ndim=(1, 2), dtype=None), copy=True)
+        if self.label_flips and not np.all(np.isin(y, (-1, 1))):
+            raise ValueError("labels y must be -1 or +1 to be flipped (LabelFlips: binary hinge loss)")
         if self.label_flips:
             gen = check_rng(rng)
             b = min(self.label_flips, len(y))
@@ -215,6 +218,11 @@ class MissingValues(Perturbation):
         if np.any(np.broadcast_to(lo, np.broadcast_shapes(lo.shape, hi.shape)) > hi):
             raise ValueError("lower must be <= upper")
         self.lower, self.upper = lo, hi
+        if levels is not None and not isinstance(levels, Mapping):
+            raise TypeError(
+                "levels must be a mapping feature -> sequence of values (or None), "
+                f"got {type(levels).__name__}"
+            )
         self.levels = {}
         for f, vals in (levels or {}).items():
             f = check_integer(f, "levels key", minimum=0)

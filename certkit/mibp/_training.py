@@ -11,7 +11,14 @@ import numpy as np
 
 from certkit._results import ResultMixin, format_table
 from certkit._typing import ExecutorArg, Progress
-from certkit._validation import check_array, check_in_options, check_integer, check_positive, check_progress
+from certkit._validation import (
+    check_allocation,
+    check_array,
+    check_in_options,
+    check_integer,
+    check_positive,
+    check_progress,
+)
 from certkit.mibp._affine import CARRIES, AffineCarry
 from certkit.mibp._builder import build_decomposed, build_joint
 from certkit.mibp._interval import interval_step, magnitude, pad, sum_with_budget
@@ -21,7 +28,7 @@ from certkit.mibp._mlp import LOSSES, MLP, check_labels
 from certkit.mibp._perturbation import InputSets, Perturbation
 from certkit.mibp._witnesses import Witnesses
 from certkit.mibp.solvers import BACKENDS, BackendOptions, SolveStats, check_backend, lp_bounds, solve_program
-from certkit.parallel import parallel_map
+from certkit.parallel import parallel_map, resolve_executor
 
 __all__ = ["BACKENDS", "CARRIES", "FORMULATIONS", "CertifiedTrainingResult", "certified_training"]
 
@@ -84,6 +91,14 @@ class CertifiedTrainingResult(ResultMixin):
 
     def contains(self, model: MLP, epoch: int = -1) -> bool:
         """Whether ``model``'s parameters lie in the box of ``epoch``."""
+        epoch = check_epoch(epoch, self.epochs)
+        if not isinstance(model, MLP):
+            raise TypeError(f"model must be a certkit.mibp.MLP, got {type(model).__name__}")
+        if model.sizes != self.nominal.sizes:
+            raise ValueError(
+                f"model has layer sizes {list(model.sizes)} but the certified boxes are for "
+                f"{list(self.nominal.sizes)}"
+            )
         v = model.to_vector()
         return bool(np.all(self.lower[epoch].to_vector() <= v) and np.all(v <= self.upper[epoch].to_vector()))
 
@@ -112,6 +127,22 @@ class CertifiedTrainingResult(ResultMixin):
             rows,
             title=title,
         )
+
+
+class BoundsOverflowError(FloatingPointError, ValueError):
+    """The interval parameter bounds left the float64 range (a `FloatingPointError` and, as a consequence of
+    the arguments' sizes, a `ValueError`)."""
+
+
+def check_epoch(epoch: Any, epochs: int) -> int:
+    """An epoch index of a result with ``epochs`` certified epochs: ``0..epochs`` or negative from the end."""
+    epoch = check_integer(epoch, "epoch")
+    if not -(epochs + 1) <= epoch <= epochs:
+        raise ValueError(
+            f"epoch must be in 0..{epochs} (or -{epochs + 1}..-1 from the end) for a result of {epochs} "
+            f"certified epochs, got {epoch}"
+        )
+    return epoch
 
 
 def _solve_item(item: tuple) -> dict:
@@ -240,6 +271,9 @@ def certified_training(
     y = check_labels(y, loss, model.sizes[-1], len(X))
     y_fit = y[:, 0] if loss == "mse" and y.shape[1] == 1 else y
     epochs = check_integer(epochs, "epochs", minimum=1)
+    check_allocation(
+        24.0 * model.n_params * (epochs + 1.0), "epochs", epochs, what="the per-epoch parameter boxes"
+    )
     lr = check_positive(learning_rate, "learning_rate")
     backend = check_in_options(backend, "backend", BACKENDS)
     formulation = check_in_options(formulation, "formulation", FORMULATIONS)
@@ -252,6 +286,8 @@ def certified_training(
     if not isinstance(verbose, bool):
         raise TypeError(f"verbose must be True or False, got {type(verbose).__name__}")
     progress = check_progress(progress)
+    with resolve_executor(executor, n_items=0):  # checks executor now (starts nothing), even if unused
+        pass
     if (tighten_bounds or formulation == "hybrid") and backend != "interval":
         check_backend("lp", None)
     sets = perturbation.sets(X)
@@ -312,7 +348,7 @@ def _step(
     with np.errstate(over="ignore", invalid="ignore"):
         iL, iU = interval_step(lower, upper, sets, y, loss, lr)
     if not (np.all(np.isfinite(iL)) and np.all(np.isfinite(iU))):
-        raise FloatingPointError(
+        raise BoundsOverflowError(
             "the parameter bounds overflowed (interval bounds are no longer finite); certify fewer epochs "
             "or use a smaller epsilon or learning_rate"
         )

@@ -53,6 +53,11 @@ def solve_cvxpy(program: Program, tasks, options: BackendOptions):
     rows = sp.vstack([A_ub, A_eq]).tocsr()
     row_lo = np.concatenate([np.full(A_ub.shape[0], -np.inf), b_eq])
     row_hi = np.concatenate([b_ub, b_eq])
+    solver_errors: tuple[type[BaseException], ...] = (cp.error.SolverError,)
+    if solver == "GUROBI":  # cvxpy reads Gurobi's solution without checking that there is one
+        import gurobipy
+
+        solver_errors += (gurobipy.GurobiError,)
     values, flags = [], []
     for j, sense in tasks:
         idx, coef, _ = program.objectives[j]
@@ -61,13 +66,17 @@ def solve_cvxpy(program: Program, tasks, options: BackendOptions):
         c.value = vec
         try:
             prob.solve(solver=solver, **kwargs)
-        except cp.error.SolverError as exc:
-            raise RuntimeError(
-                f"cvxpy solver {solver} failed on a step program ({exc}); "
-                "try another solver= or backend='interval'"
-            ) from exc
-        status = prob.status
-        if status in ("infeasible", "infeasible_inaccurate"):
+            status = prob.status
+        except solver_errors as exc:
+            if options.time_limit is None:
+                raise RuntimeError(
+                    f"cvxpy solver {solver} failed on a step program ({exc}); "
+                    "try another solver= or backend='interval'"
+                ) from exc
+            status = "solver_error"  # stopped at the time limit without an answer: no solver bound
+        # cvxpy reports a time limit hit before any solution as "infeasible_inaccurate" (GUROBI)
+        limited = options.time_limit is not None and status == "infeasible_inaccurate"
+        if status in ("infeasible", "infeasible_inaccurate") and not limited:
             raise RuntimeError(
                 f"{solver} reported an infeasible step program; this indicates a numerical "
                 "problem. Try backend='interval'."
@@ -75,7 +84,7 @@ def solve_cvxpy(program: Program, tasks, options: BackendOptions):
         bound = -np.inf
         optimal = status == "optimal"
         if integral:
-            stats = prob.solver_stats.extra_stats
+            stats = prob.solver_stats.extra_stats if status in ("optimal", "user_limit") else None
             dual = getattr(stats, "mip_dual_bound", None) if solver == "HIGHS" else None
             gap = getattr(stats, "mip_gap", None)
             usable = (

@@ -129,7 +129,7 @@ def solve_gurobi(program: Program, tasks, options: BackendOptions):
             if optimal or m.Status in limits:
                 if m.IsMIP or m.IsQCP:
                     incumbent = m.ObjVal if m.SolCount > 0 else None
-                    dual = float(m.ObjBound)
+                    dual = _dual_bound(m)
                     if consistent(dual, incumbent, sense, abs(dual)):
                         bound = dual
                 elif optimal:
@@ -137,3 +137,14 @@ def solve_gurobi(program: Program, tasks, options: BackendOptions):
             flags.append(optimal)
             values.append(pad_bound(bound, sense, FEAS_TOL, scale) if np.isfinite(bound) else bound)
     return values, flags
+
+
+def _dual_bound(m) -> float:
+    """The model's proven objective bound, or NaN when the solve stopped before it had one (a time limit
+    hit while presolving: gurobipy then has no ``ObjBound`` attribute to read)."""
+    import gurobipy as gp
+
+    try:
+        return float(m.ObjBound)
+    except (AttributeError, gp.GurobiError):
+        return float("nan")

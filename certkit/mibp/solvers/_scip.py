@@ -75,11 +75,20 @@ def solve_scip(program: Program, tasks, options: BackendOptions):
             quicksum(float(c) * x[i] for i, c in zip(idx, coef)),
             sense="minimize" if sense > 0 else "maximize",
         )
-        if options.verbose:
-            m.optimize()
-        else:
-            with quiet_fds():  # SoPlex prints GMP tolerance warnings even with hideOutput()
+        try:
+            if options.verbose:
                 m.optimize()
+            else:
+                with quiet_fds():  # SoPlex prints GMP tolerance warnings even with hideOutput()
+                    m.optimize()
+        except Exception as exc:  # PySCIPOpt raises a bare Exception for SCIP error codes
+            if not str(exc).startswith("SCIP"):
+                raise
+            # e.g. "SCIP: error in LP solver!" on badly scaled programs: no solver bound, the caller keeps
+            # the interval bound (counted as not optimal)
+            values.append(-np.inf * sense)
+            flags.append(False)
+            continue
         status = m.getStatus()
         if status == "infeasible":
             raise RuntimeError(

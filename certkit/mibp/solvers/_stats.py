@@ -18,7 +18,8 @@ class SolveStats(Mapping):
     solves : int
         Objectives given to a solver.
     not_optimal : int
-        Solves that stopped early (their dual bound was used).
+        Solves that stopped early (their dual bound was used) or failed with a solver error (no solver
+        bound: the interval bound was kept).
     rejected : int
         Programs whose coefficients exceed `MAX_SCALE` (bounded by interval arithmetic instead).
     max_vars, max_bilinear : int
