@@ -195,6 +195,20 @@ def _linear_net():
     return torch.nn.Linear(2, 2)
 
 
+def test_torch_model_with_wrong_feature_count_names_x():
+    """Calibrating a torch model or attacking it with the wrong feature count: an error naming X."""
+    X, y = _data(10)
+    wrong = np.zeros((10, 3))
+    match = r"X of shape \(10, 3\) does not fit model: its first layer \(Linear.*\) expects 2 input features"
+    with pytest.raises(ValueError, match=match):
+        SplitConformalClassifier(_linear_net(), output="logits").calibrate(wrong, y)
+    with pytest.raises(ValueError, match=r"X of shape \(10, 3\) does not fit model"):
+        smoothed_pgd(_linear_net(), wrong, y, 0.3, 0.2, steps=2, n_noise=2, rng=0)
+    net = _linear_net()
+    est = SplitConformalClassifier(net, output="logits").calibrate(X, y)  # the right shape still works
+    assert est.predict_set(X).shape == (10, 2) and not net._forward_pre_hooks
+
+
 def test_smoothed_pgd_label_out_of_range():
     X, y = _data(10)
     with pytest.raises(ValueError, match=r"y must contain class labels in \[0, 1\]"):
