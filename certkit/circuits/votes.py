@@ -115,6 +115,10 @@ def check_concept_set(X_concept: Any) -> int:
     """
     if isinstance(X_concept, Mapping):
         raise TypeError("X_concept must be an array, tensor or sequence of examples, got a dict")
+    if isinstance(X_concept, (str, bytes)):
+        raise TypeError(
+            f"X_concept must be an array, tensor or sequence of examples, got a {type(X_concept).__name__}"
+        )
     try:
         n = len(X_concept)
     except TypeError:
