@@ -181,7 +181,10 @@ def neuron_scores(
     Parameters
     ----------
     model : torch.nn.Module
-        The network; evaluated in eval mode (its mode is restored afterwards).
+        A classifier returning (batch, classes) logits; evaluated in eval mode (its mode is restored
+        afterwards).  One example of ``X`` is run first: an ``X`` that does not fit the model's first
+        Linear / Conv layer, or that gives other than (1, classes) logits (e.g. ``X[None]``, an extra
+        leading axis), is a ``ValueError`` naming ``X``.
     layer : str or torch.nn.Module
         The submodule whose output holds the neurons (``model.get_submodule(layer)``).
     X : array-like or torch.Tensor
@@ -286,6 +289,7 @@ class AblationDiscovery:
     Parameters
     ----------
     model : torch.nn.Module
+        A classifier returning (batch, classes) logits.
     layer : str or torch.nn.Module
     target : int
         The concept class whose logit is explained.
