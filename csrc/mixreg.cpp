@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <string>
 
 #include "checks.hpp"
@@ -18,15 +19,36 @@ namespace {
 
 using DoubleArray = py::array_t<double, py::array::c_style | py::array::forcecast>;
 
-py::dict em(const DoubleArray& y, const DoubleArray& design, const DoubleArray& resp0, std::int64_t max_iter,
-            double tol, double ridge, double min_variance) {
+bool all_finite(const DoubleArray& values) {
+    const double* data = values.data();
+    for (py::ssize_t i = 0; i < values.size(); ++i) {
+        if (!std::isfinite(data[i])) {
+            return false;
+        }
+    }
+    return true;
+}
+
+py::dict em(const py::object& y_in, const py::object& design_in, const py::object& resp0_in,
+            const py::object& max_iter_in, const py::object& tol_in, const py::object& ridge_in,
+            const py::object& min_variance_in) {
+    // Real dtypes only (bool, complex, string and object arrays are TypeErrors, never cast).
+    const DoubleArray y = real_array_arg(y_in, "y");
+    const DoubleArray design = real_array_arg(design_in, "design");
+    const DoubleArray resp0 = real_array_arg(resp0_in, "resp0");
+    const std::int64_t max_iter = int_arg(max_iter_in, "max_iter", 0, std::numeric_limits<std::int64_t>::max());
+    const double tol = real_arg(tol_in, "tol");
+    const double ridge = real_arg(ridge_in, "ridge");
+    const double min_variance = real_arg(min_variance_in, "min_variance");
     require(y.ndim() == 1, "y must be 1-D, got " + show(y.ndim()) + " dimensions");
     require(design.ndim() == 2, "design must be 2-D (n, p), got " + show(design.ndim()) + " dimensions");
     require(resp0.ndim() == 2, "resp0 must be 2-D (n, K), got " + show(resp0.ndim()) + " dimensions");
     const std::int64_t n = y.shape(0), p = design.shape(1), K = resp0.shape(1);
     require(n >= 1, "y must not be empty");
-    require(design.shape(0) == n, "design must have n = " + show(n) + " rows, got " + show(design.shape(0)));
-    require(resp0.shape(0) == n, "resp0 must have n = " + show(n) + " rows, got " + show(resp0.shape(0)));
+    require(design.shape(0) == n, "design must have one row per entry of y (n = " + show(n) + "), got " +
+                                      show(design.shape(0)) + " rows");
+    require(resp0.shape(0) == n, "resp0 must have one row per entry of y (n = " + show(n) + "), got " +
+                                     show(resp0.shape(0)) + " rows");
     require(p >= 1, "design must have at least one column (the intercept)");
     require(K >= 1, "resp0 must have at least one column (one per component)");
     require(max_iter >= 0, "max_iter must be >= 0, got " + show(max_iter));
@@ -34,6 +56,21 @@ py::dict em(const DoubleArray& y, const DoubleArray& design, const DoubleArray& 
     require(std::isfinite(ridge) && ridge >= 0.0, "ridge must be finite and >= 0, got " + show(ridge));
     require(std::isfinite(min_variance) && min_variance > 0.0,
             "min_variance must be finite and > 0, got " + show(min_variance));
+
+    require(all_finite(y), "y must be finite (found NaN or inf)");
+    require(all_finite(design), "design must be finite (found NaN or inf)");
+    const double* r0 = resp0.data();
+    for (std::int64_t i = 0; i < n; ++i) {
+        double total = 0.0;
+        for (std::int64_t k = 0; k < K; ++k) {
+            const double value = r0[i * K + k];
+            require(std::isfinite(value) && value >= 0.0,
+                    "resp0 must hold finite responsibilities >= 0, got " + show(value) + " in row " + show(i));
+            total += value;
+        }
+        require(std::abs(total - 1.0) <= 1e-6,
+                "resp0 rows must sum to 1 (responsibilities), row " + show(i) + " sums to " + show(total));
+    }
 
     py::array_t<double> resp({static_cast<py::ssize_t>(n), static_cast<py::ssize_t>(K)});
     mixreg::EmOutput out;
@@ -43,7 +80,8 @@ py::dict em(const DoubleArray& y, const DoubleArray& design, const DoubleArray& 
                              ridge, min_variance);
     }
     require(out.ok, "every mixture component was retired (fewer than p + 1 effective samples each); "
-                    "use fewer components or more samples");
+                    "use fewer components or more samples, and rescale y and design if they hold huge "
+                    "values (squares above 1e308 overflow)");
     py::array_t<double> coef({static_cast<py::ssize_t>(K), static_cast<py::ssize_t>(p)});
     std::copy(out.coef.begin(), out.coef.end(), coef.mutable_data());
     py::dict result;

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <limits>
 #include <optional>
+#include <sstream>
 #include <string>
 #include <thread>
 
@@ -27,6 +28,21 @@ using ScoresArray = py::array_t<double, py::array::c_style | py::array::forcecas
 constexpr std::int64_t kInt64Max = std::numeric_limits<std::int64_t>::max();
 // Largest n_threads accepted; the kernel uses at most the hardware threads anyway.
 constexpr std::int64_t kMaxThreads = 1024;
+// Largest number of score additions one subsample vote call may do (about an hour of one core).  Unlike
+// the other kernels, whose work is bounded by the memory they allocate (checked by require_memory), this
+// one keeps only per-component counts, so n_subsamples alone could make it run for days.
+constexpr double kMaxWork = 1e13;
+
+// ValueError naming `name` and the estimate when `operations` exceeds kMaxWork.
+void require_work(double operations, const std::string& name, const std::string& what) {
+    if (operations > kMaxWork) {
+        std::ostringstream text;
+        text.precision(3);
+        text << name << " is too large: " << what << " would do about " << operations
+             << " score additions (more than " << kMaxWork << ", hours of computing); reduce it";
+        throw py::value_error(text.str());
+    }
+}
 
 Rule parse_rule(const py::object& top_k_in, const py::object& threshold_in, std::int64_t n_components) {
     const std::optional<std::int64_t> top_k = optional_int_arg(top_k_in, "top_k", std::numeric_limits<std::int64_t>::min(), kInt64Max);
@@ -128,6 +144,9 @@ py::array_t<std::int64_t> subsample(const py::object& scores_in, const py::objec
     require_memory(8.0 * n * padded + threads * per_thread,
                    scheme == Scheme::kPoisson ? "scores" : "m=" + show(size),
                    "the subsample vote kernel");
+    // Work: every subsample adds its rows' padded score tiles, then ranks or thresholds N means.
+    require_work(static_cast<double>(n_subsamples) * (rows * padded + 2.0 * n_components),
+                 "n_subsamples=" + show(n_subsamples), "the subsample vote kernel");
 
     py::array_t<std::int64_t> out(static_cast<py::ssize_t>(n_components));
     std::int64_t* counts = out.mutable_data();

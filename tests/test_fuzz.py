@@ -7,6 +7,13 @@ unknown options — and the call must either return a valid result (checked per 
 ``ValueError``/``TypeError`` whose message names the replaced argument.  Nothing may hang, allocate
 gigabytes or fail with another exception.  Examples are bounded and derandomised so the file runs in well
 under a minute.
+
+The targets cover the statistics, the conformal estimators, `parallel_map`, the compiled kernels
+(`certkit._core.*`, called directly) and the circuit certificates built on them (radii, edit bounds,
+`certify_circuit*`, `example_parts`).  Huge sizes are not avoided: the library refuses them up front
+(memory estimates, the vote kernel's work estimate) or computes in closed form (Poisson radii), and
+this file checks that it does.  No per-example deadline (no timed assertions): a slow call shows up
+as a slow file, and ``--durations`` names it.
 """
 
 from __future__ import annotations
@@ -25,7 +32,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from scipy import special
 
-from certkit import conformal, mibp, stats
+from certkit import _core, circuits, conformal, mibp, stats
+from certkit.circuits import ScoreRule
 from certkit.parallel import parallel_map
 
 FUZZ = settings(
@@ -257,6 +265,146 @@ TARGETS = [
 ]
 
 
+# ------------------------------------------------------------------- compiled kernels and circuit radii
+SCORES = RNG.normal(size=(12, 5))
+PARTS = np.arange(12) % 3
+RULE = ScoreRule(SCORES, top_k=2)
+CONCEPT = RNG.normal(size=(12, 3))
+
+
+def _discover(X_subset: Any) -> np.ndarray:
+    """A picklable black-box discovery: the coordinates with a positive mean.
+
+    Like any user's algorithm it checks its own needs: examples must be rows of 3 real numbers (the
+    certificates accept any collection of examples, strings included, and cannot know what it expects).
+    """
+    arr = np.asarray(X_subset)
+    if arr.ndim != 2 or arr.shape[1] != 3 or arr.dtype.kind not in "fiu":
+        raise TypeError(f"X_concept must hold rows of 3 real numbers for this discover, got {arr.shape}")
+    return arr.mean(axis=0) > 0
+
+
+def _counts(n_runs: int) -> Callable[[Any], None]:
+    def check(result: Any) -> None:
+        arr = np.asarray(result)
+        assert arr.dtype == np.int64 and arr.shape == (5,) and np.all((arr >= 0) & (arr <= n_runs))
+
+    return check
+
+
+def _selections(result: Any) -> None:
+    assert result.dtype == bool and result.shape == (3, 5)
+
+
+def _draws(result: Any) -> None:
+    assert result.dtype == np.uint64 and result.ndim == 1
+
+
+def _indices(result: Any) -> None:
+    assert result.dtype == np.int64 and result.shape == (4, 3) and np.all((result >= 0) & (result < 10))
+    assert all(np.unique(row).size == 3 for row in result)
+
+
+def _masks(result: Any) -> None:
+    assert result.dtype == bool and result.shape == (4, 10)
+
+
+def _mixture(result: Any) -> None:
+    assert np.all(np.isfinite(result["coef"])) and np.all(result["variance"] > 0)
+    assert np.isclose(result["weights"].sum(), 1.0)
+
+
+def _radii(result: Any) -> None:
+    arr = np.asarray(result)
+    assert arr.dtype == np.int64 and np.all(arr >= -1)
+
+
+def _certificate(result: Any) -> None:
+    assert isinstance(result, circuits.CircuitCertificate)
+    assert np.all(result.lower <= result.upper) and np.all(result.certified_radius >= -1)
+    assert np.all((result.counts >= 0) & (result.counts <= result.n_runs))
+
+
+def _parts(result: Any) -> None:
+    assert result.dtype == np.int64 and result.ndim == 1 and np.all(result >= 0)
+
+
+_MIX_X = RNG.normal(size=(40, 1))
+_MIX_DESIGN = np.column_stack([np.ones(40), _MIX_X[:, 0]])
+_MIX_Y = np.where(RNG.uniform(size=40) < 0.5, 1.0, -1.0) * _MIX_X[:, 0] + 0.1 * RNG.normal(size=40)
+
+KERNEL_TARGETS = [
+    Target("_core.votes.subsample", lambda scores, **kw: _core.votes.subsample(scores, **kw),
+           {"scores": SCORES, "scheme": "without_replacement", "m": 4, "n_subsamples": 20, "top_k": 2,
+            "seed": 3, "n_threads": 2}, _counts(20),
+           aliases={"m": ("m",), "scheme": ("scheme", "m")}),
+    Target("_core.votes.subsample(poisson)", lambda scores, **kw: _core.votes.subsample(scores, **kw),
+           {"scores": SCORES, "scheme": "poisson", "deletion_prob": 0.5, "n_subsamples": 20,
+            "threshold": 0.1, "seed": 3}, _counts(20),
+           aliases={"scheme": ("scheme", "deletion_prob"), "threshold": ("threshold", "top_k")}),
+    Target("_core.votes.partition",
+           lambda scores, n_parts, part_of, **kw: _core.votes.partition(scores, n_parts, part_of, **kw),
+           {"scores": SCORES, "n_parts": 3, "part_of": PARTS, "top_k": 2}, _selections,
+           aliases={"scores": ("scores", "part_of")}),
+    Target("_core.rng.random_uint64",
+           lambda seed, stream, counters: _core.rng.random_uint64(seed, stream, counters),
+           {"seed": 7, "stream": 2, "counters": np.arange(3, dtype=np.int64)}, _draws),
+    Target("_core.subsample.indices",
+           lambda n, m, n_subsamples, **kw: _core.subsample.indices(n, m, n_subsamples, **kw),
+           {"n": 10, "m": 3, "n_subsamples": 4, "replacement": False, "seed": 5}, _indices,
+           aliases={"m": ("m",), "n": ("n", "m")}),
+    Target("_core.subsample.deletion_masks",
+           lambda n, n_subsamples, **kw: _core.subsample.deletion_masks(n, n_subsamples, **kw),
+           {"n": 10, "n_subsamples": 4, "deletion_prob": 0.4, "seed": 5}, _masks),
+    Target("_core.mixreg.em", lambda y, design, resp0, **kw: _core.mixreg.em(y, design, resp0, **kw),
+           {"y": _MIX_Y, "design": _MIX_DESIGN, "resp0": RNG.dirichlet([1.0, 1.0], size=40), "max_iter": 20,
+            "tol": 1e-6, "ridge": 1e-8, "min_variance": 1e-3}, _mixture),
+    Target("certified_radius", lambda lower, upper, n, **kw: circuits.certified_radius(lower, upper, n, **kw),
+           {"lower": np.array([0.9, 0.1, 0.6]), "upper": np.array([0.95, 0.2, 0.7]), "n": 1000,
+            "deletion_prob": 0.9, "threat": "insertion"}, _radii),
+    Target("certified_radius(subsample)",
+           lambda lower, upper, n, m, **kw: circuits.certified_radius(lower, upper, n, m, **kw),
+           {"lower": np.array([0.9, 0.1]), "upper": np.array([0.95, 0.2]), "n": 1000, "m": 30,
+            "replacement": True, "threat": "deletion"}, _radii),
+    Target("edit_bounds", lambda lower, upper, n, m, **kw: circuits.edit_bounds(lower, upper, n, m, **kw),
+           {"lower": np.array([0.9, 0.1]), "upper": np.array([0.95, 0.2]), "n": 100, "m": 10,
+            "n_insert": 2, "n_delete": 1, "n_substitute": 1}, _bounds,
+           aliases={"n_delete": ("n_delete", "n_substitute"), "n_substitute": ("n_delete", "n_substitute")}),
+    Target("edit_bounds(poisson)", lambda lower, upper, n, **kw: circuits.edit_bounds(lower, upper, n, **kw),
+           {"lower": np.array([0.9, 0.1]), "upper": np.array([0.95, 0.2]), "n": 100, "deletion_prob": 0.8,
+            "n_insert": 3}, _bounds),
+    Target("partition_radius", lambda votes_a, votes_b, idx_a, idx_b: circuits.partition_radius(
+        votes_a, votes_b, idx_a, idx_b),
+        {"votes_a": np.array([30, 12]), "votes_b": np.array([20, 12]), "idx_a": np.array([1, 0]),
+         "idx_b": np.array([0, 1])}, _radii,
+        aliases={"votes_a": ("votes_a", "votes_b"), "votes_b": ("votes_a", "votes_b"),
+                 "idx_a": ("idx_a", "idx_b"), "idx_b": ("idx_a", "idx_b")}),
+    Target("certify_circuit(ScoreRule)", lambda discover, **kw: circuits.certify_circuit(discover, **kw),
+           {"discover": RULE, "subsample_size": 4, "n_subsamples": 30, "radius": 1, "confidence_level": 0.9,
+            "threat": "edit", "rng": 0, "n_threads": 2}, _certificate,
+           fuzzed=("subsample_size", "n_subsamples", "radius", "confidence_level", "threat", "rng",
+                   "n_threads")),
+    Target("certify_circuit(poisson)", lambda discover, X_concept, **kw: circuits.certify_circuit(
+        discover, X_concept, **kw),
+        {"discover": _discover, "X_concept": CONCEPT, "deletion_prob": 0.5, "n_subsamples": 20,
+         "n_selection": 10, "confidence_level": 0.9, "threat": "deletion", "rng": 0, "progress": False},
+        _certificate),
+    Target("certify_circuit_partition", lambda discover, X_concept, **kw: circuits.certify_circuit_partition(
+        discover, X_concept, **kw),
+        {"discover": _discover, "X_concept": CONCEPT, "n_parts": 4, "radius": 1, "threat": "substitution"},
+        _certificate),
+    Target("certify_circuit_partition(part_of)", lambda discover, **kw: circuits.certify_circuit_partition(
+        discover, **kw),
+        {"discover": RULE, "n_parts": 3, "part_of": PARTS, "radius": 0}, _certificate,
+        fuzzed=("n_parts", "part_of", "radius")),
+    Target("example_parts", lambda X_concept, n_parts: circuits.example_parts(X_concept, n_parts),
+           {"X_concept": CONCEPT, "n_parts": 4}, _parts),
+    Target("robust_level(gaussian)",
+           lambda confidence_level, **kw: stats.robust_level(confidence_level, **kw),
+           {"confidence_level": 0.9, "radius": 0.1, "sigma": 0.25, "noise": "gaussian"}, _level),
+]
+
+
 # ------------------------------------------------------------------------------------------ mibp
 XM = RNG.normal(size=(12, 2))
 YM = np.where(XM[:, 0] > 0, 1, -1)
@@ -273,7 +421,7 @@ def _boxes(result: Any) -> None:
         assert np.all(np.isfinite(lo)) and np.all(lo <= hi) and np.all(np.isfinite(hi))
 
 
-def _certificate(result: Any) -> None:
+def _prediction_certificate(result: Any) -> None:
     assert result.certified.dtype == bool and result.certified.shape == result.prediction.shape
     assert np.all(result.certified == (result.margin_lower > 0))
 
@@ -308,7 +456,7 @@ MIBP_TARGETS = [
            lambda X_test, **kw: mibp.certify_predictions(MIBP_RESULT, X_test, **kw),
            {"X_test": XM, "backend": "interval", "epoch": -1, "progress": False, "verbose": False,
             "executor": 1},
-           _certificate),
+           _prediction_certificate),
     Target("mibp.certified_accuracy", lambda y: MIBP_CERT.certified_accuracy(y), {"y": YM}, _fraction),
     Target("mibp.contains", lambda model, epoch: MIBP_RESULT.contains(model, epoch),
            {"model": MIBP_MODEL, "epoch": 0}, _is_bool, fuzzed=("epoch",)),
@@ -344,7 +492,7 @@ def _names_argument(message: str, names: tuple[str, ...]) -> bool:
 
 
 @pytest.mark.filterwarnings("ignore::UserWarning")  # e.g. "calibration set too small" at a fuzzed radius
-@pytest.mark.parametrize("target", TARGETS, ids=lambda t: t.name)
+@pytest.mark.parametrize("target", TARGETS + KERNEL_TARGETS, ids=lambda t: t.name)
 @FUZZ
 @given(data=st.data())
 def test_bad_input_gives_a_valid_result_or_a_clear_error(target: Target, data: Any) -> None:
@@ -362,6 +510,6 @@ def test_bad_input_gives_a_valid_result_or_a_clear_error(target: Target, data: A
     target.check(result)
 
 
-@pytest.mark.parametrize("target", TARGETS, ids=lambda t: t.name)
+@pytest.mark.parametrize("target", TARGETS + KERNEL_TARGETS, ids=lambda t: t.name)
 def test_valid_arguments_give_a_valid_result(target: Target) -> None:
     target.check(target.call(**target.valid))

@@ -185,25 +185,6 @@ def test_executor_is_keyword_only():
         parallel_map(FN, ITEMS, None)
 
 
-@pytest.fixture(scope="module")
-def dask_client():
-    distributed = pytest.importorskip("distributed")
-    cluster = distributed.LocalCluster(
-        n_workers=2,
-        threads_per_worker=1,
-        processes=True,
-        dashboard_address=None,
-        host="127.0.0.1",
-        silence_logs=40,
-    )
-    client = distributed.Client(cluster)
-    try:
-        yield client
-    finally:
-        client.close()
-        cluster.close()
-
-
 @pytest.mark.slow
 def test_dask_local_cluster_equals_serial(dask_client):
     assert parallel_map(FN, ITEMS, executor=dask_client) == EXPECTED

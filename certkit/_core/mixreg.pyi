@@ -41,11 +41,11 @@ def em(
     Parameters
     ----------
     y : array_like of float64, shape (n,)
-        Response.
+        Response (finite).
     design : array_like of float64, shape (n, p)
-        Regressors including the intercept column, ``p >= 1``.
+        Regressors including the intercept column, ``p >= 1`` (finite).
     resp0 : array_like of float64, shape (n, K)
-        Starting responsibilities (rows summing to 1); the first M-step uses them.
+        Starting responsibilities: finite, >= 0, rows summing to 1 (within 1e-6); the first M-step uses them.
     max_iter : int
         Maximum number of M-steps (>= 0).
     tol : float

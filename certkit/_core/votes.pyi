@@ -64,8 +64,9 @@ def subsample(
     ValueError
         On non-finite scores, wrong shapes, an unknown scheme, both or neither
         of `top_k`/`threshold`, out-of-range sizes, probabilities, seed or
-        `n_threads`, or buffers larger than half the machine's memory
-        (the message names the argument and the estimate).
+        `n_threads`, buffers larger than half the machine's memory, or more
+        than 1e13 score additions, `n_subsamples * (rows * N padded to 32 + 2 N)`
+        (about an hour of one core; the message names the argument and the estimate).
 
     Notes
     -----

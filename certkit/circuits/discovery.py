@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from certkit._optional import require
+from certkit._torch_checks import first_layer_checked
 from certkit._validation import check_array, check_in_options, check_integer
 
 __all__ = ["AblationDiscovery", "neuron_scores"]
@@ -68,7 +69,35 @@ def _as_input(model: Any, X: Any, name: str = "X") -> Any:
         tensor = torch.from_numpy(np.ascontiguousarray(arr))
     if tensor.ndim < 1 or tensor.shape[0] == 0:
         raise ValueError(f"{name} must contain at least one example")
-    return tensor.to(device=device, dtype=dtype)
+    tensor = tensor.to(device=device, dtype=dtype)
+    _check_input_shape(model, tensor, name)
+    return tensor
+
+
+def _check_input_shape(model: Any, inputs: Any, name: str) -> None:
+    """Run one example through ``model``: it must fit the first layer and give (1, classes) logits.
+
+    Catches inputs with the wrong feature count (before the model's own matmul error) and inputs with
+    an extra leading axis (``X[None]``), which a layer would otherwise read as one example whose rows
+    are neurons.
+    """
+    torch = _torch()
+    shape = tuple(inputs.shape)
+    was_training = model.training
+    model.eval()
+    try:
+        with torch.no_grad(), first_layer_checked(model, name, shape):
+            out = model(inputs[:1])
+    except RuntimeError as exc:
+        raise ValueError(f"{name} of shape {shape} is not a valid input of model: {exc}") from exc
+    finally:
+        model.train(was_training)
+    if not isinstance(out, torch.Tensor) or out.ndim != 2 or out.shape[0] != 1:
+        got = tuple(out.shape) if isinstance(out, torch.Tensor) else type(out).__name__
+        raise ValueError(
+            f"model must map {name} (examples along axis 0) to (batch, classes) logits, but one example of "
+            f"{name} (shape {shape}) gave {got}; does {name} have an extra leading axis?"
+        )
 
 
 def _neuron_axis(output: Any, neuron_dim: int) -> int:
@@ -152,7 +181,10 @@ def neuron_scores(
     Parameters
     ----------
     model : torch.nn.Module
-        The network; evaluated in eval mode (its mode is restored afterwards).
+        A classifier returning (batch, classes) logits; evaluated in eval mode (its mode is restored
+        afterwards).  One example of ``X`` is run first: an ``X`` that does not fit the model's first
+        Linear / Conv layer, or that gives other than (1, classes) logits (e.g. ``X[None]``, an extra
+        leading axis), is a ``ValueError`` naming ``X``.
     layer : str or torch.nn.Module
         The submodule whose output holds the neurons (``model.get_submodule(layer)``).
     X : array-like or torch.Tensor
@@ -257,6 +289,7 @@ class AblationDiscovery:
     Parameters
     ----------
     model : torch.nn.Module
+        A classifier returning (batch, classes) logits.
     layer : str or torch.nn.Module
     target : int
         The concept class whose logit is explained.

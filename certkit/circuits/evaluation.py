@@ -30,6 +30,8 @@ def layer_mean(model: Any, layer: Any, X: Any, *, batch_size: int = 512) -> np.n
     Parameters
     ----------
     model : torch.nn.Module
+        A classifier returning (batch, classes) logits (``X`` is checked against it as in
+        `neuron_scores`).
     layer : str or torch.nn.Module
     X : array-like or torch.Tensor
         Reference inputs.

@@ -38,7 +38,7 @@ def example_parts(X_concept: Any, n_parts: int) -> np.ndarray:
     X_concept : array-like, torch.Tensor or sequence
         The examples (first axis).  Strings and bytes are hashed as such.
     n_parts : int
-        Number of parts.
+        Number of parts (at most 2**63 - 1: part labels are int64).
 
     Returns
     -------
@@ -49,7 +49,7 @@ def example_parts(X_concept: Any, n_parts: int) -> np.ndarray:
     TypeError, ValueError
         A dict, an empty collection, or numeric examples with NaN/inf.
     """
-    n_parts = check_integer(n_parts, "n_parts", minimum=1)
+    n_parts = check_integer(n_parts, "n_parts", minimum=1, maximum=2**63 - 1)  # part labels are int64
     n = check_concept_set(X_concept)
     parts = np.empty(n, dtype=np.int64)
     for i in range(n):
@@ -89,7 +89,7 @@ def certify_circuit_partition(
         The concept dataset (optional for a ScoreRule when ``part_of`` is given; if omitted, the
         score rows are hashed).
     n_parts : int
-        Number of parts ``B``.
+        Number of parts ``B`` (at most 2**63 - 1).
     radius : int, default 1
         Radius at which decisions are reported.
     threat : {"edit", "substitution", "insertion", "deletion"}, default "edit"
@@ -104,7 +104,7 @@ def certify_circuit_partition(
         ``lower = upper = vote_fraction``, ``scheme="partition"``, ``n_runs = n_parts``.
     """
     n = concept_size(discover, X_concept)
-    n_parts = check_integer(n_parts, "n_parts", minimum=1)
+    n_parts = check_integer(n_parts, "n_parts", minimum=1, maximum=2**63 - 1)  # part labels are int64
     radius = check_integer(radius, "radius", minimum=0)
     check_in_options(threat, "threat", THREATS)
     progress = check_progress(progress)

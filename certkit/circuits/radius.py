@@ -43,7 +43,9 @@ rounding can only shrink a radius.
 
 from __future__ import annotations
 
+import functools
 import math
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -79,10 +81,8 @@ def _sampling(n: Any, m: Any, replacement: Any, deletion_prob: Any) -> Sampling:
 def _log_avoid_deleted(sampling: Sampling) -> np.ndarray:
     """log f_del(r), r = 0..n: log P_S[T avoids r given examples of S] (-inf where it is 0)."""
     scheme, n, m = sampling.scheme, sampling.n, sampling.m
+    assert m is not None  # the uniform schemes have a subsample size (Poisson: `_count_above_poisson`)
     r = np.arange(n + 1, dtype=np.float64)
-    if scheme == "poisson":
-        return r * math.log(sampling.deletion_prob)
-    assert m is not None  # the uniform schemes have a subsample size
     out = np.full(n + 1, -np.inf)
     if scheme == "with_replacement":
         out[:n] = m * np.log1p(-r[:n] / n)
@@ -97,10 +97,6 @@ def _log_avoid_deleted(sampling: Sampling) -> np.ndarray:
 def _log_avoid_inserted(sampling: Sampling) -> np.ndarray:
     """log f_ins(r), r = 0..R: log P_S'[T avoids r inserted examples], with f_ins(R) <= 1/2."""
     scheme, n, m = sampling.scheme, sampling.n, sampling.m
-    if scheme == "poisson":
-        log_del = math.log(sampling.deletion_prob)
-        big_r = math.ceil(math.log(0.5) / log_del) + 1
-        return np.arange(big_r + 1, dtype=np.float64) * log_del
     assert m is not None
     # Both subsampling schemes have f_ins(r) <= (n / (n + r))^m, which is <= 1/2 from r = n (2^(1/m) - 1).
     big_r = math.ceil(n * math.expm1(math.log(2.0) / m)) + 1
@@ -113,13 +109,43 @@ def _log_avoid_inserted(sampling: Sampling) -> np.ndarray:
     return out
 
 
+def _poisson_length(sampling: Sampling, threat: str) -> int:
+    """Length of the Poisson table ``r log(deletion_prob)``, r = 0, 1, ..., that `_count_above` reads.
+
+    Deletion: r <= n.  Insertion: up to the first r with f_ins(r) <= 1/2 (no larger r can certify).
+    """
+    assert sampling.deletion_prob is not None
+    if threat == "insertion":
+        return math.ceil(math.log(0.5) / math.log(sampling.deletion_prob)) + 2
+    if sampling.n > 2**53:
+        raise ValueError(
+            f"n={sampling.n} is too large: Poisson-deletion radii are exact up to n = 2**53 examples"
+        )
+    return sampling.n + 1
+
+
+def _count_above_poisson(log_p: float, length: int, threshold: np.ndarray) -> np.ndarray:
+    """`_count_above` of the table ``r * log_p`` (r = 0 .. length - 1) without building it.
+
+    The table decreases linearly, so the count is about ``log(threshold) / log_p``; the guess is then
+    moved until it agrees with the table's own comparison of ``r * log_p`` (the same float64 products),
+    so the result equals the table lookup exactly at any ``deletion_prob`` and ``n``.
+    """
+    padded = threshold * (1.0 + _PAD)
+    with np.errstate(divide="ignore"):
+        log_thr = np.where(padded > 0, np.log(np.maximum(padded, np.finfo(float).tiny)), -np.inf)
+    with np.errstate(invalid="ignore"):
+        guess = np.where(log_thr == -np.inf, float(length), np.ceil(np.maximum(log_thr / log_p, 0.0)))
+    count = np.minimum(guess, float(length))
+    for _ in range(2):  # rounding of the quotient: at most one step either way
+        count = count - ((count >= 1) & ((count - 1) * log_p <= log_thr))
+        count = count + ((count < length) & (count * log_p > log_thr))
+    return count.astype(np.int64)
+
+
 def _check_table_memory(sampling: Sampling, threat: str) -> None:
     """Refuse, before building them, radius tables that cannot fit (a few float64 arrays of their length)."""
-    if threat == "insertion" and sampling.scheme == "poisson":
-        length = math.log(0.5) / math.log(sampling.deletion_prob) + 2 if 0 < sampling.deletion_prob < 1 else 2
-        check_allocation(24.0 * length, "deletion_prob", sampling.deletion_prob,
-                         what="the insertion radius table (about log(1/2) / log(deletion_prob) entries)")
-    elif threat == "insertion":
+    if threat == "insertion":
         assert sampling.m is not None
         length = sampling.n * math.expm1(math.log(2.0) / sampling.m) + 2
         check_allocation(24.0 * length, "n", sampling.n, what="the insertion radius table")
@@ -136,16 +162,22 @@ def _count_above(log_table: np.ndarray, threshold: np.ndarray) -> np.ndarray:
     return np.searchsorted(-log_table, -log_thr, side="left").astype(np.int64)
 
 
-def _radius_from_mu(mu: np.ndarray, threat: str, tables: dict[str, np.ndarray]) -> np.ndarray:
-    """Largest r certified for a decision whose probability is at least mu (-1 if not even r = 0)."""
+def _radius_from_mu(
+    mu: np.ndarray, threat: str, count_above: Callable[[np.ndarray], np.ndarray]
+) -> np.ndarray:
+    """Largest r certified for a decision whose probability is at least mu (-1 if not even r = 0).
+
+    ``count_above(thr)`` counts the r whose avoidance probability (f_ins for insertions, f_del
+    otherwise) exceeds ``thr``.
+    """
     if threat in ("edit", "substitution"):
-        count = _count_above(tables["del"], 1.5 - mu)
+        count = count_above(1.5 - mu)
     elif threat == "deletion":
-        count = _count_above(tables["del"], 2.0 * (1.0 - mu))
+        count = count_above(2.0 * (1.0 - mu))
     else:  # insertion
         with np.errstate(divide="ignore"):
             thr = np.where(mu > 0, 0.5 / np.maximum(mu, np.finfo(float).tiny), np.inf)
-        count = _count_above(tables["ins"], thr)
+        count = count_above(thr)
     return count - 1
 
 
@@ -227,34 +259,44 @@ def certified_radius(
 
 def radius_from_bounds(lower: np.ndarray, upper: np.ndarray, sampling: Sampling, threat: str) -> np.ndarray:
     """`certified_radius` on validated bounds (arrays in [0, 1], `lower <= upper`) and a `Sampling`."""
-    _check_table_memory(sampling, threat)
-    if threat == "insertion":
-        tables = {"ins": _log_avoid_inserted(sampling)}
+    if sampling.scheme == "poisson":
+        assert sampling.deletion_prob is not None
+        log_p, length = math.log(sampling.deletion_prob), _poisson_length(sampling, threat)
+        count_above = functools.partial(_count_above_poisson, log_p, length)
     else:
-        tables = {"del": _log_avoid_deleted(sampling)}
-    r_in = _radius_from_mu(lower, threat, tables)
-    r_out = _radius_from_mu(1.0 - upper, threat, tables)
+        _check_table_memory(sampling, threat)
+        table = _log_avoid_inserted(sampling) if threat == "insertion" else _log_avoid_deleted(sampling)
+        count_above = functools.partial(_count_above, table)
+    r_in = _radius_from_mu(lower, threat, count_above)
+    r_out = _radius_from_mu(1.0 - upper, threat, count_above)
     return np.maximum(r_in, r_out)
 
 
 def _log_p_common(sampling: Sampling, size: int, n_c: int) -> float:
     """log P[T subset of C] for a dataset of ``size`` examples of which ``n_c`` are in C (-inf if 0).
 
-    Products of ``1 - m / (size - t)`` summed in log space with ``math.fsum``: accurate to a few ulps
-    times ``|log P|`` (differences of log-gammas lose ~1e-7 relative at n = 1e7).
+    A product of ratios of integers summed in log space with ``math.fsum`` (differences of log-gammas
+    lose ~1e-7 relative at n = 1e7).  Of the two product forms the shorter one is used, so the cost is
+    ``min(k, m)`` terms however many examples are edited.  Every ratio is correctly rounded from its
+    integers (each rounded once above 2**53), so the absolute error of the log is at most
+    ``(2 min(k, m) + |log P|)`` machine epsilons (about ``4 |log P|`` for the one-factor forms with
+    replacement and for Poisson deletion, whose single rounding is multiplied along with the log).
     """
     k = size - n_c  # examples of the dataset outside C
     scheme, m = sampling.scheme, sampling.m
     if scheme == "poisson":
         return k * math.log(sampling.deletion_prob)
     assert m is not None
-    if scheme == "with_replacement":
-        return m * math.log1p(-k / size) if n_c > 0 else -math.inf
+    if scheme == "with_replacement":  # (n_c / size)^m, from the more accurate side of 1/2
+        if n_c == 0:
+            return -math.inf
+        return m * (math.log1p(-k / size) if 2 * k <= size else math.log(n_c / size))
     if n_c < m:
         return -math.inf
-    # C(n_c, m) / C(size, m) = prod_{t < k} (size - t - m) / (size - t)
-    t = np.arange(k, dtype=np.float64)
-    return math.fsum(np.log1p(-m / (size - t)))
+    # C(n_c, m) / C(size, m) = prod_{t < k} (size - m - t) / (size - t) = prod_{t < m} (n_c - t) / (size - t)
+    t = np.arange(min(k, m), dtype=np.float64)
+    numerator = size - m - t if k <= m else n_c - t
+    return math.fsum(np.log(numerator / (size - t)))
 
 
 def edit_bounds(
@@ -288,8 +330,10 @@ def edit_bounds(
     lower, upper : numpy.ndarray
         $P_{S'} \max(0, (\underline p - 1 + P_S)/P_S)$ and
         $P_{S'} \min(1, \bar p/P_S) + 1 - P_{S'}$ (the trivial ``0`` and ``1`` when
-        $P_S = 0$), padded outward by the propagated floating-point error (a few hundred
-        machine epsilons at most), so that rounding never moves a bound past the exact one.
+        $P_S = 0$), padded outward by the propagated floating-point error (about
+        $4(|\log P_S| + |\log P_{S'}| + 2t)$ machine epsilons, with $t$ the number of factors of the
+        two products without replacement, at most $2m$), so that rounding never moves a bound past
+        the exact one.
     """
     sampling = _sampling(n, m, replacement, deletion_prob)
     n = sampling.n
@@ -308,9 +352,13 @@ def edit_bounds(
     ps, pt = math.exp(log_ps), math.exp(log_pt)
     new_lower = pt * np.maximum(0.0, 1.0 - (1.0 - lower) / ps)
     new_upper = pt * np.minimum(1.0, upper / ps) - math.expm1(log_pt)
-    # Outward padding: the relative error of P_S is <= (2 |log P_S| + 1) eps, which reaches q (and the
-    # bounds) as an absolute error of at most that plus a few eps; P_S' contributes <= 2 eps absolute.
-    pad = (4.0 * abs(log_ps) + 16.0) * np.finfo(np.float64).eps
+    # Outward padding: the relative errors of P_S and P_S' are at most (2 terms + |log P| + 1) eps (see
+    # `_log_p_common`), which reach q and the bounds as absolute errors of at most that plus a few eps.
+    terms = 0
+    if sampling.scheme == "without_replacement":
+        assert sampling.m is not None
+        terms = min(dele + sub, sampling.m) + min(ins + sub, sampling.m)
+    pad = (4.0 * (abs(log_ps) + abs(log_pt) + 2 * terms) + 16.0) * np.finfo(np.float64).eps
     return np.maximum(new_lower - pad, 0.0), np.minimum(new_upper + pad, 1.0)
 
 

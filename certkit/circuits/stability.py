@@ -36,7 +36,7 @@ from certkit._validation import (
     check_rng,
     seed_from_rng,
 )
-from certkit.circuits.votes import _take
+from certkit.circuits.votes import take_rows
 
 __all__ = ["CircuitStability", "circuit_stability", "jaccard"]
 
@@ -202,7 +202,7 @@ def _one_set(
         masks = [rule.discover()]
         target, data = rule, None
     else:
-        data = _take(X_pool, rows)
+        data = take_rows(X_pool, rows)
         masks = [_mask(discover(data))]
         target = discover
     if not radii:

@@ -158,7 +158,10 @@ def certify_circuit(
         lower, upper = clopper_pearson(counts, n_runs, confidence_level=level, n_tests=counts.size)
     else:
         selection_label = progress and f"{label} (selection)"
-        selection = votes(n_runs=n_selection, seed=seed_selection, progress=selection_label)
+        try:
+            selection = votes(n_runs=n_selection, seed=seed_selection, progress=selection_label)
+        except ValueError as exc:  # the runs are called n_subsamples in the kernels' size checks
+            raise ValueError(f"n_selection={n_selection} selection runs: {exc}") from exc
         if selection.size != counts.size:
             raise ValueError(
                 f"discover returned masks of changing length ({selection.size} in selection runs, "
@@ -202,7 +205,8 @@ def _choose_sampling(
     if deletion_prob is not None:
         raise ValueError('deletion_prob is only used with scheme="poisson"')
     if subsample_size is None:
-        raise ValueError("subsample_size (m) is required for scheme='subsample'")
+        raise ValueError("subsample_size (m) is required for scheme='subsample' (or give deletion_prob for "
+                         "scheme='poisson')")
     return Sampling.uniform(n, subsample_size, replacement=replacement, name="subsample_size")
 
 

@@ -20,7 +20,7 @@ from certkit._validation import as_numpy
 from certkit.circuits.sampling import Sampling
 from certkit.circuits.score_rule import ScoreRule
 
-__all__ = ["check_concept_set", "concept_size", "count_votes", "partition_votes"]
+__all__ = ["check_concept_set", "concept_size", "count_votes", "partition_votes", "take_rows"]
 
 
 def count_votes(
@@ -115,6 +115,10 @@ def check_concept_set(X_concept: Any) -> int:
     """
     if isinstance(X_concept, Mapping):
         raise TypeError("X_concept must be an array, tensor or sequence of examples, got a dict")
+    if isinstance(X_concept, (str, bytes)):
+        raise TypeError(
+            f"X_concept must be an array, tensor or sequence of examples, got a {type(X_concept).__name__}"
+        )
     try:
         n = len(X_concept)
     except TypeError:
@@ -131,7 +135,7 @@ def check_concept_set(X_concept: Any) -> int:
     return n
 
 
-def _take(X: Any, idx: np.ndarray) -> Any:
+def take_rows(X: Any, idx: np.ndarray) -> Any:
     """Rows ``idx`` (positions) of a NumPy array, a torch tensor, a pandas object or a Python sequence."""
     if isinstance(X, np.ndarray):
         return X[idx]
@@ -176,7 +180,7 @@ def _run_chunk(
     for offset, idx in enumerate(subsets):
         if idx.size == 0:
             continue
-        mask = _as_mask(discover(_take(X, idx)), first + offset)
+        mask = _as_mask(discover(take_rows(X, idx)), first + offset)
         if counts is None:
             counts = np.zeros(mask.size, dtype=np.int64)
         elif mask.size != counts.size:

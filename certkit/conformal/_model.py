@@ -7,6 +7,7 @@ from typing import Any
 import numpy as np
 
 from certkit._optional import require
+from certkit._torch_checks import first_layer_checked
 from certkit._validation import as_numpy, check_array, check_in_options, check_integer
 
 __all__ = [
@@ -95,7 +96,7 @@ class ModelWrapper:
         self.model.eval()
         outs = []
         try:
-            with torch.no_grad():
+            with torch.no_grad(), first_layer_checked(self.model, "X", tuple(X.shape)):
                 for i in range(0, X.shape[0], self.batch_size):
                     xb = torch.as_tensor(X[i:i + self.batch_size], dtype=dtype, device=self.device)
                     raw = self.model(xb)

@@ -6,6 +6,7 @@ from typing import Any
 
 import numpy as np
 
+from certkit._torch_checks import first_layer_checked
 from certkit._typing import RNGLike
 from certkit._validation import (
     check_in_options,
@@ -142,29 +143,30 @@ def smoothed_pgd(
     out = np.empty_like(X)
     feat = X.shape[1:]
     try:
-        for start in range(0, X.shape[0], batch_size):
-            x0 = torch.as_tensor(X[start:start + batch_size], dtype=dtype, device=device)
-            yb = torch.as_tensor(y[start:start + batch_size], device=device)
-            b = x0.shape[0]
-            delta = torch.zeros_like(x0, requires_grad=True)
-            for it in range(steps):
-                eps = (torch.randn((n_noise, *x0.shape), generator=gen, dtype=dtype) * sigma).to(device)
-                inputs = ((x0 + delta).unsqueeze(0) + eps).reshape(n_noise * b, *feat)
-                raw = _forward(model, inputs, torch)
-                if start == 0 and it == 0:
-                    check_labels(y, X, raw.shape[1])
-                probs = torch.softmax(raw, dim=1) if _is_logits(raw, output) else raw
-                p_true = probs.reshape(n_noise, b, -1).gather(2, yb.view(1, b, 1).expand(n_noise, b, 1))
-                loss = -torch.log(p_true.mean(dim=0).clamp_min(1e-12)).sum()
-                (grad,) = torch.autograd.grad(loss, delta)
-                with torch.no_grad():
-                    g_norm = grad.reshape(b, -1).norm(dim=1).clamp_min(1e-12).view(b, *[1] * len(feat))
-                    delta += step * grad / g_norm
-                    d_norm = delta.reshape(b, -1).norm(dim=1).clamp_min(1e-12).view(b, *[1] * len(feat))
-                    delta *= torch.clamp(radius / d_norm, max=1.0)
-                    if clip is not None:
-                        delta.copy_(torch.clamp(x0 + delta, lo, hi) - x0)
-            out[start:start + b] = (x0 + delta).detach().to("cpu", torch.float64).numpy()
+        with first_layer_checked(model, "X", tuple(X.shape)):
+            for start in range(0, X.shape[0], batch_size):
+                x0 = torch.as_tensor(X[start:start + batch_size], dtype=dtype, device=device)
+                yb = torch.as_tensor(y[start:start + batch_size], device=device)
+                b = x0.shape[0]
+                delta = torch.zeros_like(x0, requires_grad=True)
+                for it in range(steps):
+                    eps = (torch.randn((n_noise, *x0.shape), generator=gen, dtype=dtype) * sigma).to(device)
+                    inputs = ((x0 + delta).unsqueeze(0) + eps).reshape(n_noise * b, *feat)
+                    raw = _forward(model, inputs, torch)
+                    if start == 0 and it == 0:
+                        check_labels(y, X, raw.shape[1])
+                    probs = torch.softmax(raw, dim=1) if _is_logits(raw, output) else raw
+                    p_true = probs.reshape(n_noise, b, -1).gather(2, yb.view(1, b, 1).expand(n_noise, b, 1))
+                    loss = -torch.log(p_true.mean(dim=0).clamp_min(1e-12)).sum()
+                    (grad,) = torch.autograd.grad(loss, delta)
+                    with torch.no_grad():
+                        g_norm = grad.reshape(b, -1).norm(dim=1).clamp_min(1e-12).view(b, *[1] * len(feat))
+                        delta += step * grad / g_norm
+                        d_norm = delta.reshape(b, -1).norm(dim=1).clamp_min(1e-12).view(b, *[1] * len(feat))
+                        delta *= torch.clamp(radius / d_norm, max=1.0)
+                        if clip is not None:
+                            delta.copy_(torch.clamp(x0 + delta, lo, hi) - x0)
+                out[start:start + b] = (x0 + delta).detach().to("cpu", torch.float64).numpy()
     finally:
         if was_training is not None:
             model.train(was_training)

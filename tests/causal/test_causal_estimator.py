@@ -44,26 +44,14 @@ def test_deterministic_given_rng(data):
     _same_fit(CausalMixtureModel(rng=3).fit(X), CausalMixtureModel(rng=3).fit(X))
 
 
-def test_process_pool_and_dask_equal_serial(data):
+def test_process_pool_and_dask_equal_serial(data, dask_client):
     X, _, _ = data
     serial = CausalMixtureModel(rng=1).fit(X)
     _same_fit(serial, CausalMixtureModel(rng=1, executor=2).fit(X))
-    distributed = pytest.importorskip("dask.distributed")
-    with (
-        distributed.LocalCluster(
-            n_workers=2,
-            threads_per_worker=1,
-            processes=True,
-            dashboard_address=None,
-            host="127.0.0.1",
-            silence_logs=40,
-        ) as cluster,
-        distributed.Client(cluster) as client,
-    ):
-        dask_fit = CausalMixtureModel(rng=1, executor=client).fit(X)
-        dask_stab = edge_stability(
-            X[:150], n_bootstrap=3, executor=client, rng=5, estimator=CausalMixtureModel(max_components=2)
-        )
+    dask_fit = CausalMixtureModel(rng=1, executor=dask_client).fit(X)
+    dask_stab = edge_stability(
+        X[:150], n_bootstrap=3, executor=dask_client, rng=5, estimator=CausalMixtureModel(max_components=2)
+    )
     _same_fit(serial, dask_fit)
     serial_stab = edge_stability(
         X[:150], n_bootstrap=3, rng=5, estimator=CausalMixtureModel(max_components=2)

@@ -162,10 +162,33 @@ def test_bad_inputs_name_the_argument():
 
 def test_kernel_validates_shapes():
     y = np.arange(10.0)
-    with pytest.raises(ValueError, match="design must have n = 10 rows"):
+    with pytest.raises(ValueError, match=r"design must have one row per entry of y \(n = 10\), got 9 rows"):
         mixreg.em(y, np.ones((9, 1)), np.ones((10, 1)), max_iter=5, tol=1e-5, ridge=0.0, min_variance=1.0)
     with pytest.raises(ValueError, match="min_variance must be finite and > 0"):
         mixreg.em(y, np.ones((10, 1)), np.ones((10, 1)), max_iter=5, tol=1e-5, ridge=0.0, min_variance=0.0)
+
+
+def test_kernel_rejects_coerced_or_non_finite_inputs():
+    """Issue 14 (kernels coerce): complex y was cast to real, NaN y or negative responsibilities ran EM
+    until every component was retired; now each is an error naming the argument."""
+    y, design, resp0 = np.arange(10.0), np.ones((10, 1)), np.ones((10, 1))
+    opts = {"max_iter": 5, "tol": 1e-5, "ridge": 0.0, "min_variance": 1.0}
+    with pytest.raises(TypeError, match=r"y must be an array of real numbers .* complex128"):
+        mixreg.em(y.astype(complex), design, resp0, **opts)
+    with pytest.raises(TypeError, match=r"design must be an array of real numbers .* bool"):
+        mixreg.em(y, design.astype(bool), resp0, **opts)
+    with pytest.raises(ValueError, match=r"y must be finite"):
+        mixreg.em(np.where(y == 3, np.nan, y), design, resp0, **opts)
+    with pytest.raises(ValueError, match=r"design must be finite"):
+        mixreg.em(y, np.full((10, 1), np.inf), resp0, **opts)
+    with pytest.raises(ValueError, match=r"resp0 must hold finite responsibilities >= 0, got -1 in row 0"):
+        mixreg.em(y, design, np.column_stack([-np.ones(10), 2 * np.ones(10)]), **opts)
+    with pytest.raises(ValueError, match=r"resp0 rows must sum to 1 .* row 0 sums to 2"):
+        mixreg.em(y, design, 2 * resp0, **opts)
+    with pytest.raises(TypeError, match=r"max_iter must be an integer, got float"):
+        mixreg.em(y, design, resp0, **{**opts, "max_iter": 1.5})
+    with pytest.raises(TypeError, match=r"tol must be a real number, got str"):
+        mixreg.em(y, design, resp0, **{**opts, "tol": "1e-5"})
 
 
 @pytest.mark.parametrize("seed", [0, 1])

@@ -89,9 +89,8 @@ def test_kernel_matches_numpy_reference_counts():
     assert np.array_equal(res.counts, ref)
 
 
-def test_executors_process_pool_and_dask_equal_serial():
+def test_executors_process_pool_and_dask_equal_serial(dask_client):
     cloudpickle = pytest.importorskip("cloudpickle")
-    distributed = pytest.importorskip("dask.distributed")
     scores = integer_scores(n=50, n_comp=10, seed=4)
     kw = {"subsample_size": 12, "n_subsamples": 200, "rng": 9, "progress": False}
     serial = certify_circuit(MeanRule(top_k=3), scores, **kw)
@@ -99,16 +98,10 @@ def test_executors_process_pool_and_dask_equal_serial():
     assert np.array_equal(serial.counts, pool.counts)
     cloudpickle.register_pickle_by_value(sys.modules[__name__])
     try:
-        with (
-            distributed.LocalCluster(
-                n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
-            ) as cluster,
-            distributed.Client(cluster) as client,
-        ):
-            dask_res = certify_circuit(MeanRule(top_k=3), scores, executor=client, **kw)
-            dask_part = certify_circuit_partition(
-                MeanRule(top_k=3), scores, n_parts=7, executor=client, progress=False
-            )
+        dask_res = certify_circuit(MeanRule(top_k=3), scores, executor=dask_client, **kw)
+        dask_part = certify_circuit_partition(
+            MeanRule(top_k=3), scores, n_parts=7, executor=dask_client, progress=False
+        )
     finally:
         cloudpickle.unregister_pickle_by_value(sys.modules[__name__])
     assert np.array_equal(serial.counts, dask_res.counts)

@@ -239,3 +239,45 @@ def test_digits_example_runs_end_to_end(tmp_path):
     assert all(a >= b for a, b in itertools.pairwise(sizes))  # certified circuits shrink with the radius
     assert all(0.0 <= v <= 1.0 for row in rows for v in row[2:])
     assert plot.stat().st_size > 10_000
+
+
+def test_inputs_must_fit_the_model():
+    """Issue 14 items 6 and 10: X[None] was read as one example whose rows are neurons, and a wrong
+    feature count surfaced as the model's own matmul error; both now name the argument up front."""
+    model = mlp()
+    X = np.random.default_rng(7).normal(size=(20, 5))
+    extra = r"one example of X \(shape \(1, 20, 5\)\) gave \(1, 20, 3\); does X have an extra leading axis"
+    for call in (
+        lambda: neuron_scores(model, "act", X[None]),
+        lambda: neuron_scores(model, "act", X[None], method="attribution"),
+        lambda: layer_mean(model, "act", X[None]),
+        lambda: circuit_accuracy(model, "act", np.ones(6, bool), X[None], [0]),
+    ):
+        with pytest.raises(ValueError, match=extra):
+            call()
+    features = r"X of shape \(20, 4\) does not fit model: its first layer \(Linear.*\) expects 5 input"
+    for call in (
+        lambda: neuron_scores(model, "act", X[:, :4]),
+        lambda: layer_mean(model, "act", X[:, :4]),
+        lambda: circuit_accuracy(model, "act", np.ones(6, bool), X[:, :4], np.zeros(20, int)),
+    ):
+        with pytest.raises(ValueError, match=features):
+            call()
+    with pytest.raises(ValueError, match=r"reference of shape \(3, 4\) does not fit model"):
+        circuit_accuracy(model, "act", np.ones(6, bool), X, np.zeros(20, int), reference=np.zeros((3, 4)))
+    with pytest.raises(ValueError, match=r"X_subset of shape \(20, 4\) does not fit model"):
+        AblationDiscovery(model, "act", target=0, top_k=1)(X[:, :4])
+    with pytest.raises(ValueError, match=r"X of shape \(3, 2, 5, 5\) does not fit model: .* expects inputs "
+                                         r"\(batch, 1 channels, ...\)"):
+        neuron_scores(cnn(), "act", np.zeros((3, 2, 5, 5)))
+
+    class Broken(nn.Module):  # no Linear first: the model's own error is reported as a bad X
+        def forward(self, x):
+            return x @ torch.ones(7, 3, dtype=x.dtype)
+
+    with pytest.raises(ValueError, match=r"X of shape \(20, 5\) is not a valid input of model: "):
+        layer_mean(nn.Sequential(OrderedDict(act=Broken())), "act", X)
+    # the probe leaves no hooks behind and keeps the model's mode
+    model.train()
+    assert neuron_scores(model, "act", X).shape == (20, 6)
+    assert model.training and not model.lin._forward_pre_hooks and not model.act._forward_hooks

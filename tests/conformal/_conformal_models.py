@@ -33,3 +33,12 @@ class BinaryLinear:
     def worst_case(self, X: np.ndarray, y: np.ndarray, radius: float) -> np.ndarray:
         direction = self.w / np.linalg.norm(self.w)
         return X - radius * (2 * y - 1)[:, None] * direction[None, :]
+
+
+#: The two-feature logistic model of the input-validation and model/metric tests.
+LINEAR_MODEL = BinaryLinear(np.array([1.0, -0.5]), scale=2.0)
+
+
+def linear_data(n: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """``n`` labelled inputs of `LINEAR_MODEL`."""
+    return LINEAR_MODEL.sample(n, np.random.default_rng(seed))

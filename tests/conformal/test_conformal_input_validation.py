@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from _conformal_models import BinaryLinear
+from _conformal_models import LINEAR_MODEL as MODEL
+from _conformal_models import linear_data
 from sklearn.exceptions import NotFittedError
 
 from certkit.conformal import (
@@ -22,12 +23,6 @@ from certkit.conformal import (
     evaluate_sets,
 )
 from certkit.conformal.attacks import smoothed_pgd
-
-MODEL = BinaryLinear(np.array([1.0, -0.5]), scale=2.0)
-
-
-def _data(n=100, seed=0):
-    return MODEL.sample(n, np.random.default_rng(seed))
 
 
 def _fnr_loss(pred, target, lam):
@@ -52,7 +47,7 @@ BAD_OUTPUTS = [
 
 @pytest.mark.parametrize(("corrupt", "error", "match"), BAD_OUTPUTS)
 def test_bad_model_outputs_raise(corrupt, error, match):
-    X, y = _data()
+    X, y = linear_data(100)
 
     def model(X):
         return corrupt(MODEL(X))
@@ -67,7 +62,7 @@ def test_bad_model_outputs_raise(corrupt, error, match):
 
 def test_risk_control_with_nan_model_raises_instead_of_lambda_one():
     """Issue 14 item 5: a NaN-emitting model calibrated to lambda_ = 1.0 and predicted NaN."""
-    X, y = _data()
+    X, y = linear_data(100)
     with pytest.raises(ValueError, match="model output must be finite"):
         _risk_control(lambda X: np.full((len(X), 2), np.nan), rng=0).calibrate(X, y)
     broken = [False]
@@ -85,13 +80,13 @@ def test_torch_model_with_nan_output_raises():
     net = torch.nn.Linear(2, 3)
     with torch.no_grad():
         net.bias.fill_(float("nan"))
-    X, y = _data()
+    X, y = linear_data(100)
     with pytest.raises(ValueError, match="model output must be finite"):
         SplitConformalClassifier(net, output="logits").calibrate(X, y % 3)
 
 
 def test_regression_model_output_checked():
-    X, y = _data()
+    X, y = linear_data(100)
     with pytest.raises(ValueError, match="model output must be finite"):
         SplitConformalRegressor(lambda X: np.where(X[:, 0] > 0, np.inf, 0.0)).calibrate(X, y.astype(float))
     with pytest.raises(TypeError, match="model output must be a real numeric array"):
@@ -120,7 +115,7 @@ def test_numpy_bool_flags_accepted():
 
 def test_sigma_without_noise_is_an_error():
     """Issue 14 item 7: SplitConformalClassifier(sigma=0.3) silently ignored sigma."""
-    X, y = _data()
+    X, y = linear_data(100)
     with pytest.raises(ValueError, match=r"sigma=0\.3 is only used with smoothing noise, but noise=None"):
         SplitConformalClassifier(MODEL, sigma=0.3).calibrate(X, y)
     with pytest.raises(ValueError, match=r"sigma=0\.3 is only used with smoothing noise"):
@@ -132,7 +127,7 @@ def test_sigma_without_noise_is_an_error():
 @pytest.mark.parametrize("dtype", [complex, bool, object, str])
 def test_complex_bool_or_text_targets_rejected(dtype):
     """Issue 14 item 7: complex y with zero imaginary part and complex/bool Y were accepted."""
-    X, y = _data()
+    X, y = linear_data(100)
     with pytest.raises(TypeError, match=r"\by\b"):
         SplitConformalClassifier(MODEL).calibrate(X, y.astype(dtype))
     with pytest.raises(TypeError, match=r"\by\b"):
@@ -142,7 +137,7 @@ def test_complex_bool_or_text_targets_rejected(dtype):
 
 
 def test_risk_control_keeps_integer_and_float_targets():
-    X, y = _data()
+    X, y = linear_data(100)
     crc = _risk_control(MODEL, rng=0).calibrate(X, y)
     assert 0 <= crc.risk(X, y) <= 1
     with pytest.raises(ValueError, match="Y must be finite"):
@@ -153,7 +148,7 @@ def test_risk_control_keeps_integer_and_float_targets():
 
 # ------------------------------------------------------------------------- item 10: clear errors
 def test_evaluate_sets_unfitted_is_not_fitted_error():
-    X, y = _data()
+    X, y = linear_data(100)
     with pytest.raises(NotFittedError, match="not fitted yet"):
         evaluate_sets(SplitConformalClassifier(MODEL), X, y)
     with pytest.raises(TypeError, match="estimator must be a certkit conformal classifier"):
@@ -176,7 +171,7 @@ def test_evaluate_sets_unfitted_is_not_fitted_error():
 )
 def test_wrong_feature_count_names_x(make):
     """Issue 14 item 10: a wrong feature count surfaced as the model's own matmul error."""
-    X, y = _data()
+    X, y = linear_data(100)
     est = make().calibrate(X, y)
     assert est.input_shape_ == (2,) and est.n_features_in_ == 2
     wrong = np.zeros((5, 3))
@@ -195,14 +190,28 @@ def _linear_net():
     return torch.nn.Linear(2, 2)
 
 
+def test_torch_model_with_wrong_feature_count_names_x():
+    """Calibrating a torch model or attacking it with the wrong feature count: an error naming X."""
+    X, y = linear_data(10)
+    wrong = np.zeros((10, 3))
+    match = r"X of shape \(10, 3\) does not fit model: its first layer \(Linear.*\) expects 2 input features"
+    with pytest.raises(ValueError, match=match):
+        SplitConformalClassifier(_linear_net(), output="logits").calibrate(wrong, y)
+    with pytest.raises(ValueError, match=r"X of shape \(10, 3\) does not fit model"):
+        smoothed_pgd(_linear_net(), wrong, y, 0.3, 0.2, steps=2, n_noise=2, rng=0)
+    net = _linear_net()
+    est = SplitConformalClassifier(net, output="logits").calibrate(X, y)  # the right shape still works
+    assert est.predict_set(X).shape == (10, 2) and not net._forward_pre_hooks
+
+
 def test_smoothed_pgd_label_out_of_range():
-    X, y = _data(10)
+    X, y = linear_data(10)
     with pytest.raises(ValueError, match=r"y must contain class labels in \[0, 1\]"):
         smoothed_pgd(_linear_net(), X, y + 5, 0.3, 0.2, steps=2, n_noise=2, rng=0)
 
 
 def test_smoothed_pgd_numpy_model():
-    X, y = _data(10)
+    X, y = linear_data(10)
     with pytest.raises(TypeError, match=r"model must .*torch"):
         smoothed_pgd(MODEL, X, y, 0.3, 0.2, steps=2, n_noise=2, rng=0)
     with pytest.raises(TypeError, match="model must return a torch tensor"):
@@ -210,7 +219,7 @@ def test_smoothed_pgd_numpy_model():
 
 
 def test_smoothed_pgd_nan_or_constant_model():
-    X, y = _data(10)
+    X, y = linear_data(10)
     with pytest.raises(ValueError, match="model output must be finite"):
         smoothed_pgd(lambda t: t * float("nan"), X, y, 0.3, 0.2, steps=2, n_noise=2, rng=0)
     with pytest.raises(TypeError, match="does not depend differentiably"):
@@ -220,6 +229,6 @@ def test_smoothed_pgd_nan_or_constant_model():
 @pytest.mark.parametrize("cls", [BinCPClassifier, RSCPPlusClassifier])
 def test_huge_n_samples_is_refused_before_allocating(cls):
     """A huge n_samples asked numpy for 14.6 TiB; now a ValueError names n_samples and the estimate."""
-    X, y = _data(30)
+    X, y = linear_data(30)
     with pytest.raises(ValueError, match=r"n_samples=1000000000000 is too large: .* about [0-9.]+ TiB"):
         cls(MODEL, sigma=0.2, radius=0.1, n_samples=10**12, error_rate=0.01, rng=0).calibrate(X, y)

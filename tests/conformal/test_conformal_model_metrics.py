@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from _conformal_models import BinaryLinear
+from _conformal_models import LINEAR_MODEL as MODEL
+from _conformal_models import linear_data
 from sklearn.exceptions import NotFittedError
 
 from certkit.conformal import (
@@ -22,12 +23,6 @@ from certkit.conformal import (
     set_size,
 )
 from certkit.conformal._model import ModelWrapper
-
-MODEL = BinaryLinear(np.array([1.0, -0.5]), scale=2.0)
-
-
-def _data(n=200, seed=0):
-    return MODEL.sample(n, np.random.default_rng(seed))
 
 
 def _torch_model():
@@ -51,7 +46,7 @@ def test_wrapper_batches_numpy_and_counts_passes():
 def test_torch_module_no_grad_eval_and_training_flag_restored():
     net = _torch_model()
     net.train()
-    X, y = _data()
+    X, y = linear_data(200)
     y = y + (np.arange(len(y)) % 3 == 0)  # use all three classes
     clf = RCP1Classifier(net, output="logits", sigma=0.1, radius=0.05, rng=0, batch_size=16)
     clf.calibrate(torch.as_tensor(X, dtype=torch.float32), torch.as_tensor(y))
@@ -94,7 +89,7 @@ CLASSIFIERS = [
 
 @pytest.mark.parametrize("make", CLASSIFIERS)
 def test_classifier_bad_inputs(make):
-    X, y = _data()
+    X, y = linear_data(200)
     with pytest.raises(NotFittedError):
         make().predict_set(X)
     for level in [0.0, 1.0, 1.5, -0.1]:
@@ -120,7 +115,7 @@ def test_classifier_bad_inputs(make):
 
 @pytest.mark.parametrize("make", CLASSIFIERS[1:])
 def test_smoothing_parameter_errors(make):
-    X, y = _data()
+    X, y = linear_data(200)
     with pytest.raises(ValueError, match="radius"):
         make(radius=-0.1).calibrate(X, y)
     for sigma in [0.0, -1.0]:
@@ -133,7 +128,7 @@ def test_smoothing_parameter_errors(make):
 
 
 def test_split_noise_needs_sigma_and_multi_sample_options():
-    X, y = _data()
+    X, y = linear_data(200)
     with pytest.raises(TypeError, match="sigma"):
         SplitConformalClassifier(MODEL, noise="gaussian").calibrate(X, y)
     with pytest.raises(ValueError, match="error_rate"):
@@ -159,7 +154,7 @@ def test_split_noise_needs_sigma_and_multi_sample_options():
 
 
 def test_regressor_and_risk_bad_inputs():
-    X, y = _data()
+    X, y = linear_data(200)
     yf = y.astype(float)
 
     def reg_model(X):
@@ -207,7 +202,7 @@ def test_regressor_and_risk_bad_inputs():
 def test_evaluate_sets_counts_passes_and_matches_metrics():
     from certkit.conformal import evaluate_sets, evaluation_table
 
-    X, y = _data(300)
+    X, y = linear_data(300)
     est = BinCPClassifier(MODEL, sigma=0.25, radius=0.1, n_samples=16, rng=0).calibrate(X, y)
     res = evaluate_sets(est, X[:50], y[:50], X_attacked=X[:50], method="bincp")
     assert res.forward_passes == 16.0 and res.method == "bincp"

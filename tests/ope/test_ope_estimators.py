@@ -222,18 +222,11 @@ def test_bootstrap_refits_and_is_executor_independent(sim, pi0, pi):
     assert "percentile" in serial.summary()
 
 
-def test_bootstrap_on_dask(sim, pi0, pi):
-    distributed = pytest.importorskip("dask.distributed")
+def test_bootstrap_on_dask(sim, pi0, pi, dask_client):
     data = sim.sample(pi0, 500, rng=9)
     resp = LogNormalCostResponse().fit(data, policy=pi0)
     kw = dict(target_policy=pi, logging_policy=pi0, response=resp, bootstrap=6, rng=1)
-    with (
-        distributed.LocalCluster(
-            n_workers=1, threads_per_worker=1, processes=False, dashboard_address=None
-        ) as cluster,
-        distributed.Client(cluster) as client,
-    ):
-        res = strategic_ipw(data, executor=client, **kw)
+    res = strategic_ipw(data, executor=dask_client, **kw)
     np.testing.assert_array_equal(res.bootstrap_estimates, strategic_ipw(data, **kw).bootstrap_estimates)
 
 
