@@ -207,7 +207,9 @@ class AffineCarry:
         self.XL, self.XU = lo, hi
         self.n, self.d = lo.shape
         self.mid = 0.5 * lo + 0.5 * hi
-        self.rad = _up(np.maximum(hi - self.mid, self.mid - lo))
+        # an entry that is not perturbed gets no symbol (radius 0, not the tiny padding of `_up`)
+        exact = (lo == hi) & (self.mid == lo)
+        self.rad = np.where(exact, 0.0, _up(np.maximum(hi - self.mid, self.mid - lo)))
         self.max_generators = 4 * self.m if max_generators is None else int(max_generators)
         self.max_entries = max_entries
         self.zonotope = Zonotope(model.to_vector(), np.zeros((self.m, 0)), np.zeros(0, dtype=np.int64))
@@ -325,8 +327,13 @@ class AffineCarry:
         )
 
     def _reduce(self, c: np.ndarray, G: np.ndarray, ids: np.ndarray, r: np.ndarray) -> Zonotope:
-        """Remainder ``r`` into fresh symbols; Girard reduction to ``max_generators`` columns."""
+        """Remainder ``r`` into fresh symbols; Girard reduction to ``max_generators`` columns.
+
+        A non-finite form (overflow) gives a zonotope whose bounds are NaN, which the caller ignores.
+        """
         m = len(c)
+        if not (np.all(np.isfinite(c)) and np.all(np.isfinite(G)) and np.all(np.isfinite(r))):
+            return Zonotope(np.full(m, np.nan), np.zeros((m, 0)), np.zeros(0, dtype=np.int64))
         keep = max(0, self.max_generators - m)
         if G.shape[1] > keep:
             A = np.abs(G)

@@ -195,3 +195,22 @@ def test_pure_zonotope_hull_survives_the_attack(kind):
     violation, trajectories = attack_violation(res, X, y, pert, restarts=4, steps=6, rng=1)
     assert trajectories >= 20
     assert violation <= 0.0, f"a trajectory leaves the zonotope's hull by {violation}"
+
+
+def test_unperturbed_entries_get_no_symbol():
+    """Review finding: every entry of X got a symbol of radius ~1e-300 (slow steps)."""
+    X = np.random.default_rng(0).normal(size=(20, 3))
+    carry = AffineCarry(
+        MLP.random([3, 4, 1], rng=0), FeatureBox(0.1, points=[0]).sets(X), np.ones(20), "hinge", 0.1
+    )
+    assert np.count_nonzero(carry.rad) == 3
+
+
+def test_a_non_finite_remainder_is_not_dropped():
+    """Review finding: `_reduce` picked fresh symbols with ``r > 0``, so a NaN remainder vanished."""
+    carry = AffineCarry(
+        MLP.random([1, 2, 1], rng=0), FeatureBox(0.1).sets(np.zeros((1, 1))), np.array([1.0]), "hinge", 0.1
+    )
+    zonotope = carry._reduce(np.zeros(7), np.zeros((7, 0)), np.zeros(0, dtype=np.int64), np.full(7, np.nan))
+    lower, upper = zonotope.bounds()
+    assert np.all(np.isnan(lower)) and np.all(np.isnan(upper))
