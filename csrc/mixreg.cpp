@@ -19,10 +19,13 @@ namespace {
 
 using DoubleArray = py::array_t<double, py::array::c_style | py::array::forcecast>;
 
-bool all_finite(const DoubleArray& values) {
+// Largest magnitude accepted in y and design: squares and sums over samples of their products stay finite.
+constexpr double kMaxMagnitude = 1e100;
+
+bool all_bounded(const DoubleArray& values) {
     const double* data = values.data();
     for (py::ssize_t i = 0; i < values.size(); ++i) {
-        if (!std::isfinite(data[i])) {
+        if (!(std::abs(data[i]) <= kMaxMagnitude)) {
             return false;
         }
     }
@@ -57,8 +60,8 @@ py::dict em(const py::object& y_in, const py::object& design_in, const py::objec
     require(std::isfinite(min_variance) && min_variance > 0.0,
             "min_variance must be finite and > 0, got " + show(min_variance));
 
-    require(all_finite(y), "y must be finite (found NaN or inf)");
-    require(all_finite(design), "design must be finite (found NaN or inf)");
+    require(all_bounded(y), "y must be finite with magnitudes <= 1e100 (found NaN, inf or a larger value)");
+    require(all_bounded(design), "design must be finite with magnitudes <= 1e100 (found NaN, inf or a larger value)");
     const double* r0 = resp0.data();
     for (std::int64_t i = 0; i < n; ++i) {
         double total = 0.0;

@@ -144,8 +144,11 @@ py::array_t<std::int64_t> subsample(const py::object& scores_in, const py::objec
     require_memory(8.0 * n * padded + threads * per_thread,
                    scheme == Scheme::kPoisson ? "scores" : "m=" + show(size),
                    "the subsample vote kernel");
-    // Work: every subsample adds its rows' padded score tiles, then ranks or thresholds N means.
-    require_work(static_cast<double>(n_subsamples) * (rows * padded + 2.0 * n_components),
+    // Work: every subsample adds its rows' padded score tiles, then ranks or thresholds N means; a Poisson
+    // subsample draws n coins and keeps (1 - deletion_prob) n rows on average.
+    const double added_rows = scheme == Scheme::kPoisson ? keep_prob * n : rows;
+    const double draws = scheme == Scheme::kPoisson ? static_cast<double>(n) : 0.0;
+    require_work(static_cast<double>(n_subsamples) * (draws + added_rows * padded + 2.0 * n_components),
                  "n_subsamples=" + show(n_subsamples), "the subsample vote kernel");
 
     py::array_t<std::int64_t> out(static_cast<py::ssize_t>(n_components));

@@ -66,6 +66,7 @@ def subsample(
         of `top_k`/`threshold`, out-of-range sizes, probabilities, seed or
         `n_threads`, buffers larger than half the machine's memory, or more
         than 1e13 score additions, `n_subsamples * (rows * N padded to 32 + 2 N)`
+        with the expected rows `(1 - deletion_prob) n` (plus n coin draws) for Poisson
         (about an hour of one core; the message names the argument and the estimate).
 
     Notes

@@ -163,17 +163,18 @@ def _count_above(log_table: np.ndarray, threshold: np.ndarray) -> np.ndarray:
 
 
 def _radius_from_mu(
-    mu: np.ndarray, threat: str, count_above: Callable[[np.ndarray], np.ndarray]
+    mu: np.ndarray, rest: np.ndarray, threat: str, count_above: Callable[[np.ndarray], np.ndarray]
 ) -> np.ndarray:
     """Largest r certified for a decision whose probability is at least mu (-1 if not even r = 0).
 
-    ``count_above(thr)`` counts the r whose avoidance probability (f_ins for insertions, f_del
-    otherwise) exceeds ``thr``.
+    ``rest`` is ``1 - mu`` computed exactly by the caller (``1 - mu`` rounds to 0 for mu within 1e-16
+    of 1, which would certify every r against deletions).  ``count_above(thr)`` counts the r whose
+    avoidance probability (f_ins for insertions, f_del otherwise) exceeds ``thr``.
     """
     if threat in ("edit", "substitution"):
-        count = count_above(1.5 - mu)
+        count = count_above(0.5 + rest)
     elif threat == "deletion":
-        count = count_above(2.0 * (1.0 - mu))
+        count = count_above(2.0 * rest)
     else:  # insertion
         with np.errstate(divide="ignore"):
             thr = np.where(mu > 0, 0.5 / np.maximum(mu, np.finfo(float).tiny), np.inf)
@@ -267,8 +268,9 @@ def radius_from_bounds(lower: np.ndarray, upper: np.ndarray, sampling: Sampling,
         _check_table_memory(sampling, threat)
         table = _log_avoid_inserted(sampling) if threat == "insertion" else _log_avoid_deleted(sampling)
         count_above = functools.partial(_count_above, table)
-    r_in = _radius_from_mu(lower, threat, count_above)
-    r_out = _radius_from_mu(1.0 - upper, threat, count_above)
+    # 1 - lower is exact where it matters (lower >= 1/2, Sterbenz); 1 - (1 - upper) is not, so pass upper
+    r_in = _radius_from_mu(lower, 1.0 - lower, threat, count_above)
+    r_out = _radius_from_mu(1.0 - upper, upper, threat, count_above)
     return np.maximum(r_in, r_out)
 
 
@@ -346,8 +348,12 @@ def edit_bounds(
     n_c = n - dele - sub
     n_new = n - dele + ins
     log_ps = _log_p_common(sampling, n, n_c)
-    log_pt = _log_p_common(sampling, n_new, n_c)
-    if not np.isfinite(log_ps):
+    try:
+        log_pt = _log_p_common(sampling, n_new, n_c)
+    except (OverflowError, ValueError):  # n' beyond float range, or a ratio that underflows to 0
+        log_pt = -math.inf
+    # P_S = 0, or subnormal (too few significant bits for the relative-error padding): trivial bounds
+    if not log_ps >= math.log(np.finfo(np.float64).tiny):
         return np.zeros_like(lower), np.ones_like(upper)
     ps, pt = math.exp(log_ps), math.exp(log_pt)
     new_lower = pt * np.maximum(0.0, 1.0 - (1.0 - lower) / ps)

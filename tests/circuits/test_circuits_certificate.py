@@ -423,3 +423,33 @@ def test_edit_bounds_never_cross_the_exact_bound_at_large_n(scheme, n, m, p_del,
         assert Fraction(float(lo)) <= lo_exact, (p, float(lo), float(lo_exact))
         assert Fraction(float(hi)) >= hi_exact, (p, float(hi), float(hi_exact))
         assert float(lo_exact) - float(lo) < 1e-12 and float(hi) - float(hi_exact) < 1e-12
+
+
+@pytest.mark.parametrize("upper", [1e-20, 1e-17, 1e-8])
+def test_deletion_exclusion_radius_with_a_tiny_upper_bound(upper):
+    """Review finding: ``1 - (1 - upper)`` rounded to 0, so every r was certified (1000 instead of 65).
+
+    Poisson deletion with probability 1/2: exclusion holds at r while ``0.5**r > 2 upper``.
+    """
+    exact = max(r for r in range(1001) if Fraction(1, 2**r) > 2 * Fraction(upper))
+    assert certified_radius(0.0, upper, 1000, deletion_prob=0.5, threat="deletion") == exact
+
+
+def test_edit_bounds_are_trivial_not_nan_when_p_s_underflows():
+    """Review finding: ``(1 - lower) / P_S`` was 0/0 when P_S underflowed to 0 with a finite log."""
+    for bounds in (
+        edit_bounds(1.0, 1.0, 1000, deletion_prob=1e-10, n_delete=40),
+        edit_bounds(0.0, 0.0, 1000, deletion_prob=1e-10, n_delete=40),
+    ):
+        assert (float(bounds[0]), float(bounds[1])) == (0.0, 1.0)
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [{"m": 10}, {"m": 10, "replacement": True}, {"deletion_prob": 0.5}],
+    ids=["uniform", "with_replacement", "poisson"],
+)
+def test_edit_bounds_with_astronomically_many_insertions_are_trivial(kwargs):
+    """Review finding: n_insert beyond the float range raised OverflowError / math domain error."""
+    lower, upper = edit_bounds(0.9, 0.95, 100, n_insert=10**400, **kwargs)
+    assert (float(lower), float(upper)) == (0.0, 1.0)
