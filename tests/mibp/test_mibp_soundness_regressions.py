@@ -214,6 +214,7 @@ _D4_WIDTHS = [
 _D4_X = np.array([[0.7987818391815528, 0.47785795706476264], [-1.6556881974795157, -0.5839373023459407]])
 _D4_Y = np.array([0.9891008257715, 0.3286996191246136])
 
+
 @pytest.mark.parametrize("backend", PROGRAM_BACKENDS)
 def test_widened_joint_missing_values_program_keeps_its_minimiser(backend):
     from certkit.mibp import MissingValues
