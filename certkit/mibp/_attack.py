@@ -26,11 +26,16 @@ __all__ = ["attack_violation"]
 
 
 def _violation(result, path) -> float:
+    """Largest excess of ``path`` over its boxes after epochs ``1..T``; when there is none, minus the
+    smallest slack to an edge of a box of positive width (a point box has no edge to approach)."""
     worst = -np.inf
-    for t, model in enumerate(path):
+    for t, model in enumerate(path[1:], start=1):
         v = model.to_vector()
         lo, hi = result.lower[t].to_vector(), result.upper[t].to_vector()
-        worst = max(worst, float(np.max(lo - v)), float(np.max(v - hi)))
+        excess = np.maximum(lo - v, v - hi)
+        counted = (hi > lo) | (excess > 0)
+        if np.any(counted):
+            worst = max(worst, float(np.max(excess[counted])))
     return worst
 
 
@@ -72,7 +77,8 @@ def attack_violation(
     """Largest amount by which an attacked or sampled trajectory leaves its certified box.
 
     Returns ``(violation, trajectories)``: ``violation <= 0`` means every trajectory stayed inside (by at
-    least ``-violation``); ``trajectories`` is the number of datasets trained.
+    least ``-violation`` from every edge of a box of positive width; ``-inf`` when every box is a point
+    and was met); ``trajectories`` is the number of datasets trained.
     """
     torch = require("torch", extra="torch", purpose="the soundness attack")
     if not isinstance(result, CertifiedTrainingResult):

@@ -1,10 +1,11 @@
-"""Regression tests for three soundness defects found in review.
+"""Regression tests for soundness defects found in review and by the sweep's cross-checks.
 
 D1: constants folded in float (left to right) decided a ReLU from an unpadded point interval, so a
     pre-activation the fold made exactly 0 (numpy: +5.6e-17) fixed the unit off while the nominal
     training used it (θ_1 outside its box by 0.25 for every program backend).
 D2: HiGHS's ``mip_dual_bound`` was read whatever the model status (an error leaves it at 0.0).
 D3: boxes narrower than the solvers' tolerances (eps 1e-12 at a hinge kink) gave wrong "optimal" bounds.
+D4: SCIP's cuts on a widened program cut off its minimiser (below).
 """
 
 import importlib.util
@@ -192,3 +193,45 @@ def test_tiny_eps_at_hinge_kinks(backend):
         Xp = X + gen.choice([-0.5, 0.5], size=X.shape) * eps if i % 2 else X + gen.uniform(-eps, eps, X.shape)
         for t, mt in enumerate(m.train(Xp, y, loss="hinge", epochs=T, learning_rate=lr)):
             assert res.contains(mt, t), f"epoch {t}, draw {i}"
+
+
+# D4 (found by the program-level cross-check of benchmarks/mibp_soundness.py's generator against a dense
+# attack): a joint MSE step program with a parameter box of widths <= 9e-8 (widened to 1e-6) and one point
+# whose two features are missing in [-1, 1].  SCIP without presolve (the setting for widened programs)
+# reported min θ'_9 = 0.6305 "optimal", while θ = the box centre with x_0 = (-1, 1) reaches 0.5472; with
+# presolve on, or without propagation or separation, SCIP returns 0.5472 (as Gurobi and HiGHS do).  Without
+# separation alone, max θ'_0 was still -1.1871 where -1.1533 is reached; SCIP now runs widened programs
+# without presolve, separation and propagation, and every objective of this program is checked.
+_D4_THETA = [
+    -1.4029595945403945, 0.9295358205667085, 0.8009689150780033, 0.8864163654708488, -0.6239308058518627,
+    -0.9536599546215437, -0.5628736593811174, 0.42530182120038135, -0.2913890290932676, 0.9086597352906591,
+    0.8039369897693857, -0.4313828215648264, 0.5116123346997666,
+]  # fmt: skip
+_D4_WIDTHS = [
+    8.060411439587236e-08, 4.458317852284301e-08, 0.0, 6.97195224054824e-09, 2.90928815374503e-08,
+    5.273653085179547e-08, 5.615725107078628e-08, 8.685820202559387e-08, 3.992806645811374e-08, 0.0,
+    5.4153090244032804e-08, 2.992951758839527e-08, 0.0,
+]  # fmt: skip
+_D4_X = np.array([[0.7987818391815528, 0.47785795706476264], [-1.6556881974795157, -0.5839373023459407]])
+_D4_Y = np.array([0.9891008257715, 0.3286996191246136])
+
+
+@pytest.mark.parametrize("backend", PROGRAM_BACKENDS)
+def test_widened_joint_missing_values_program_keeps_its_optima(backend):
+    from certkit.mibp import MissingValues
+    from certkit.mibp._builder import build_joint
+
+    theta, widths = np.array(_D4_THETA), np.array(_D4_WIDTHS)
+    sizes = [2, 3, 1]
+    lower, upper = MLP.from_vector(theta - widths, sizes), MLP.from_vector(theta + widths, sizes)
+    sets = MissingValues(np.array([[True, True], [False, False]]), -1.0, 1.0).sets(_D4_X)
+    program = build_joint(lower, upper, sets, _D4_Y[:, None], "mse", 0.1)
+    assert program.widened > 0
+    X_reach = _D4_X.copy()
+    X_reach[0] = [-1.0, 1.0]
+    reached = MLP.from_vector(theta, sizes).gd_step(X_reach, _D4_Y, loss="mse", learning_rate=0.1).to_vector()
+    # the feasible point: θ at the box centre, x_0 = (-1, 1)
+    assert reached[9] < 0.548 and reached[0] > -1.154
+    low_9, high_0 = solve_program(program, [(9, 1), (0, -1)], BackendOptions(backend))["bounds"]
+    assert low_9 <= reached[9]
+    assert high_0 >= reached[0]

@@ -47,7 +47,14 @@ def scip_model(program: Program, options: BackendOptions):
     m.setParam("limits/gap", 0.0)
     m.setParam("limits/absgap", 0.0)
     if program.widened:
+        # reductions, cuts and propagated bounds derived from boxes ~1e-6 wide have cut off feasible points
+        # (a widened joint MSE program: min 0.6305 "optimal" where 0.5472 is reached; without separation
+        # still max -1.1871 where -1.1533 is reached): no presolve, no separation, no propagation
         m.setParam("presolving/maxrounds", 0)
+        m.setParam("separating/maxrounds", 0)
+        m.setParam("separating/maxroundsroot", 0)
+        m.setParam("propagating/maxrounds", 0)
+        m.setParam("propagating/maxroundsroot", 0)
     if options.time_limit is not None:
         m.setParam("limits/time", float(options.time_limit))
     x = [
