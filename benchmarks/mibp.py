@@ -23,13 +23,24 @@ need a full Gurobi licence, SCIP joint only returns interval-level dual bounds w
 from __future__ import annotations
 
 import argparse
+import functools
 import time
+from dataclasses import dataclass
 
 import numpy as np
 
 from certkit._results import format_table
-from certkit.mibp import MLP, FeatureBox, GurobiLicenseError, certified_training, certify_predictions
+from certkit.mibp import (
+    MLP,
+    FeatureBox,
+    GurobiLicenseError,
+    certified_training,
+    certify_predictions,
+    select_epoch,
+)
+from certkit.mibp._attack import attack_predictions
 from certkit.mibp._cli import load_data
+from certkit.parallel import parallel_map
 
 EPSILONS = {
     "two_moons": (1e-4, 1e-3, 1e-2),
@@ -108,6 +119,223 @@ def run_one(data, eps, backend, formulation, *, hidden, epochs, lr, seed, time_l
     }
 
 
+# ------------------------------------------------------------------ --paper: the MIBP-Cert protocol
+# Two moons 100 train / 200 validation / 200 test (noise 0.1, raw coordinates); Iris 2-class
+# (versicolor / virginica) 60 / 20 / 20, standardised with the training split's statistics.  PyTorch-default
+# initialisation, a 2-layer ReLU MLP, binary hinge loss, full-batch GD; every epoch certified, the epoch
+# with the best certified accuracy on the validation split is the one evaluated on the test split.
+# Hidden width, learning rate and epoch budget were fixed once on the validation split (--tune) and are
+# used for every method.
+PAPER_EPSILONS = {"two_moons": (1e-4, 1e-3, 1e-2), "iris2": (0.3,)}
+PAPER_SETTINGS = {"two_moons": (16, 0.5, 20), "iris2": (8, 0.5, 20)}
+PAPER_TIME_LIMIT = 2.0  # seconds per solve (a stopped solve contributes its dual bound)
+TUNE_GRID = {"learning_rate": (0.1, 0.2, 0.5, 1.0, 2.0), "epochs": (3, 5, 10, 20, 40)}
+PAPER_HEADERS = [
+    "dataset",
+    "eps",
+    "method",
+    "backend",
+    "cert. acc",
+    "nominal acc",
+    "attack bound",
+    "epoch",
+    "s/epoch",
+    "seeds",
+]
+
+
+@dataclass(frozen=True)
+class PaperSplit:
+    X: np.ndarray
+    y: np.ndarray
+    X_val: np.ndarray
+    y_val: np.ndarray
+    X_test: np.ndarray
+    y_test: np.ndarray
+
+
+def paper_data(name: str, seed: int) -> PaperSplit:
+    """The paper's train / validation / test split of ``two_moons`` or ``iris2`` for one seed."""
+    from certkit import datasets
+
+    if name == "two_moons":
+        ds = datasets.load_two_moons(n_train=100, n_test=400, noise=0.1, rng=seed)
+        y_rest = ds.y_test_signed
+        return PaperSplit(ds.X_train, ds.y_train_signed, ds.X_test[:200], y_rest[:200], ds.X_test[200:],
+                          y_rest[200:])
+    full = datasets.load_iris(binary=True)
+    gen = np.random.default_rng(seed)
+    parts: list[list[int]] = [[], [], []]
+    for k in (0, 1):
+        members = gen.permutation(np.flatnonzero(full.y == k))
+        n_train, n_val = round(0.6 * members.size), round(0.2 * members.size)
+        for part, idx in zip(parts, np.split(members, [n_train, n_train + n_val])):
+            part.extend(idx)
+    train, val, test = (gen.permutation(p) for p in parts)
+    mean, std = full.X[train].mean(axis=0), full.X[train].std(axis=0)
+    scale = np.where(std > 0, std, 1.0)
+    X = (full.X - mean) / scale
+    y = 2 * full.y - 1
+    return PaperSplit(X[train], y[train], X[val], y[val], X[test], y[test])
+
+
+def paper_methods() -> list[tuple[str, dict]]:
+    """Every method the library offers: interval arithmetic, each formulation but the joint one (its
+    programs exceed the pip Gurobi licence) and each non-box carry-over (on the decomposed programs)."""
+    import certkit.mibp as mibp
+
+    methods = [("interval", {"backend": "interval"})]
+    methods += [(f, {"formulation": f}) for f in mibp.FORMULATIONS if f != "joint"]
+    methods += [
+        (f"{carry} carry", {"formulation": "decomposed", "carry": carry})
+        for carry in getattr(mibp, "CARRIES", ("box",))
+        if carry != "box"
+    ]
+    return methods
+
+
+def _exact_backend() -> str:
+    """gurobi when installed (its size-limited licence holds the per-sample programs), else HiGHS (milp)."""
+    try:
+        import gurobipy  # noqa: F401
+    except ImportError:
+        return "milp"
+    return "gurobi"
+
+
+def paper_run(split: PaperSplit, eps: float, options: dict, *, hidden, lr, epochs, seed, time_limit):
+    """Certified training of one method, the epoch selected on validation, its test scores."""
+    model = MLP.random([split.X.shape[1], hidden, 1], init="torch", rng=seed)
+    res = certified_training(model, split.X, split.y, perturbation=FeatureBox(eps), epochs=epochs,
+                             learning_rate=lr, time_limit=time_limit, **options)
+    # one hidden layer and a fixed input: every parameter occurs once in f, so interval bounds on the
+    # prediction are exact (the certificate's looseness is all in the parameter box)
+    sel = select_epoch(res, split.X_val, split.y_val)
+    cert = certify_predictions(res, split.X_test, epoch=sel.epoch)
+    return {
+        "certified": cert.certified_accuracy(split.y_test),
+        "nominal": float(np.mean(cert.prediction == split.y_test)),
+        "epoch": sel.epoch,
+        "s_per_epoch": float(np.mean(res.epoch_seconds)),
+        "not_optimal": sum(st["not_optimal"] for st in res.solver_stats),
+    }
+
+
+def attack_bound(split: PaperSplit, eps: float, *, hidden, lr, epochs, seed) -> np.ndarray:
+    """Per epoch: the fraction of test points correct and not flipped by the prediction attack, an upper
+    bound on the certified accuracy of any sound method at that epoch."""
+    model = MLP.random([split.X.shape[1], hidden, 1], init="torch", rng=seed)
+    flipped = attack_predictions(model, split.X, split.y, FeatureBox(eps), split.X_test, epochs=epochs,
+                                 learning_rate=lr, rng=seed)
+    path = model.train(split.X, split.y, epochs=epochs, learning_rate=lr)
+    correct = np.array([m.predict(split.X_test) == split.y_test for m in path])
+    return np.mean(correct & ~flipped, axis=1)
+
+
+def _mean_std(values) -> str:
+    values = np.asarray(values, dtype=np.float64)
+    return f"{values.mean():.3f} ± {values.std():.3f}"
+
+
+def paper_main(args) -> None:
+    """``--paper``: every method under the paper's protocol, mean ± std over the seeds."""
+    methods = paper_methods()
+    if args.methods:
+        methods = [m for m in methods if m[0] in args.methods]
+    backend = args.backend or _exact_backend()
+    time_limit = args.time_limit or PAPER_TIME_LIMIT
+    rows, notes = [], []
+    for name in args.datasets:
+        if name not in PAPER_EPSILONS:
+            notes.append(f"{name}: not part of the paper protocol (two_moons, iris2)")
+            continue
+        hidden, lr, epochs = PAPER_SETTINGS[name]
+        hidden = args.hidden or hidden
+        lr = args.learning_rate or lr
+        epochs = args.epochs or epochs
+        notes.append(
+            f"{name}: 2-{hidden}-1 MLP (torch init), lr {lr}, {epochs} epochs, {time_limit:g} s per solve"
+        )
+        for eps in PAPER_EPSILONS[name]:
+            splits = [paper_data(name, seed) for seed in range(args.seeds)]
+            kw = {"hidden": hidden, "lr": lr, "epochs": epochs}
+            bounds = [attack_bound(sp, eps, seed=seed, **kw) for seed, sp in enumerate(splits)]
+            block = []
+            for label, options in methods:
+                options = {"backend": backend, **options}
+                jobs = [(sp, eps, options, seed) for seed, sp in enumerate(splits)]
+                runs = parallel_map(
+                    functools.partial(_paper_job, kw=kw, time_limit=time_limit), jobs, executor=args.workers
+                )
+                block.append([
+                    name,
+                    f"{eps:g}",
+                    label,
+                    options["backend"],
+                    _mean_std([r["certified"] for r in runs]),
+                    _mean_std([r["nominal"] for r in runs]),
+                    _mean_std([b[r["epoch"]] for b, r in zip(bounds, runs)]),
+                    f"{np.mean([r['epoch'] for r in runs]):.1f}",
+                    float(np.mean([r["s_per_epoch"] for r in runs])),
+                    len(runs),
+                ])
+                if sum(r["not_optimal"] for r in runs):
+                    stopped = sum(r["not_optimal"] for r in runs)
+                    notes.append(
+                        f"{name} ε={eps:g} {label}: {stopped} solves hit the time limit (dual bounds used)"
+                    )
+            best = _mean_std([b[1:].max() for b in bounds])
+            notes.append(f"{name} ε={eps:g}: attack bound at the best epoch for each seed {best}")
+            rows.extend(block)
+            print(format_table(PAPER_HEADERS, block), flush=True)
+    print()
+    title = (
+        f"MIBP certified training, paper protocol (validation-selected epoch), mean ± std over {args.seeds} "
+        "seed(s); attack bound: correct test points that no found training set flips (any sound method's "
+        "ceiling at that epoch)"
+    )
+    print(format_table(PAPER_HEADERS, rows, title=title))
+    for note in dict.fromkeys(notes):
+        print("note:", note)
+
+
+def _paper_job(job, *, kw, time_limit):
+    split, eps, options, seed = job
+    return paper_run(split, eps, options, seed=seed, time_limit=time_limit, **kw)
+
+
+def tune_main(args) -> None:
+    """``--tune``: validation certified accuracy (interval) and nominal validation accuracy at the
+    validation-selected epoch over a grid of learning rates and epoch budgets; the test split is not read."""
+    for name in args.datasets:
+        if name not in PAPER_EPSILONS:
+            continue
+        hidden = args.hidden or PAPER_SETTINGS[name][0]
+        eps = max(PAPER_EPSILONS[name])
+        splits = [paper_data(name, seed) for seed in range(args.seeds)]
+        rows = []
+        for lr in TUNE_GRID["learning_rate"]:
+            for epochs in TUNE_GRID["epochs"]:
+                cert, nominal, chosen, best_nominal = [], [], [], []
+                for seed, sp in enumerate(splits):
+                    model = MLP.random([sp.X.shape[1], hidden, 1], init="torch", rng=seed)
+                    res = certified_training(model, sp.X, sp.y, perturbation=FeatureBox(eps), epochs=epochs,
+                                             learning_rate=lr)
+                    sel = select_epoch(res, sp.X_val, sp.y_val)
+                    cert.append(sel.certified_accuracy[sel.epoch])
+                    nominal.append(sel.nominal_accuracy[sel.epoch])
+                    chosen.append(sel.epoch)
+                    best_nominal.append(sel.nominal_accuracy[1:].max())
+                rows.append([name, f"{eps:g}", lr, epochs, _mean_std(cert), _mean_std(nominal),
+                             f"{np.mean(chosen):.1f}", _mean_std(best_nominal)])
+        print(format_table(
+            ["dataset", "eps", "lr", "epochs", "val. cert. acc (interval)", "val. nominal acc", "epoch",
+             "best val. nominal acc"],
+            rows,
+            title=f"validation split only, {args.seeds} seeds, 2-{hidden}-1 MLP, torch init",
+        ), flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -122,7 +350,16 @@ def main() -> None:
     parser.add_argument("--time-limit", type=float, default=None, help="seconds per solve")
     parser.add_argument("--workers", type=int, default=None, help="worker processes for the solves")
     parser.add_argument("--full", action="store_true", help="all program backends on all data sets and ε")
+    parser.add_argument("--paper", action="store_true", help="the paper's protocol, every method")
+    parser.add_argument("--tune", action="store_true", help="validation grid behind --paper")
+    parser.add_argument("--methods", nargs="+", default=None, help="--paper: only these methods")
+    parser.add_argument("--backend", default=None, help="--paper: backend of the program methods")
     args = parser.parse_args()
+    if args.paper or args.tune:
+        if args.datasets == list(EPSILONS):
+            args.datasets = list(PAPER_EPSILONS)
+        (tune_main if args.tune else paper_main)(args)
+        return
     rows, notes, used = [], [], []
     for name in args.datasets:
         hidden, lr, epochs = SETTINGS[name]

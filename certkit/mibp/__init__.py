@@ -30,6 +30,7 @@ from certkit.mibp._perturbation import (
     OrdinalShift,
     Perturbation,
 )
+from certkit.mibp._selection import EpochSelection, select_epoch
 from certkit.mibp._training import BACKENDS, FORMULATIONS, CertifiedTrainingResult, certified_training
 from certkit.mibp.solvers import MAX_SCALE, GurobiLicenseError, SolveStats, UnsoundBoundError
 
@@ -41,6 +42,7 @@ __all__ = [
     "Budget",
     "CertifiedTrainingResult",
     "Compose",
+    "EpochSelection",
     "FeatureBox",
     "GurobiLicenseError",
     "InputSets",
@@ -53,4 +55,5 @@ __all__ = [
     "UnsoundBoundError",
     "certified_training",
     "certify_predictions",
+    "select_epoch",
 ]

@@ -18,9 +18,10 @@ from certkit._validation import (
     check_same_length,
 )
 
-__all__ = ["LOSSES", "MLP", "check_labels", "loss_gradient_output"]
+__all__ = ["INITS", "LOSSES", "MLP", "check_labels", "loss_gradient_output"]
 
 LOSSES = ("hinge", "mse")
+INITS = ("he", "torch")
 
 
 class MLP:
@@ -66,18 +67,30 @@ class MLP:
 
     # ------------------------------------------------------------------ construction
     @classmethod
-    def random(cls, sizes: Sequence[int], *, rng: RNGLike = None) -> MLP:
-        """He-uniform initialised network with layer widths ``sizes`` (e.g. ``[2, 8, 1]``).
+    def random(cls, sizes: Sequence[int], *, init: str = "he", rng: RNGLike = None) -> MLP:
+        """Randomly initialised network with layer widths ``sizes`` (e.g. ``[2, 8, 1]``).
 
-        Weights are uniform in ``±sqrt(6 / fan_in)``, biases uniform in ``±1/sqrt(fan_in)``.
+        Parameters
+        ----------
+        sizes : sequence of int
+            Layer widths, input first (at least an input and an output width, each >= 1).
+        init : {"he", "torch"}
+            ``"he"``: weights uniform in ``±sqrt(6 / fan_in)`` (He-uniform).  ``"torch"``: PyTorch's
+            ``nn.Linear`` default (``kaiming_uniform_`` with ``a = sqrt(5)``), weights uniform in
+            ``±1 / sqrt(fan_in)``, as in the public FullCert code.  Biases are uniform in
+            ``±1 / sqrt(fan_in)`` for both.
+        rng : None, int or numpy.random.Generator
+            Source of the draws (an int gives the same network on every call).
         """
+        init = check_in_options(init, "init", INITS)
         sizes = [check_integer(s, "sizes[i]", minimum=1) for s in sizes]
         if len(sizes) < 2:
             raise ValueError(f"sizes must list at least an input and an output width, got {sizes}")
         gen = check_rng(rng)
         ws, bs = [], []
         for fan_in, fan_out in itertools.pairwise(sizes):
-            ws.append(gen.uniform(-1, 1, (fan_out, fan_in)) * np.sqrt(6.0 / fan_in))
+            scale = np.sqrt(6.0 / fan_in) if init == "he" else 1.0 / np.sqrt(fan_in)
+            ws.append(gen.uniform(-1, 1, (fan_out, fan_in)) * scale)
             bs.append(gen.uniform(-1, 1, fan_out) / np.sqrt(fan_in))
         return cls(ws, bs)
 
