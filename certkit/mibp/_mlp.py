@@ -244,28 +244,30 @@ class MLP:
         return path
 
 
-def check_labels(y: Any, loss: str, n_outputs: int, n: int) -> np.ndarray:
+def check_labels(
+    y: Any, loss: str, n_outputs: int, n: int, *, name: str = "y", x_name: str = "X"
+) -> np.ndarray:
     """Validate labels for ``loss`` and an ``n_outputs``-output network.
 
     Binary hinge (one output): labels in {-1, +1}.  Multi-class hinge (``C > 1``
     outputs): integer labels in ``0 .. C-1``.  MSE: real targets of shape ``(n,)``
-    (one output) or ``(n, C)``.
+    (one output) or ``(n, C)``.  ``name`` / ``x_name`` name the labels and inputs in errors.
     """
     if loss == "mse":
-        y = check_array(y, "y", ndim=(1, 2))
+        y = check_array(y, name, ndim=(1, 2))
         if y.ndim == 1:
             y = y[:, None]
         if y.shape != (n, n_outputs):
             raise ValueError(
-                f"y must have shape ({n},) or ({n}, {n_outputs}) for the MSE loss, got {y.shape}"
+                f"{name} must have shape ({n},) or ({n}, {n_outputs}) for the MSE loss, got {y.shape}"
             )
         return y
-    y = check_array(y, "y", ndim=1, dtype=None)
-    check_same_length(("X", range(n)), ("y", y))
+    y = check_array(y, name, ndim=1, dtype=None)
+    check_same_length((x_name, range(n)), (name, y))
     if n_outputs == 1:
         if not np.all(np.isin(y, (-1, 1))):
             raise ValueError(
-                "labels y must be -1 or +1 for the binary hinge loss (one output); "
+                f"labels {name} must be -1 or +1 for the binary hinge loss (one output); "
                 "map {0, 1} labels with 2*y - 1"
             )
         return y.astype(np.float64)
@@ -276,7 +278,7 @@ def check_labels(y: Any, loss: str, n_outputs: int, n: int) -> np.ndarray:
         or y.max() >= n_outputs
     ):
         raise ValueError(
-            f"labels y must be integers in 0..{n_outputs - 1} for the multi-class hinge loss "
+            f"labels {name} must be integers in 0..{n_outputs - 1} for the multi-class hinge loss "
             f"({n_outputs} outputs)"
         )
     return y.astype(np.int64)

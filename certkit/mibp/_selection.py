@@ -9,8 +9,9 @@ import numpy as np
 
 from certkit._results import ResultMixin, format_table
 from certkit._typing import ExecutorArg, Progress
-from certkit._validation import check_array, check_progress, check_same_length
+from certkit._validation import check_array, check_progress
 from certkit.mibp._certify import certify_predictions
+from certkit.mibp._mlp import check_labels
 from certkit.mibp._training import CertifiedTrainingResult
 
 __all__ = ["EpochSelection", "select_epoch"]
@@ -53,23 +54,6 @@ class EpochSelection(ResultMixin):
         return format_table(
             ["epoch", "val. nominal acc", "val. certified acc", "selected"], rows, title=title
         )
-
-
-def _check_validation_labels(y_val: Any, X_val: np.ndarray, n_outputs: int) -> np.ndarray:
-    y_val = check_array(y_val, "y_val", ndim=1, dtype=None)
-    check_same_length(("X_val", X_val), ("y_val", y_val))
-    if n_outputs == 1:
-        if not np.all(np.isin(y_val, (-1, 1))):
-            raise ValueError("y_val must hold labels -1 or +1 (the model has one output)")
-        return y_val.astype(np.int64)
-    if (
-        not np.issubdtype(y_val.dtype, np.number)
-        or not np.all(y_val == np.round(y_val))
-        or y_val.min() < 0
-        or y_val.max() >= n_outputs
-    ):
-        raise ValueError(f"y_val must hold integer class labels in 0..{n_outputs - 1}")
-    return y_val.astype(np.int64)
 
 
 def select_epoch(
@@ -119,7 +103,7 @@ def select_epoch(
         raise TypeError(f"result must be a CertifiedTrainingResult, got {type(result).__name__}")
     n_outputs = result.nominal.sizes[-1]
     X_val = check_array(X_val, "X_val", ndim=2, shape=(None, result.nominal.sizes[0]))
-    y_val = _check_validation_labels(y_val, X_val, n_outputs)
+    y_val = check_labels(y_val, "hinge", n_outputs, len(X_val), name="y_val", x_name="X_val")
     progress = check_progress(progress)
     certified = np.empty(result.epochs + 1)
     nominal = np.empty(result.epochs + 1)

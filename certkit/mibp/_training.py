@@ -13,7 +13,7 @@ from certkit._results import ResultMixin, format_table
 from certkit._typing import ExecutorArg, Progress
 from certkit._validation import check_array, check_in_options, check_integer, check_positive, check_progress
 from certkit.mibp._builder import build_decomposed, build_joint
-from certkit.mibp._interval import interval_step, magnitude, pad, sum_with_budget
+from certkit.mibp._interval import interval_margin, interval_step, magnitude, pad, sum_with_budget
 from certkit.mibp._licence import check_gurobi_licence
 from certkit.mibp._mlp import LOSSES, MLP, check_labels
 from certkit.mibp._perturbation import InputSets, Perturbation
@@ -137,6 +137,8 @@ def certified_training(
     executor: ExecutorArg = None,
     progress: Progress = False,
     verbose: bool = False,
+    validation: tuple[Any, Any] | None = None,
+    patience: int | None = None,
 ) -> CertifiedTrainingResult:
     """Bound every parameter of full-batch gradient descent over all datasets allowed by ``perturbation``.
 
@@ -188,6 +190,15 @@ def certified_training(
         Show a progress bar per epoch.
     verbose : bool
         Show the solvers' logs (silent by default).
+    validation : tuple (X_val, y_val), optional
+        A validation split for early stopping (with ``patience``): after each epoch the fraction of
+        validation points whose prediction is correct and certified by interval bounds over the box (as
+        ``certify_predictions(..., backend="interval")``, exact for one hidden layer) is computed.
+        Labels as for classification: -1 / +1 for one output, ``0..C-1`` otherwise.
+    patience : int, optional
+        Stop once that validation score has not improved for ``patience`` epochs (needs
+        ``validation``); the result then holds fewer than ``epochs`` epochs.  Select the epoch to use
+        with `select_epoch` on the same split.
 
     Returns
     -------
@@ -235,6 +246,17 @@ def certified_training(
     progress = check_progress(progress)
     if (tighten_bounds or formulation == "hybrid") and backend != "interval":
         check_backend("lp", None)
+    if patience is not None:
+        patience = check_integer(patience, "patience", minimum=1)
+        if validation is None:
+            raise ValueError("patience needs a validation split: validation=(X_val, y_val)")
+    if validation is not None:
+        if not isinstance(validation, tuple) or len(validation) != 2:
+            raise TypeError("validation must be a tuple (X_val, y_val)")
+        X_val = check_array(validation[0], "X_val", ndim=2, shape=(None, model.sizes[0]))
+        y_val = check_labels(
+            validation[1], "hinge", model.sizes[-1], len(X_val), name="y_val", x_name="X_val"
+        )
     sets = perturbation.sets(X)
     if sets.label_flips is not None and (loss != "hinge" or model.sizes[-1] != 1):
         raise ValueError("LabelFlips needs the binary hinge loss (one output, labels in {-1, +1})")
@@ -243,6 +265,7 @@ def certified_training(
     nominal_path = model.train(X, y_fit, loss=loss, epochs=epochs, learning_rate=lr)
     witnesses = Witnesses(model, X, y, y_fit, sets, loss, lr, epochs) if backend != "interval" else None
     lowers, uppers, seconds, stats = [model], [model], [], []
+    scores: list[float] = []  # validation certified accuracy after epochs 1, 2, ...
     sizes = model.sizes
     for t in range(epochs):
         start = time.perf_counter()
@@ -264,6 +287,13 @@ def certified_training(
         uppers.append(MLP.from_vector(newU, sizes))
         seconds.append(time.perf_counter() - start)
         stats.append(st)
+        if validation is not None:
+            pred = nominal_path[t + 1].predict(X_val)
+            certified = interval_margin(lowers[-1], uppers[-1], X_val, pred) > 0
+            scores.append(float(np.mean(certified & (pred == y_val))))
+            if patience is not None and len(scores) - 1 - int(np.argmax(scores)) >= patience:
+                nominal_path = nominal_path[: t + 2]
+                break
     return CertifiedTrainingResult(
         lower=tuple(lowers),
         upper=tuple(uppers),

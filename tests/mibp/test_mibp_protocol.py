@@ -13,8 +13,10 @@ from certkit.mibp import (
     SolveStats,
     _selection,
     certified_training,
+    certify_predictions,
     select_epoch,
 )
+from certkit.mibp._attack import attack_predictions
 
 
 # ----------------------------------------------------------------------------- MLP.random(init=)
@@ -185,3 +187,103 @@ def test_select_epoch_validates_its_inputs():
         select_epoch(res, X_VAL, Y_VAL, backend="exact")
     with pytest.raises(TypeError):
         select_epoch(res, X_VAL, Y_VAL, "interval")  # options are keyword-only
+
+
+# ----------------------------------------------------------------------------- attack_predictions
+def _identity_unit() -> MLP:
+    """f(x) = relu(x)."""
+    return MLP([np.array([[1.0]]), np.array([[1.0]])], [np.array([0.0]), np.array([0.0])])
+
+
+def test_attack_predictions_hand_oracle():
+    pytest.importorskip("torch")
+    # one training point x' in [1 - eps, 1 + eps] with label -1, learning rate 1/2: the hinge is active,
+    # so after one step w1 = w2 = a := 1 - x'/2 and b1 = b2 = -1/2, i.e. f(x) = a relu(a x - 1/2) - 1/2,
+    # = a^2 x - a/2 - 1/2 for the test points below (x >= 2.5).  It increases with a, so the reachable
+    # predictions at x are those of the two end points x' = 1 -+ eps; nominal zero crossing at x = 3.
+    eps = 0.05
+    X, y = np.array([[1.0]]), np.array([-1])
+    X_test = np.linspace(2.5, 3.5, 40)[:, None]  # avoids x = 3, where f = 0 up to rounding
+    model = _identity_unit()
+    flipped = attack_predictions(model, X, y, FeatureBox(eps), X_test, epochs=1, learning_rate=0.5, rng=0)
+    assert flipped.shape == (2, 40) and not flipped[0].any()
+    nominal = model.train(X, y, epochs=1, learning_rate=0.5)[-1].predict(X_test)
+    ends = [model.train(X + s * eps, y, epochs=1, learning_rate=0.5)[-1].predict(X_test) for s in (-1, 1)]
+    expected = (ends[0] != nominal) | (ends[1] != nominal)
+    a_lo, a_hi = 1 - (1 + eps) / 2, 1 - (1 - eps) / 2  # the crossings (a/2 + 1/2) / a^2 bracket 3
+    by_hand = (X_test[:, 0] > (a_hi / 2 + 0.5) / a_hi**2) & (X_test[:, 0] < (a_lo / 2 + 0.5) / a_lo**2)
+    np.testing.assert_array_equal(expected, by_hand)
+    assert 0 < expected.sum() < 40
+    np.testing.assert_array_equal(flipped[1], expected)
+
+
+def test_attack_never_flips_a_certified_prediction():
+    pytest.importorskip("torch")
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(30, 2))
+    y = np.where(X[:, 0] + 0.3 * X[:, 1] > 0, 1, -1)
+    X_test = rng.normal(size=(60, 2))
+    model = MLP.random([2, 6, 1], init="torch", rng=1)
+    pert = FeatureBox(0.05)
+    res = certified_training(model, X, y, perturbation=pert, epochs=4, learning_rate=1.0)
+    flipped = attack_predictions(model, X, y, pert, X_test, epochs=4, learning_rate=1.0, rng=2)
+    assert flipped[1:].any(), "the case should have flippable predictions"
+    for t in range(res.epochs + 1):
+        certified = certify_predictions(res, X_test, epoch=t).certified
+        assert not np.any(certified & flipped[t]), f"epoch {t}: a certified prediction was flipped"
+    again = attack_predictions(model, X, y, pert, X_test, epochs=4, learning_rate=1.0, rng=2)
+    np.testing.assert_array_equal(flipped, again)
+
+
+def test_attack_predictions_validates_its_inputs():
+    model, X, y = _identity_unit(), np.array([[1.0]]), np.array([-1])
+    with pytest.raises(TypeError, match="model"):
+        attack_predictions("net", X, y, FeatureBox(0.1), X)
+    with pytest.raises(TypeError, match="perturbation"):
+        attack_predictions(model, X, y, 0.1, X)
+    with pytest.raises(ValueError, match="X_test"):
+        attack_predictions(model, X, y, FeatureBox(0.1), np.ones((2, 3)))
+    with pytest.raises(ValueError, match="epochs"):
+        attack_predictions(model, X, y, FeatureBox(0.1), X, epochs=0)
+
+
+# ----------------------------------------------------------------------------- early stopping
+def test_patience_stops_after_the_validation_score_stalls():
+    rng = np.random.default_rng(4)
+    X = rng.uniform(-2, 2, size=(12, 1))
+    y = np.where(X[:, 0] > 0.3, 1, -1)
+    X_val = rng.uniform(-2, 2, size=(40, 1))
+    y_val = np.where(X_val[:, 0] > 0.3, 1, -1)
+    model = MLP([np.array([[0.4]]), np.array([[0.5]])], [np.array([0.2]), np.array([-0.6])])
+    kw = dict(perturbation=FeatureBox(0.05), epochs=8, learning_rate=0.5)
+    full = certified_training(model, X, y, **kw)
+    scores = select_epoch(full, X_val, y_val).certified_accuracy[1:]
+    for patience in (1, 2, 3):
+        res = certified_training(model, X, y, **kw, validation=(X_val, y_val), patience=patience)
+        # by hand: the first epoch e with e - (first best epoch among 1..e) >= patience, else all 8
+        stop = next(
+            (e for e in range(1, 9) if e - (1 + int(np.argmax(scores[:e]))) >= patience), 8
+        )
+        assert res.epochs == stop
+        assert len(res.nominal_path) == len(res.lower) == stop + 1
+        for t in range(stop + 1):  # the same boxes as the full run
+            assert res.lower[t] == full.lower[t] and res.upper[t] == full.upper[t]
+        assert res.nominal == full.nominal_path[stop]
+        assert select_epoch(res, X_val, y_val).epoch == select_epoch(full, X_val, y_val).epoch
+    assert certified_training(model, X, y, **kw, validation=(X_val, y_val)).epochs == 8
+
+
+def test_validation_and_patience_are_checked():
+    X, y = np.array([[1.0], [-1.0]]), np.array([1, -1])
+    kw = dict(perturbation=FeatureBox(0.01), epochs=2)
+    model = _identity_unit()
+    with pytest.raises(ValueError, match="patience needs a validation"):
+        certified_training(model, X, y, **kw, patience=2)
+    with pytest.raises(ValueError, match="patience"):
+        certified_training(model, X, y, **kw, validation=(X, y), patience=0)
+    with pytest.raises(TypeError, match="validation"):
+        certified_training(model, X, y, **kw, validation=X)
+    with pytest.raises(ValueError, match="X_val"):
+        certified_training(model, X, y, **kw, validation=(np.ones((2, 2)), y))
+    with pytest.raises(ValueError, match="y_val"):
+        certified_training(model, X, y, **kw, validation=(X, np.array([0, 1])))
