@@ -23,7 +23,8 @@ need a full Gurobi licence, SCIP joint only returns interval-level dual bounds w
 from __future__ import annotations
 
 import argparse
-import functools
+import json
+import os
 import time
 from dataclasses import dataclass
 
@@ -40,7 +41,6 @@ from certkit.mibp import (
 )
 from certkit.mibp._attack import attack_predictions
 from certkit.mibp._cli import load_data
-from certkit.parallel import parallel_map
 
 EPSILONS = {
     "two_moons": (1e-4, 1e-3, 1e-2),
@@ -127,8 +127,9 @@ def run_one(data, eps, backend, formulation, *, hidden, epochs, lr, seed, time_l
 # Hidden width, learning rate and epoch budget were fixed once on the validation split (--tune) and are
 # used for every method.
 PAPER_EPSILONS = {"two_moons": (1e-4, 1e-3, 1e-2), "iris2": (0.3,)}
-PAPER_SETTINGS = {"two_moons": (16, 0.5, 20), "iris2": (8, 0.5, 20)}
+PAPER_SETTINGS = {"two_moons": (16, 0.2, 10), "iris2": (8, 0.1, 10)}
 PAPER_TIME_LIMIT = 2.0  # seconds per solve (a stopped solve contributes its dual bound)
+PAPER_PATIENCE = 2  # early stopping: certification stops 2 epochs after the best validation score
 TUNE_GRID = {"learning_rate": (0.1, 0.2, 0.5, 1.0, 2.0), "epochs": (3, 5, 10, 20, 40)}
 PAPER_HEADERS = [
     "dataset",
@@ -138,8 +139,10 @@ PAPER_HEADERS = [
     "cert. acc",
     "nominal acc",
     "attack bound",
-    "epoch",
+    "sel. epoch",
+    "epochs run",
     "s/epoch",
+    "CPU s/epoch",
     "seeds",
 ]
 
@@ -206,8 +209,11 @@ def _exact_backend() -> str:
 def paper_run(split: PaperSplit, eps: float, options: dict, *, hidden, lr, epochs, seed, time_limit):
     """Certified training of one method, the epoch selected on validation, its test scores."""
     model = MLP.random([split.X.shape[1], hidden, 1], init="torch", rng=seed)
+    cpu = time.process_time()
     res = certified_training(model, split.X, split.y, perturbation=FeatureBox(eps), epochs=epochs,
-                             learning_rate=lr, time_limit=time_limit, **options)
+                             learning_rate=lr, time_limit=time_limit, validation=(split.X_val, split.y_val),
+                             patience=PAPER_PATIENCE, **options)
+    cpu = time.process_time() - cpu
     # one hidden layer and a fixed input: every parameter occurs once in f, so interval bounds on the
     # prediction are exact (the certificate's looseness is all in the parameter box)
     sel = select_epoch(res, split.X_val, split.y_val)
@@ -217,19 +223,23 @@ def paper_run(split: PaperSplit, eps: float, options: dict, *, hidden, lr, epoch
         "nominal": float(np.mean(cert.prediction == split.y_test)),
         "epoch": sel.epoch,
         "s_per_epoch": float(np.mean(res.epoch_seconds)),
+        "epochs_run": res.epochs,
+        "cpu_per_epoch": cpu / res.epochs,
         "not_optimal": sum(st["not_optimal"] for st in res.solver_stats),
     }
 
 
-def attack_bound(split: PaperSplit, eps: float, *, hidden, lr, epochs, seed) -> np.ndarray:
-    """Per epoch: the fraction of test points correct and not flipped by the prediction attack, an upper
-    bound on the certified accuracy of any sound method at that epoch."""
+def attack_bound(split: PaperSplit, eps: float, at_epochs, *, hidden, lr, epochs, seed) -> dict:
+    """For the epochs ``at_epochs``: the fraction of test points correct and not flipped by the prediction
+    attack, an upper bound on the certified accuracy of any sound method at that epoch."""
     model = MLP.random([split.X.shape[1], hidden, 1], init="torch", rng=seed)
     flipped = attack_predictions(model, split.X, split.y, FeatureBox(eps), split.X_test, epochs=epochs,
-                                 learning_rate=lr, rng=seed)
+                                 learning_rate=lr, restarts=1, steps=8, at_epochs=at_epochs, rng=seed)
     path = model.train(split.X, split.y, epochs=epochs, learning_rate=lr)
-    correct = np.array([m.predict(split.X_test) == split.y_test for m in path])
-    return np.mean(correct & ~flipped, axis=1)
+    return {
+        str(t): float(np.mean((path[t].predict(split.X_test) == split.y_test) & ~flipped[t]))
+        for t in at_epochs
+    }
 
 
 def _mean_std(values) -> str:
@@ -237,71 +247,104 @@ def _mean_std(values) -> str:
     return f"{values.mean():.3f} ± {values.std():.3f}"
 
 
+def _settings(name: str, args) -> tuple[int, float, int]:
+    hidden, lr, epochs = PAPER_SETTINGS[name]
+    return args.hidden or hidden, args.learning_rate or lr, args.epochs or epochs
+
+
+def _load_records(paths) -> list[dict]:
+    records = []
+    for path in paths or ():
+        if os.path.exists(path):
+            with open(path) as fh:
+                records += [json.loads(line) for line in fh if line.strip()]
+    return records
+
+
 def paper_main(args) -> None:
-    """``--paper``: every method under the paper's protocol, mean ± std over the seeds."""
+    """``--paper``: every method under the paper's protocol, mean ± std over the seeds.
+
+    Each finished (data set, ε, seed, method) is appended to ``--records`` as one JSON line and skipped when
+    the file already holds it, so a run can be resumed, split over processes (one file each) and reported
+    with ``--report`` from all files, seeds that finished only.
+    """
     methods = paper_methods()
     if args.methods:
         methods = [m for m in methods if m[0] in args.methods]
     backend = args.backend or _exact_backend()
     time_limit = args.time_limit or PAPER_TIME_LIMIT
+    records = _load_records(args.records)
+    done = {(r["dataset"], r["eps"], r["seed"], r["method"]) for r in records}
+    out = args.records[0] if args.records else None
+    for name in [] if args.report else args.datasets:
+        hidden, lr, epochs = _settings(name, args)
+        kw = {"hidden": hidden, "lr": lr, "epochs": epochs}
+        for eps in sorted(PAPER_EPSILONS[name], reverse=True):
+            for seed in range(args.seeds):
+                split = paper_data(name, seed)
+                todo = [(label, {"backend": backend, **opt}) for label, opt in methods] + [("attack", None)]
+                for label, options in todo:
+                    if (name, eps, seed, label) in done:
+                        continue
+                    if options is None:  # at the epochs this seed's methods selected
+                        at = sorted({r["epoch"] for r in records if (r["dataset"], r["eps"], r["seed"]) ==
+                                     (name, eps, seed) and r["method"] != "attack"})
+                        result = {"bound": attack_bound(split, eps, at, seed=seed, **kw)}
+                    else:
+                        result = paper_run(split, eps, options, seed=seed, time_limit=time_limit, **kw)
+                        result["backend"] = options["backend"]
+                    record = {"dataset": name, "eps": eps, "seed": seed, "method": label, **result, **kw}
+                    records.append(record)
+                    done.add((name, eps, seed, label))
+                    if out:
+                        with open(out, "a") as fh:
+                            fh.write(json.dumps(record) + "\n")
+                    print(f"{name} ε={eps:g} seed {seed} {label}: "
+                          + ", ".join(f"{k}={v}" for k, v in result.items() if k != "bound"), flush=True)
+    print(paper_table(records, [label for label, _ in methods], args.datasets))
+
+
+def paper_table(records: list[dict], methods: list[str], datasets) -> str:
+    """The --paper table from the records: seeds with both the method and the attack bound finished."""
     rows, notes = [], []
-    for name in args.datasets:
-        if name not in PAPER_EPSILONS:
-            notes.append(f"{name}: not part of the paper protocol (two_moons, iris2)")
-            continue
-        hidden, lr, epochs = PAPER_SETTINGS[name]
-        hidden = args.hidden or hidden
-        lr = args.learning_rate or lr
-        epochs = args.epochs or epochs
-        notes.append(
-            f"{name}: 2-{hidden}-1 MLP (torch init), lr {lr}, {epochs} epochs, {time_limit:g} s per solve"
-        )
-        for eps in PAPER_EPSILONS[name]:
-            splits = [paper_data(name, seed) for seed in range(args.seeds)]
-            kw = {"hidden": hidden, "lr": lr, "epochs": epochs}
-            bounds = [attack_bound(sp, eps, seed=seed, **kw) for seed, sp in enumerate(splits)]
-            block = []
-            for label, options in methods:
-                options = {"backend": backend, **options}
-                jobs = [(sp, eps, options, seed) for seed, sp in enumerate(splits)]
-                runs = parallel_map(
-                    functools.partial(_paper_job, kw=kw, time_limit=time_limit), jobs, executor=args.workers
-                )
-                block.append([
+    for name in datasets:
+        for eps in PAPER_EPSILONS.get(name, ()):
+            bounds: dict = {}  # seed -> {epoch: bound}, merged over the records of several processes
+            for r in records:
+                if (r["dataset"], r["eps"], r["method"]) == (name, eps, "attack"):
+                    bounds.setdefault(r["seed"], {}).update(r["bound"])
+            for label in methods:
+                runs = [r for r in records if (r["dataset"], r["eps"], r["method"]) == (name, eps, label)
+                        and str(r["epoch"]) in bounds.get(r["seed"], {})]
+                if not runs:
+                    continue
+                rows.append([
                     name,
                     f"{eps:g}",
                     label,
-                    options["backend"],
+                    runs[0]["backend"],
                     _mean_std([r["certified"] for r in runs]),
                     _mean_std([r["nominal"] for r in runs]),
-                    _mean_std([b[r["epoch"]] for b, r in zip(bounds, runs)]),
+                    _mean_std([bounds[r["seed"]][str(r["epoch"])] for r in runs]),
                     f"{np.mean([r['epoch'] for r in runs]):.1f}",
+                    f"{np.mean([r['epochs_run'] for r in runs]):.1f}",
                     float(np.mean([r["s_per_epoch"] for r in runs])),
+                    float(np.mean([r["cpu_per_epoch"] for r in runs])),
                     len(runs),
                 ])
-                if sum(r["not_optimal"] for r in runs):
-                    stopped = sum(r["not_optimal"] for r in runs)
-                    notes.append(
-                        f"{name} ε={eps:g} {label}: {stopped} solves hit the time limit (dual bounds used)"
-                    )
-            best = _mean_std([b[1:].max() for b in bounds])
-            notes.append(f"{name} ε={eps:g}: attack bound at the best epoch for each seed {best}")
-            rows.extend(block)
-            print(format_table(PAPER_HEADERS, block), flush=True)
-    print()
+                stopped = sum(r["not_optimal"] for r in runs)
+                if stopped:
+                    notes.append(f"{name} ε={eps:g} {label}: {stopped} solves stopped at the time limit")
+        if name in PAPER_SETTINGS:
+            hidden, lr, epochs = PAPER_SETTINGS[name]
+            notes.insert(0, f"{name}: 2-{hidden}-1 MLP (torch init), lr {lr}, at most {epochs} epochs, "
+                         f"patience {PAPER_PATIENCE}")
     title = (
-        f"MIBP certified training, paper protocol (validation-selected epoch), mean ± std over {args.seeds} "
-        "seed(s); attack bound: correct test points that no found training set flips (any sound method's "
-        "ceiling at that epoch)"
+        "MIBP certified training, paper protocol (test scores at the validation-selected epoch), mean ± std "
+        "over seeds; attack bound: correct test points no found training set flips (a ceiling for every "
+        "sound method at that epoch)"
     )
-    print(format_table(PAPER_HEADERS, rows, title=title))
-    for note in dict.fromkeys(notes):
-        print("note:", note)
-
-
-def _paper_job(job, *, kw, time_limit):
-    split, eps, options, seed = job
-    return paper_run(split, eps, options, seed=seed, time_limit=time_limit, **kw)
+    return "\n".join([format_table(PAPER_HEADERS, rows, title=title)] + [f"note: {n}" for n in notes])
 
 
 def tune_main(args) -> None:
@@ -320,12 +363,14 @@ def tune_main(args) -> None:
                 for seed, sp in enumerate(splits):
                     model = MLP.random([sp.X.shape[1], hidden, 1], init="torch", rng=seed)
                     res = certified_training(model, sp.X, sp.y, perturbation=FeatureBox(eps), epochs=epochs,
-                                             learning_rate=lr)
+                                             learning_rate=lr, validation=(sp.X_val, sp.y_val),
+                                             patience=PAPER_PATIENCE)
                     sel = select_epoch(res, sp.X_val, sp.y_val)
                     cert.append(sel.certified_accuracy[sel.epoch])
                     nominal.append(sel.nominal_accuracy[sel.epoch])
                     chosen.append(sel.epoch)
-                    best_nominal.append(sel.nominal_accuracy[1:].max())
+                    path = model.train(sp.X, sp.y, epochs=epochs, learning_rate=lr)
+                    best_nominal.append(max(np.mean(m.predict(sp.X_val) == sp.y_val) for m in path[1:]))
                 rows.append([name, f"{eps:g}", lr, epochs, _mean_std(cert), _mean_std(nominal),
                              f"{np.mean(chosen):.1f}", _mean_std(best_nominal)])
         print(format_table(
@@ -354,6 +399,10 @@ def main() -> None:
     parser.add_argument("--tune", action="store_true", help="validation grid behind --paper")
     parser.add_argument("--methods", nargs="+", default=None, help="--paper: only these methods")
     parser.add_argument("--backend", default=None, help="--paper: backend of the program methods")
+    parser.add_argument(
+        "--records", nargs="+", default=None, help="--paper: JSON-lines files (results appended to the first)"
+    )
+    parser.add_argument("--report", action="store_true", help="--paper: only print the table of --records")
     args = parser.parse_args()
     if args.paper or args.tune:
         if args.datasets == list(EPSILONS):

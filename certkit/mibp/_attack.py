@@ -173,6 +173,7 @@ def attack_predictions(
     learning_rate: float = 0.1,
     restarts: int = 2,
     steps: int = 10,
+    at_epochs: Any = None,
     rng: RNGLike = None,
 ) -> np.ndarray:
     """Test predictions that an allowed training set provably changes: no sound certificate can keep them.
@@ -183,6 +184,9 @@ def attack_predictions(
     prediction at ``x``.  A flip counts only after the found training set is re-trained with `MLP.train`
     (the float trajectory the certificates bound) and its prediction at ``x`` differs from the nominal
     one, so every reported flip is a witness.
+
+    ``at_epochs`` (a sequence of epochs in ``1..epochs``) limits the search to those epochs (default: all;
+    the rows of the others stay False).
 
     Returns
     -------
@@ -216,7 +220,10 @@ def attack_predictions(
     flipped = np.zeros((epochs + 1, m), dtype=bool)
     Xt_test = torch.tensor(X_test, dtype=torch.float64)
     theta0 = [a for w, b in zip(model.weights, model.biases) for a in (w, b)]
-    for t in range(1, epochs + 1):
+    if at_epochs is None:
+        at_epochs = range(1, epochs + 1)
+    at_epochs = sorted({check_integer(t, "at_epochs[i]", minimum=1, maximum=epochs) for t in at_epochs})
+    for t in at_epochs:
         pred_np = nominal_path[t].predict(X_test)
         pred = torch.tensor(pred_np, dtype=torch.float64 if sizes[-1] == 1 else torch.int64)
         for _ in range(restarts):
