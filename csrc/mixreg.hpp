@@ -29,12 +29,28 @@
 // returns theta_t with its own responsibilities and log-likelihood, so the
 // three always belong together.  The NumPy reference in
 // tests/causal/_reference_em.py follows the same steps.
+//
+// Speed (one thread): the pass runs over blocks of kBlock samples held as
+// structure-of-arrays (design columns transposed once per fit), so every loop
+// over the samples of a block is a plain vectorisable loop: the log-densities
+// of one component, the max over components, exp (a polynomial, see
+// exp_nonpositive; std::exp is an opaque libm call the compiler cannot
+// vectorise), and the statistics as dot products of each component's
+// responsibilities with the block's rows of [phi_a phi_c, y phi_a, y^2, 1].
+// The number of columns p is a template parameter for p <= kMaxUnrolledDim so
+// the loops over it unroll; larger p takes the generic instantiation.  The
+// log-likelihood takes one log per 8 samples (of the product of their
+// normalisers).  The results equal a per-sample evaluation up to
+// floating-point rounding (sums are taken in a different order) and are
+// deterministic; see CERTKIT_MIXREG_CLONES for the AVX2 build of the loop.
 #pragma once
 
-#include <cmath>
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <limits>
+#include <utility>
 #include <vector>
 
 namespace certkit::mixreg {
@@ -51,45 +67,64 @@ struct EmOutput {
 namespace detail {
 
 constexpr double kLog2Pi = 1.8378770664093454835606594728112;
+constexpr std::int64_t kBlock = 128;         // samples per block of the pass (buffers of a few 10 KiB)
+constexpr std::int64_t kMaxUnrolledDim = 8;  // p = 1..8 get their own instantiation
 
-// Sufficient statistics of all K components, accumulated in one pass.  Each sample is first
-// expanded once into the vector v_i = [upper triangle of phi phi', y phi, y^2, 1] (length L); the
-// pass then adds r_ik v_i to row k of acc (a contiguous axpy the compiler vectorises), and unpack()
-// turns acc back into G_k (upper triangle), b_k, s_k and N_k for the M-step.
+// exp(x) for x <= 0 (x = -inf allowed) in plain arithmetic, so that loops calling it vectorise.
+// x = n ln2 + r with n = round(x / ln2) and |r| <= ln2 / 2 (ln2 split in a high part with trailing
+// zero bits, so n * kLn2Hi is exact, and a low part); exp(r) by its Taylor polynomial of degree 13
+// (truncation error below 1e-17 relative); 2^n is written into the exponent bits.  The result is
+// within a few units in the last place of exp(x).  Below -708, where exp(x) < 2^-1021 and the
+// scaling would need subnormals, it returns 0 (an absolute error below 3e-308).
+inline double exp_nonpositive(double x) {
+    constexpr double kLog2e = 1.4426950408889634074;
+    constexpr double kLn2Hi = 6.93147180369123816490e-01;
+    constexpr double kLn2Lo = 1.90821492927058770002e-10;
+    constexpr double kRound = 6755399441055744.0;  // 1.5 * 2^52: adding it rounds to an integer
+    constexpr double kMin = -708.0;
+    const double xc = x > kMin ? x : kMin;
+    const double shifted = xc * kLog2e + kRound;  // low mantissa bits hold n (as 2^51 + n)
+    const double nd = shifted - kRound;
+    const double r = (xc - nd * kLn2Hi) - nd * kLn2Lo;
+    double poly = 1.0 / 6227020800.0;  // 1/13!
+    poly = poly * r + 1.0 / 479001600.0;
+    poly = poly * r + 1.0 / 39916800.0;
+    poly = poly * r + 1.0 / 3628800.0;
+    poly = poly * r + 1.0 / 362880.0;
+    poly = poly * r + 1.0 / 40320.0;
+    poly = poly * r + 1.0 / 5040.0;
+    poly = poly * r + 1.0 / 720.0;
+    poly = poly * r + 1.0 / 120.0;
+    poly = poly * r + 1.0 / 24.0;
+    poly = poly * r + 1.0 / 6.0;
+    poly = poly * r + 0.5;
+    poly = poly * r + 1.0;
+    poly = poly * r + 1.0;
+    std::uint64_t bits;
+    std::memcpy(&bits, &shifted, sizeof bits);
+    bits = (bits + 1023) << 52;  // biased exponent n + 1023 in [2, 1023]; the rest shifts out
+    double scale;
+    std::memcpy(&scale, &bits, sizeof scale);
+    const double value = poly * scale;
+    return x < kMin ? 0.0 : value;
+}
+
+// Sufficient statistics of all K components.  Row k of acc holds, in this order, the upper
+// triangle of G_k (row by row), b_k, s_k and N_k (length L); a block of samples is expanded into
+// the matching rows of `expanded` (L, kBlock): phi_a phi_c, y phi_a, y^2 and 1 for each sample, so
+// every entry of acc[k] grows by the dot product of component k's responsibilities with one row.
+// unpack() turns acc into G_k (upper triangle), b_k, s_k and N_k for the M-step.
 struct Stats {
     std::int64_t K, p, L;
-    std::vector<double> acc, sample;            // (K, L), (L,)
+    std::vector<double> acc, expanded;          // (K, L), (L, kBlock)
     std::vector<double> gram, rhs, syy, count;  // (K, p, p) upper triangle used, (K, p), (K,), (K,)
 
     Stats(std::int64_t k, std::int64_t dim)
         : K(k), p(dim), L(dim * (dim + 1) / 2 + dim + 2), acc(static_cast<std::size_t>(k * L)),
-          sample(static_cast<std::size_t>(L)), gram(static_cast<std::size_t>(k * dim * dim)),
+          expanded(static_cast<std::size_t>(L * kBlock)), gram(static_cast<std::size_t>(k * dim * dim)),
           rhs(static_cast<std::size_t>(k * dim)), syy(static_cast<std::size_t>(k)), count(static_cast<std::size_t>(k)) {}
 
     void clear() { std::fill(acc.begin(), acc.end(), 0.0); }
-
-    inline void load(const double* phi, double y) {
-        std::int64_t l = 0;
-        for (std::int64_t a = 0; a < p; ++a) {
-            for (std::int64_t c = a; c < p; ++c) {
-                sample[static_cast<std::size_t>(l++)] = phi[a] * phi[c];
-            }
-        }
-        for (std::int64_t a = 0; a < p; ++a) {
-            sample[static_cast<std::size_t>(l++)] = y * phi[a];
-        }
-        sample[static_cast<std::size_t>(l++)] = y * y;
-        sample[static_cast<std::size_t>(l)] = 1.0;
-    }
-
-    // Add the loaded sample with weight r to component k.
-    inline void add(std::int64_t k, double r) {
-        double* __restrict row = acc.data() + k * L;
-        const double* __restrict v = sample.data();
-        for (std::int64_t l = 0; l < L; ++l) {
-            row[l] += r * v[l];
-        }
-    }
 
     void unpack() {
         for (std::int64_t k = 0; k < K; ++k) {
@@ -107,6 +142,193 @@ struct Stats {
             syy[static_cast<std::size_t>(k)] = row[l++];
             count[static_cast<std::size_t>(k)] = row[l];
         }
+    }
+};
+
+// The block pass for P columns (P = 0: p read at run time).  cols is the design transposed,
+// (p, n); all block buffers are (rows, kBlock).
+template <int P>
+struct BlockPass {
+    std::int64_t n, p, K;
+    const double* y;
+    const double* cols;
+    Stats& st;
+    std::vector<double> post;  // (K, kBlock): log-densities, then unnormalised posteriors, then responsibilities
+    std::vector<double> top, sum, inv_sum;  // (kBlock,) each
+
+    BlockPass(std::int64_t n_, std::int64_t p_, std::int64_t K_, const double* y_, const double* cols_, Stats& st_)
+        : n(n_), p(P > 0 ? P : p_), K(K_), y(y_), cols(cols_), st(st_),
+          post(static_cast<std::size_t>(K_ * kBlock)), top(kBlock), sum(kBlock), inv_sum(kBlock) {}
+
+    // Rows of st.expanded for the samples [i0, i0 + m).
+    void expand(std::int64_t i0, std::int64_t m) {
+        double* out = st.expanded.data();
+        const double* __restrict yb = y + i0;
+        for (std::int64_t a = 0; a < p; ++a) {
+            const double* __restrict xa = cols + a * n + i0;
+            for (std::int64_t c = a; c < p; ++c, out += kBlock) {
+                const double* __restrict xc = cols + c * n + i0;
+                for (std::int64_t j = 0; j < m; ++j) {
+                    out[j] = xa[j] * xc[j];
+                }
+            }
+        }
+        for (std::int64_t a = 0; a < p; ++a, out += kBlock) {
+            const double* __restrict xa = cols + a * n + i0;
+            for (std::int64_t j = 0; j < m; ++j) {
+                out[j] = yb[j] * xa[j];
+            }
+        }
+        for (std::int64_t j = 0; j < m; ++j) {
+            out[j] = yb[j] * yb[j];
+        }
+        out += kBlock;
+        std::fill(out, out + m, 1.0);
+    }
+
+    // acc[k] += responsibilities of component k (row k of post) times the expanded rows, for the
+    // components with live[k].  Four rows at a time, so each responsibility is loaded once per four
+    // products (the loop is bound by loads otherwise).
+    void accumulate(std::int64_t m, const std::vector<char>& live) {
+        const std::int64_t L = st.L;
+        for (std::int64_t k = 0; k < K; ++k) {
+            if (!live[static_cast<std::size_t>(k)]) {
+                continue;
+            }
+            const double* __restrict r = post.data() + k * kBlock;
+            double* __restrict acc = st.acc.data() + k * L;
+            std::int64_t l = 0;
+            for (; l + 4 <= L; l += 4) {
+                const double* __restrict v0 = st.expanded.data() + l * kBlock;
+                const double* __restrict v1 = v0 + kBlock;
+                const double* __restrict v2 = v1 + kBlock;
+                const double* __restrict v3 = v2 + kBlock;
+                double s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0;
+#pragma omp simd reduction(+ : s0, s1, s2, s3)
+                for (std::int64_t j = 0; j < m; ++j) {
+                    s0 += r[j] * v0[j];
+                    s1 += r[j] * v1[j];
+                    s2 += r[j] * v2[j];
+                    s3 += r[j] * v3[j];
+                }
+                acc[l] += s0;
+                acc[l + 1] += s1;
+                acc[l + 2] += s2;
+                acc[l + 3] += s3;
+            }
+            for (; l < L; ++l) {
+                const double* __restrict v = st.expanded.data() + l * kBlock;
+                double s = 0.0;
+#pragma omp simd reduction(+ : s)
+                for (std::int64_t j = 0; j < m; ++j) {
+                    s += r[j] * v[j];
+                }
+                acc[l] += s;
+            }
+        }
+    }
+
+    // Statistics of the starting responsibilities resp0 (n, K); entries that are not > 0 count as 0.
+    void accumulate_start(const double* resp0) {
+        const std::vector<char> all(static_cast<std::size_t>(K), 1);
+        st.clear();
+        for (std::int64_t i0 = 0; i0 < n; i0 += kBlock) {
+            const std::int64_t m = std::min(kBlock, n - i0);
+            for (std::int64_t k = 0; k < K; ++k) {
+                for (std::int64_t j = 0; j < m; ++j) {
+                    const double r = resp0[(i0 + j) * K + k];
+                    post[static_cast<std::size_t>(k * kBlock + j)] = r > 0.0 ? r : 0.0;
+                }
+            }
+            expand(i0, m);
+            accumulate(m, all);
+        }
+    }
+
+    // E-step for the parameters in out: writes the responsibilities into resp (n, K), accumulates the
+    // statistics of the next M-step and returns the log-likelihood.
+    double e_step(const EmOutput& out, double* resp) {
+        std::vector<char> live(static_cast<std::size_t>(K));
+        std::vector<double> offset(static_cast<std::size_t>(K)), half_prec(static_cast<std::size_t>(K));
+        for (std::int64_t k = 0; k < K; ++k) {
+            const auto ks = static_cast<std::size_t>(k);
+            live[ks] = out.weight[ks] > 0.0;
+            if (live[ks]) {  // log w_k + log N(.; ., var_k) = offset_k - half_prec_k e^2
+                offset[ks] = std::log(out.weight[ks]) - 0.5 * (kLog2Pi + std::log(out.variance[ks]));
+                half_prec[ks] = 0.5 / out.variance[ks];
+            }
+        }
+        st.clear();
+        double loglik = 0.0;
+        for (std::int64_t i0 = 0; i0 < n; i0 += kBlock) {
+            const std::int64_t m = std::min(kBlock, n - i0);
+            const double* __restrict yb = y + i0;
+            double* __restrict tp = top.data();
+            double* __restrict sm = sum.data();
+            double* __restrict inv = inv_sum.data();
+            std::fill(tp, tp + m, -std::numeric_limits<double>::infinity());
+            std::fill(sm, sm + m, 0.0);
+            for (std::int64_t k = 0; k < K; ++k) {  // log-densities and their max over live components
+                const auto ks = static_cast<std::size_t>(k);
+                double* __restrict lp = post.data() + k * kBlock;
+                if (!live[ks]) {
+                    continue;
+                }
+                const double* beta = out.coef.data() + k * p;
+                const double c0 = offset[ks], h = half_prec[ks];
+#pragma omp simd
+                for (std::int64_t j = 0; j < m; ++j) {
+                    double mu = 0.0;
+                    for (std::int64_t a = 0; a < p; ++a) {
+                        mu += cols[a * n + i0 + j] * beta[a];
+                    }
+                    const double e = yb[j] - mu;
+                    const double v = c0 - h * e * e, t = tp[j];
+                    lp[j] = v;
+                    tp[j] = v > t ? v : t;
+                }
+            }
+            for (std::int64_t k = 0; k < K; ++k) {  // unnormalised posteriors and their sums
+                double* __restrict q = post.data() + k * kBlock;
+                if (!live[static_cast<std::size_t>(k)]) {
+                    std::fill(q, q + m, 0.0);
+                    continue;
+                }
+#pragma omp simd
+                for (std::int64_t j = 0; j < m; ++j) {
+                    q[j] = exp_nonpositive(q[j] - tp[j]);
+                    sm[j] += q[j];
+                }
+            }
+#pragma omp simd
+            for (std::int64_t j = 0; j < m; ++j) {
+                inv[j] = 1.0 / sm[j];
+            }
+            for (std::int64_t k = 0; k < K; ++k) {  // responsibilities
+                double* __restrict q = post.data() + k * kBlock;
+#pragma omp simd
+                for (std::int64_t j = 0; j < m; ++j) {
+                    q[j] *= inv[j];
+                }
+                for (std::int64_t j = 0; j < m; ++j) {
+                    resp[(i0 + j) * K + k] = q[j];
+                }
+            }
+            // log-likelihood: sum of top + log(sum); each sum lies in [1, K], so a product of 8 of
+            // them cannot overflow and one log serves 8 samples.
+            for (std::int64_t j0 = 0; j0 < m; j0 += 8) {
+                const std::int64_t j1 = std::min(j0 + 8, m);
+                double prod = 1.0;
+                for (std::int64_t j = j0; j < j1; ++j) {
+                    loglik += tp[j];
+                    prod *= sm[j];
+                }
+                loglik += std::log(prod);
+            }
+            expand(i0, m);
+            accumulate(m, live);
+        }
+        return loglik;
     }
 };
 
@@ -199,83 +421,43 @@ inline std::int64_t m_step(const Stats& st, double ridge, double min_variance, E
     return live;
 }
 
-}  // namespace detail
+// On x86-64 Linux with GCC the EM loop is compiled twice, for the baseline x86-64 (SSE2) and for
+// x86-64-v3 (AVX2 + FMA: four doubles per instruction), and the loader picks the clone the CPU
+// runs (an ifunc); flatten inlines the whole pass into each clone.  The two clones differ only in
+// floating-point rounding (vector width of the sums, fused multiply-adds); each is deterministic.
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
+#define CERTKIT_MIXREG_CLONES __attribute__((target_clones("arch=x86-64-v3", "default"), flatten))
+#else
+#define CERTKIT_MIXREG_CLONES
+#endif
 
-// Run EM from the responsibilities resp0 (n, K): the first M-step uses them.
-// On return resp (n, K) holds the responsibilities of the returned parameters.
-inline EmOutput fit_em(const double* y, const double* phi, std::int64_t n, std::int64_t p, std::int64_t K,
-                       const double* resp0, double* resp, std::int64_t max_iter, double tol, double ridge,
-                       double min_variance) {
+// The EM loop for P columns (P = 0: any p).
+template <int P>
+CERTKIT_MIXREG_CLONES EmOutput fit_em_dim(const double* y, const double* phi, std::int64_t n, std::int64_t p, std::int64_t K,
+                    const double* resp0, double* resp, std::int64_t max_iter, double tol, double ridge,
+                    double min_variance) {
     EmOutput out;
     out.coef.assign(static_cast<std::size_t>(K * p), 0.0);
     out.variance.assign(static_cast<std::size_t>(K), 1.0);
     out.weight.assign(static_cast<std::size_t>(K), 1.0);
-    detail::Stats st(K, p);
-    std::vector<double> work;
-    std::vector<double> logp(static_cast<std::size_t>(K));
-    std::vector<double> log_w(static_cast<std::size_t>(K)), log_norm(static_cast<std::size_t>(K)),
-        inv_var(static_cast<std::size_t>(K));
-    const double neg_inf = -std::numeric_limits<double>::infinity();
-
-    st.clear();
+    std::vector<double> cols(static_cast<std::size_t>(n * p));  // the design transposed, (p, n)
     for (std::int64_t i = 0; i < n; ++i) {
-        st.load(phi + i * p, y[i]);
-        for (std::int64_t k = 0; k < K; ++k) {
-            const double r = resp0[i * K + k];
-            if (r > 0.0) {
-                st.add(k, r);
-            }
+        for (std::int64_t a = 0; a < p; ++a) {
+            cols[static_cast<std::size_t>(a * n + i)] = phi[i * p + a];
         }
     }
+    Stats st(K, p);
+    BlockPass<P> pass(n, p, K, y, cols.data(), st);
+    std::vector<double> work;
+
+    pass.accumulate_start(resp0);
     st.unpack();
-    if (detail::m_step(st, ridge, min_variance, out, work) == 0) {
+    if (m_step(st, ridge, min_variance, out, work) == 0) {
         out.ok = false;
         return out;
     }
     for (std::int64_t it = 0;; ++it) {
-        for (std::int64_t k = 0; k < K; ++k) {
-            const auto ks = static_cast<std::size_t>(k);
-            log_w[ks] = out.weight[ks] > 0.0 ? std::log(out.weight[ks]) : neg_inf;
-            log_norm[ks] = -0.5 * (detail::kLog2Pi + std::log(out.variance[ks]));
-            inv_var[ks] = 1.0 / out.variance[ks];
-        }
-        st.clear();
-        double loglik = 0.0;
-        for (std::int64_t i = 0; i < n; ++i) {
-            const double* row = phi + i * p;
-            double top = neg_inf;
-            for (std::int64_t k = 0; k < K; ++k) {
-                const auto ks = static_cast<std::size_t>(k);
-                if (log_w[ks] == neg_inf) {
-                    logp[ks] = neg_inf;
-                    continue;
-                }
-                const double* beta = out.coef.data() + k * p;
-                double mu = 0.0;
-                for (std::int64_t a = 0; a < p; ++a) {
-                    mu += row[a] * beta[a];
-                }
-                const double e = y[i] - mu;
-                logp[ks] = log_w[ks] + log_norm[ks] - 0.5 * e * e * inv_var[ks];
-                top = std::max(top, logp[ks]);
-            }
-            double sum = 0.0;
-            for (std::int64_t k = 0; k < K; ++k) {
-                const auto ks = static_cast<std::size_t>(k);
-                logp[ks] = std::exp(logp[ks] - top);  // now the unnormalised posterior; exp(-inf) = 0
-                sum += logp[ks];
-            }
-            loglik += top + std::log(sum);
-            const double inv_sum = 1.0 / sum;
-            st.load(row, y[i]);
-            for (std::int64_t k = 0; k < K; ++k) {
-                const double r = logp[static_cast<std::size_t>(k)] * inv_sum;
-                resp[i * K + k] = r;
-                if (r > 0.0) {
-                    st.add(k, r);
-                }
-            }
-        }
+        const double loglik = pass.e_step(out, resp);
         const bool converged =
             !out.trace.empty() && std::abs(loglik - out.trace.back()) <= tol * static_cast<double>(n);
         out.trace.push_back(loglik);
@@ -284,11 +466,33 @@ inline EmOutput fit_em(const double* y, const double* phi, std::int64_t n, std::
             return out;
         }
         st.unpack();
-        if (detail::m_step(st, ridge, min_variance, out, work) == 0) {
+        if (m_step(st, ridge, min_variance, out, work) == 0) {
             out.ok = false;
             return out;
         }
     }
+}
+
+template <int... Ps>
+EmOutput dispatch_dim(std::integer_sequence<int, Ps...>, std::int64_t p, const double* y, const double* phi,
+                      std::int64_t n, std::int64_t K, const double* resp0, double* resp, std::int64_t max_iter,
+                      double tol, double ridge, double min_variance) {
+    using Fit = EmOutput (*)(const double*, const double*, std::int64_t, std::int64_t, std::int64_t, const double*,
+                             double*, std::int64_t, double, double, double);
+    constexpr Fit table[] = {&fit_em_dim<Ps>...};  // table[P] = fit_em_dim<P>; table[0] is generic
+    const Fit fit = p < static_cast<std::int64_t>(sizeof...(Ps)) ? table[p] : table[0];
+    return fit(y, phi, n, p, K, resp0, resp, max_iter, tol, ridge, min_variance);
+}
+
+}  // namespace detail
+
+// Run EM from the responsibilities resp0 (n, K): the first M-step uses them.
+// On return resp (n, K) holds the responsibilities of the returned parameters.
+inline EmOutput fit_em(const double* y, const double* phi, std::int64_t n, std::int64_t p, std::int64_t K,
+                       const double* resp0, double* resp, std::int64_t max_iter, double tol, double ridge,
+                       double min_variance) {
+    return detail::dispatch_dim(std::make_integer_sequence<int, detail::kMaxUnrolledDim + 1>{}, p, y, phi, n, K,
+                                resp0, resp, max_iter, tol, ridge, min_variance);
 }
 
 }  // namespace certkit::mixreg

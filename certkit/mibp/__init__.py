@@ -31,11 +31,18 @@ from certkit.mibp._perturbation import (
     Perturbation,
 )
 from certkit.mibp._selection import EpochSelection, select_epoch
-from certkit.mibp._training import BACKENDS, FORMULATIONS, CertifiedTrainingResult, certified_training
+from certkit.mibp._training import (
+    BACKENDS,
+    CARRIES,
+    FORMULATIONS,
+    CertifiedTrainingResult,
+    certified_training,
+)
 from certkit.mibp.solvers import MAX_SCALE, GurobiLicenseError, SolveStats, UnsoundBoundError
 
 __all__ = [
     "BACKENDS",
+    "CARRIES",
     "FORMULATIONS",
     "MAX_SCALE",
     "MLP",

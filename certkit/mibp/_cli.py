@@ -58,7 +58,7 @@ def load_data(name: str, *, rng: int = 0) -> BenchmarkData:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of ``certkit mibp``."""
-    from certkit.mibp import BACKENDS, FORMULATIONS
+    from certkit.mibp import BACKENDS, CARRIES, FORMULATIONS
 
     parser.add_argument(
         "--dataset", choices=DATASETS, default="two_moons", help="data set (default two_moons)"
@@ -73,6 +73,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         choices=FORMULATIONS,
         default="decomposed",
         help="joint, per-sample (decomposed) or decomposed ∩ joint LP (hybrid) programs (default decomposed)",
+    )
+    parser.add_argument(
+        "--carry",
+        choices=CARRIES,
+        default="box",
+        help="carried between steps: the box, or also an affine zonotope (tighter later) (default box)",
     )
     parser.add_argument("--hidden", type=int, default=16, help="hidden units of the 2-layer MLP (default 16)")
     parser.add_argument("--learning-rate", type=float, default=0.1, help="GD step size (default 0.1)")
@@ -112,7 +118,10 @@ def run(args: argparse.Namespace) -> int:
     print(res.summary())
     print()
     nominal = float(np.mean(res.nominal.predict(data.X_test) == data.y_test))
-    print(f"{args.dataset}: ε = {args.epsilon}, {args.epochs} epochs, backend {args.backend}")
+    print(
+        f"{args.dataset}: ε = {args.epsilon}, {args.epochs} epochs, "
+        f"backend {args.backend}, carry {args.carry}"
+    )
     print(f"  nominal test accuracy   {nominal:.3f}")
     print(f"  certified accuracy      {cert.certified_accuracy(data.y_test):.3f}")
     print(f"  total time              {time.perf_counter() - start:.1f} s")
@@ -131,6 +140,7 @@ def _train_and_certify(args: argparse.Namespace, data: BenchmarkData, model) -> 
         learning_rate=args.learning_rate,
         backend=args.backend,
         formulation=args.formulation,
+        carry=args.carry,
         time_limit=args.time_limit,
         tighten_bounds=args.tighten and args.backend != "interval",
         executor=args.workers,

@@ -12,6 +12,7 @@ import numpy as np
 from certkit._results import ResultMixin, format_table
 from certkit._typing import ExecutorArg, Progress
 from certkit._validation import check_array, check_in_options, check_integer, check_positive, check_progress
+from certkit.mibp._affine import CARRIES, AffineCarry
 from certkit.mibp._builder import build_decomposed, build_joint
 from certkit.mibp._interval import interval_margin, interval_step, magnitude, pad, sum_with_budget
 from certkit.mibp._licence import check_gurobi_licence
@@ -21,7 +22,7 @@ from certkit.mibp._witnesses import Witnesses
 from certkit.mibp.solvers import BACKENDS, BackendOptions, SolveStats, check_backend, lp_bounds, solve_program
 from certkit.parallel import parallel_map
 
-__all__ = ["BACKENDS", "FORMULATIONS", "CertifiedTrainingResult", "certified_training"]
+__all__ = ["BACKENDS", "CARRIES", "FORMULATIONS", "CertifiedTrainingResult", "certified_training"]
 
 FORMULATIONS = ("joint", "decomposed", "hybrid")
 
@@ -47,6 +48,8 @@ class CertifiedTrainingResult(ResultMixin):
         bounded by interval arithmetic instead), ``max_vars``, ``max_bilinear``, ``programs``.
     backend, formulation, loss : str
     learning_rate : float
+    carry : str
+        How the parameter set is carried between steps (``"box"`` or ``"affine"``).
     """
 
     lower: tuple[MLP, ...]
@@ -59,6 +62,7 @@ class CertifiedTrainingResult(ResultMixin):
     formulation: str
     loss: str
     learning_rate: float
+    carry: str = "box"
 
     @property
     def bounds(self) -> list[tuple[MLP, MLP]]:
@@ -100,7 +104,7 @@ class CertifiedTrainingResult(ResultMixin):
             )
         title = (
             f"MIBP certified training: backend={self.backend}, formulation={self.formulation}, "
-            f"loss={self.loss}, lr={self.learning_rate}, model {list(self.nominal.sizes)}"
+            f"loss={self.loss}, lr={self.learning_rate}, carry={self.carry}, model {list(self.nominal.sizes)}"
         )
         return format_table(
             ["epoch", "max width", "mean width", "seconds", "solves", "not optimal", "max vars"],
@@ -131,6 +135,7 @@ def certified_training(
     learning_rate: float = 0.1,
     backend: str = "interval",
     formulation: str = "decomposed",
+    carry: str = "box",
     time_limit: float | None = None,
     solver: str | None = None,
     tighten_bounds: bool = False,
@@ -173,6 +178,15 @@ def certified_training(
         is: the decomposed programs are tight while the parameter box is small (exact when it is a
         point), the joint LP keeps the coupling through the shared θ that the decomposition drops
         once the box has grown.  Ignored by ``interval``.
+    carry : {"box", "affine"}
+        What is carried from one step to the next.  ``box``: the parameter box (each step starts from
+        a box, which forgets how the parameters depend on each other and on the perturbed inputs).
+        ``affine``: additionally a zonotope ``c + G e`` over symbols for the perturbed inputs and for
+        earlier remainders, advanced by affine arithmetic through the gradient (sound by
+        construction, see `certkit.mibp._affine`); each epoch's box is the box of ``backend`` /
+        ``formulation`` intersected with the zonotope's interval hull, so it is never wider than
+        with ``box``.  ``Budget`` is relaxed to the per-point hull inside the zonotope (the
+        intersected box still uses it).
     time_limit : float, optional
         Seconds per solve; a solve stopped early contributes its dual bound.
     solver : str, optional
@@ -236,6 +250,7 @@ def certified_training(
     lr = check_positive(learning_rate, "learning_rate")
     backend = check_in_options(backend, "backend", BACKENDS)
     formulation = check_in_options(formulation, "formulation", FORMULATIONS)
+    carry = check_in_options(carry, "carry", CARRIES)
     if time_limit is not None:
         time_limit = check_positive(time_limit, "time_limit")
     check_backend(backend, solver)
@@ -264,6 +279,7 @@ def certified_training(
 
     nominal_path = model.train(X, y_fit, loss=loss, epochs=epochs, learning_rate=lr)
     witnesses = Witnesses(model, X, y, y_fit, sets, loss, lr, epochs) if backend != "interval" else None
+    affine = AffineCarry(model, sets, y, loss, lr) if carry == "affine" else None
     lowers, uppers, seconds, stats = [model], [model], [], []
     scores: list[float] = []  # validation certified accuracy after epochs 1, 2, ...
     sizes = model.sizes
@@ -279,6 +295,9 @@ def certified_training(
         newL, newU, st = _step(
             lowers[-1], uppers[-1], sets, y, loss, lr, formulation, options, executor, desc, (witnesses, t)
         )
+        if affine is not None:
+            aL, aU = affine.step(lowers[-1], uppers[-1])
+            newL, newU = np.fmax(newL, aL), np.fmin(newU, aU)  # a non-finite zonotope bound is ignored
         if witnesses is not None:
             witnesses.check_step(t, newL, newU, backend)
         if np.any(newL > newU):
@@ -305,6 +324,7 @@ def certified_training(
         formulation=formulation if backend != "interval" else "interval",
         loss=loss,
         learning_rate=lr,
+        carry=carry,
     )
 
 

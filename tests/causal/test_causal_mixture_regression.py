@@ -17,7 +17,10 @@ def two_lines(n=600, noise=0.3, seed=0):
     return x, y, z
 
 
-@pytest.mark.parametrize(("K", "q", "seed"), [(2, 1, 0), (3, 2, 1), (2, 0, 2), (4, 3, 3)])
+# p = q + 1 columns: 1..8 run the kernel's p-specialised loops, 10 its generic ones.
+@pytest.mark.parametrize(
+    ("K", "q", "seed"), [(2, 1, 0), (3, 2, 1), (2, 0, 2), (4, 3, 3), (2, 7, 4), (3, 9, 5)]
+)
 def test_kernel_matches_numpy_reference(K, q, seed):
     gen = np.random.default_rng(seed)
     n = 400

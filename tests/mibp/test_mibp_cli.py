@@ -9,13 +9,17 @@ from certkit.mibp import _cli
 from certkit.plot import plot_certified_accuracy
 
 
-def test_run_prints_summary(capsys):
+@pytest.mark.parametrize("carry", ["box", "affine"])
+def test_run_prints_summary(capsys, carry):
     parser = argparse.ArgumentParser()
     _cli.add_arguments(parser)
-    args = parser.parse_args(["--dataset", "iris2", "--epochs", "2", "--epsilon", "0.001", "--hidden", "4"])
+    args = parser.parse_args(
+        ["--dataset", "iris2", "--epochs", "2", "--epsilon", "0.001", "--hidden", "4", "--carry", carry]
+    )
     assert _cli.run(args) == 0
     out = capsys.readouterr().out
     assert "certified accuracy" in out and "max width" in out
+    assert f"carry={carry}" in out and f"carry {carry}" in out
     acc = float(out.split("certified accuracy")[1].split()[0])
     assert 0.0 <= acc <= 1.0
 

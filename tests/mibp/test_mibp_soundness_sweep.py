@@ -18,19 +18,27 @@ COMBOS = [
     ("interval", "decomposed"),
     *list(itertools.product(["lp", "milp", "scip", "gurobi"], ["joint", "decomposed", "hybrid"])),
 ]
-CASES = [(kind, backend, formulation) for kind in PERTURBATION_KINDS for backend, formulation in COMBOS]
+# the affine carry-over (zonotope between steps) on top of the cheap and the exact per-sample bounds
+AFFINE_COMBOS = [("interval", "decomposed"), ("lp", "decomposed"), ("scip", "decomposed")]
+CASES = [
+    (kind, backend, formulation, "box") for kind in PERTURBATION_KINDS for backend, formulation in COMBOS
+] + [
+    (kind, backend, formulation, "affine")
+    for kind in PERTURBATION_KINDS
+    for backend, formulation in AFFINE_COMBOS
+]
 
 
 @pytest.mark.parametrize(("index", "case"), list(enumerate(CASES)), ids=["-".join(c) for c in CASES])
 def test_no_attacked_trajectory_leaves_its_box(index, case):
-    kind, backend, formulation = case
+    kind, backend, formulation, carry = case
     if backend != "interval" and not _FOUND[backend]:
         pytest.skip(f"backend {backend} is not installed")
     gen = np.random.default_rng(1000 + index)
     config = random_case(gen, kind, max_hidden=3, max_points=5, max_epochs=2)
     if backend == "gurobi" and formulation == "joint":
         config["X"], config["y"] = config["X"][:3], config["y"][:3]  # fits the size-limited pip licence
-    res = certified_training(**config, backend=backend, formulation=formulation)
+    res = certified_training(**config, backend=backend, formulation=formulation, carry=carry)
     violation, trajectories = attack_violation(
         res, config["X"], config["y"], config["perturbation"], restarts=4, steps=6, rng=index
     )
