@@ -26,7 +26,9 @@ from certkit.mibp._attack import PERTURBATION_KINDS, attack_violation, random_ca
 
 COMBOS = [
     ("interval", "decomposed"),
-    *list(itertools.product(["lp", "milp", "scip", "gurobi"], ["joint", "decomposed", "hybrid"])),
+    *list(
+        itertools.product(["lp", "milp", "scip", "gurobi"], ["joint", "decomposed", "hybrid", "lagrangian"])
+    ),
 ]
 
 

@@ -389,6 +389,29 @@ class Builder:
             g[yc] = g[yc] - a
         return g
 
+    def with_linear_term(self, e: Lin, theta: list[Lin], coef: np.ndarray) -> Lin:
+        """``e + Σ_i coef_i θ_i`` for parameter variables ``θ_i`` (``coef_i = 0`` where ``θ_i`` is constant).
+
+        A coefficient merged with one of ``e``'s own is rounded; that rounding (at most ``2**-52 |c|``
+        times the variable's magnitude) is added to the error record, so the represented expression
+        stays within `error` of the exact ``e + coef · θ``.
+        """
+        terms = dict(e.terms)
+        xerr = e.xerr
+        for i in np.flatnonzero(coef):
+            if theta[i].is_const:
+                raise RuntimeError("internal error: a multiplier on a parameter whose box is a point")
+            (v,) = theta[i].terms
+            old = terms.get(v, 0.0)
+            new = old + float(coef[i])
+            if old != 0.0:
+                xerr += _U * abs(new) * max(abs(self.lb[v]), abs(self.ub[v]))
+            if new == 0.0:
+                terms.pop(v, None)
+            else:
+                terms[v] = new
+        return Lin(terms, e.const, mag=e.mag, nops=e.nops, xerr=xerr)
+
     # -- output -------------------------------------------------------------------------
     def finish(self, objectives: list[Lin]) -> Program:
         n = len(self.lb)
@@ -489,15 +512,31 @@ def build_joint(
 
 
 def build_decomposed(
-    lower, upper, sets, k: int, y_k, loss: str, learning_rate: float, *, tighten: BoundTightener | None = None
+    lower,
+    upper,
+    sets,
+    k: int,
+    y_k,
+    loss: str,
+    learning_rate: float,
+    *,
+    tighten: BoundTightener | None = None,
+    multipliers: np.ndarray | None = None,
 ) -> Program:
-    """Program for sample ``k`` alone (own copy of θ); objective ``p`` is ``θ_p - λ g_{k,p}``."""
+    """Program for sample ``k`` alone (own copy of θ); objective ``p`` is ``θ_p - λ g_{k,p}``.
+
+    ``multipliers`` (array ``(m, m)``, Lagrangian decomposition): objective ``p`` gets the linear term
+    ``multipliers[p] · θ`` (zero on the parameters whose box is a point).
+    """
     bld = Builder(tighten=tighten)
     W, b = bld.parameters(lower, upper)
     theta = _flat(W, b)
     x = bld.inputs(sets, k, None)
     g = bld.sample_gradient(W, b, x, y_k, loss)
-    return bld.finish([t - gk * learning_rate for t, gk in zip(theta, g)])
+    objectives = [t - gk * learning_rate for t, gk in zip(theta, g)]
+    if multipliers is not None:
+        objectives = [bld.with_linear_term(e, theta, mu) for e, mu in zip(objectives, multipliers)]
+    return bld.finish(objectives)
 
 
 def build_output(lower, upper, x: np.ndarray, pred: int, n_out: int) -> Program:

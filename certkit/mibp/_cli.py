@@ -72,7 +72,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--formulation",
         choices=FORMULATIONS,
         default="decomposed",
-        help="joint, per-sample (decomposed) or decomposed ∩ joint LP (hybrid) programs (default decomposed)",
+        help=(
+            "joint, per-sample (decomposed), decomposed ∩ joint LP (hybrid) or per-sample programs with "
+            "zero-sum multipliers (lagrangian) (default decomposed)"
+        ),
     )
     parser.add_argument(
         "--carry",

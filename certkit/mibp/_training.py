@@ -15,6 +15,7 @@ from certkit._validation import check_array, check_in_options, check_integer, ch
 from certkit.mibp._affine import CARRIES, AffineCarry
 from certkit.mibp._builder import build_decomposed, build_joint
 from certkit.mibp._interval import interval_margin, interval_step, magnitude, pad, sum_with_budget
+from certkit.mibp._lagrangian import centre_multipliers
 from certkit.mibp._licence import check_gurobi_licence
 from certkit.mibp._mlp import LOSSES, MLP, check_labels
 from certkit.mibp._perturbation import InputSets, Perturbation
@@ -24,7 +25,7 @@ from certkit.parallel import parallel_map
 
 __all__ = ["BACKENDS", "CARRIES", "FORMULATIONS", "CertifiedTrainingResult", "certified_training"]
 
-FORMULATIONS = ("joint", "decomposed", "hybrid")
+FORMULATIONS = ("joint", "decomposed", "hybrid", "lagrangian")
 
 
 @dataclass(frozen=True)
@@ -169,7 +170,7 @@ def certified_training(
         ``interval``: interval arithmetic (fast, loosest). ``gurobi`` / ``scip``: exact mixed-integer
         bilinear programs. ``milp``: McCormick envelopes + binaries (HiGHS directly, or the cvxpy
         ``solver``). ``lp``: its LP relaxation.
-    formulation : {"decomposed", "joint", "hybrid"}
+    formulation : {"decomposed", "joint", "hybrid", "lagrangian"}
         ``joint``: one program over all samples with shared θ (tightest); ``decomposed``: one program
         per sample with its own copy of θ (a sound relaxation that scales linearly in n);
         ``hybrid``: each step's decomposed box (with ``backend``) intersected with the box of the joint
@@ -177,7 +178,10 @@ def certified_training(
         are added as constraints (without ``Budget``/``LabelFlips``).  All are sound, so the result
         is: the decomposed programs are tight while the parameter box is small (exact when it is a
         point), the joint LP keeps the coupling through the shared θ that the decomposition drops
-        once the box has grown.  Ignored by ``interval``.
+        once the box has grown.  ``lagrangian``: the decomposed programs with a linear term
+        ``μ_k · θ`` added to sample ``k``'s objectives, ``Σ_k μ_k = 0`` exactly (sound for any such μ),
+        ``μ_k`` from the per-sample Jacobians of the step at the box centre: same program sizes as
+        ``decomposed``, much of the coupling restored.  Ignored by ``interval``.
     carry : {"box", "affine"}
         What is carried from one step to the next.  ``box``: the parameter box (each step starts from
         a box, which forgets how the parameters depend on each other and on the perturbed inputs).
@@ -347,8 +351,13 @@ def _step(
     if formulation == "joint":
         (sL, sU), st = _solve_epoch_joint(lower, upper, sets, y, loss, lr, options, executor, desc, witness)
     else:
+        mu = None
+        if formulation == "lagrangian":
+            mu = centre_multipliers(
+                lower.to_vector(), upper.to_vector(), lower.sizes, sets.nominal, y, loss, lr
+            )
         (sL, sU), st, per_sample = _solve_epoch_decomposed(
-            lower, upper, sets, y, loss, lr, options, executor, desc, witness
+            lower, upper, sets, y, loss, lr, options, executor, desc, witness, mu
         )
     if formulation == "hybrid":
         lp = BackendOptions("lp", options.time_limit, None, options.tighten, options.verbose)
@@ -385,7 +394,9 @@ def _solve_epoch_joint(lower, upper, sets, y, loss, lr, options, executor, desc,
     return (L, U), SolveStats.of(results, 1)
 
 
-def _solve_epoch_decomposed(lower, upper, sets, y, loss, lr, options, executor, desc, witness):
+def _solve_epoch_decomposed(lower, upper, sets, y, loss, lr, options, executor, desc, witness, mu=None):
+    """Per-sample programs summed; ``mu`` (array ``(n, m, m)``, zero-sum over the samples): Lagrangian
+    multipliers, ``mu[k, p] · θ`` added to sample ``k``'s objective ``p`` (`certkit.mibp._lagrangian`)."""
     m = lower.n_params
     n = len(y)
     tight = lp_bounds if options.tighten else None
@@ -403,9 +414,12 @@ def _solve_epoch_decomposed(lower, upper, sets, y, loss, lr, options, executor, 
     for kind_sets, sign, exact in kinds:
         for k in range(n):
             label = -y[k] if sign < 0 else y[k]
-            programs.append(build_decomposed(lower, upper, kind_sets, k, label, loss, lr, tighten=tight))
+            mu_k = None if mu is None else mu[k]
+            programs.append(
+                build_decomposed(lower, upper, kind_sets, k, label, loss, lr, tighten=tight, multipliers=mu_k)
+            )
             if witnesses is not None:
-                values.append(witnesses.decomposed(t, k, flip=sign < 0, exact=exact))
+                values.append(witnesses.decomposed(t, k, flip=sign < 0, exact=exact, multipliers=mu_k))
     if options.backend == "gurobi":
         big = max(range(len(programs)), key=lambda r: programs[r].n_vars)
         kind_sets, sign, _ = kinds[big // n]

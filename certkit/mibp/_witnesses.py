@@ -47,8 +47,17 @@ class Witnesses:
         """Values of the joint step objectives (the new parameters) at the attack points, ``(k, m)``."""
         return np.array([path[t + 1].to_vector() for path in self.paths])
 
-    def decomposed(self, t: int, k: int, *, flip: bool = False, exact: bool = False) -> np.ndarray:
-        """Values of sample ``k``'s objectives ``θ - λ g_k(θ, x)`` at known feasible (θ, x)."""
+    def decomposed(
+        self,
+        t: int,
+        k: int,
+        *,
+        flip: bool = False,
+        exact: bool = False,
+        multipliers: np.ndarray | None = None,
+    ) -> np.ndarray:
+        """Values of sample ``k``'s objectives ``θ - λ g_k(θ, x)`` (plus ``multipliers[p] · θ`` for objective
+        ``p`` when given) at known feasible (θ, x)."""
         label = self.fit_labels[k : k + 1]
         label = -label if flip else label
         xs = [self.nominal[k : k + 1]] if exact else [P[k : k + 1] for P in self.points]
@@ -57,7 +66,8 @@ class Witnesses:
             theta = path[t]
             for x in xs:
                 g = theta.gradients(x, label, loss=self.loss)
-                out.append(theta.to_vector() - self.lr * g.to_vector())
+                v = theta.to_vector()
+                out.append(v - self.lr * g.to_vector() + (0.0 if multipliers is None else multipliers @ v))
         return np.array(out)
 
     def check_step(self, t: int, lower: np.ndarray, upper: np.ndarray, backend: str) -> None:

@@ -18,15 +18,23 @@ COMBOS = [
     ("interval", "decomposed"),
     *list(itertools.product(["lp", "milp", "scip", "gurobi"], ["joint", "decomposed", "hybrid"])),
 ]
-# the affine carry-over (zonotope between steps) on top of the cheap and the exact per-sample bounds
+# appended (not mixed into COMBOS) so that the earlier cases keep their seeds:
+# the affine carry-over (zonotope between steps) on top of the cheap and the exact per-sample bounds,
+# then the Lagrangian decomposition
 AFFINE_COMBOS = [("interval", "decomposed"), ("lp", "decomposed"), ("scip", "decomposed")]
-CASES = [
-    (kind, backend, formulation, "box") for kind in PERTURBATION_KINDS for backend, formulation in COMBOS
-] + [
-    (kind, backend, formulation, "affine")
-    for kind in PERTURBATION_KINDS
-    for backend, formulation in AFFINE_COMBOS
-]
+CASES = (
+    [(kind, backend, formulation, "box") for kind in PERTURBATION_KINDS for backend, formulation in COMBOS]
+    + [
+        (kind, backend, formulation, "affine")
+        for kind in PERTURBATION_KINDS
+        for backend, formulation in AFFINE_COMBOS
+    ]
+    + [
+        (kind, backend, "lagrangian", "box")
+        for kind in PERTURBATION_KINDS
+        for backend in ["lp", "milp", "scip", "gurobi"]
+    ]
+)
 
 
 @pytest.mark.parametrize(("index", "case"), list(enumerate(CASES)), ids=["-".join(c) for c in CASES])
