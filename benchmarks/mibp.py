@@ -257,12 +257,18 @@ def _settings(name: str, args) -> tuple[int, float, int]:
 
 
 def _load_records(paths) -> list[dict]:
-    records = []
+    """The records of the files, the first of each (data set, ε, seed, method) only, attack bounds merged."""
+    records: dict = {}
     for path in paths or ():
         if os.path.exists(path):
             with open(path) as fh:
-                records += [json.loads(line) for line in fh if line.strip()]
-    return records
+                for record in (json.loads(line) for line in fh if line.strip()):
+                    key = (record["dataset"], record["eps"], record["seed"], record["method"])
+                    if key not in records:
+                        records[key] = record
+                    elif record["method"] == "attack":
+                        records[key]["bound"] = {**record["bound"], **records[key]["bound"]}
+    return list(records.values())
 
 
 def paper_main(args) -> None:
