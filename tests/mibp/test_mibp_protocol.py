@@ -287,3 +287,20 @@ def test_validation_and_patience_are_checked():
         certified_training(model, X, y, **kw, validation=(np.ones((2, 2)), y))
     with pytest.raises(ValueError, match="y_val"):
         certified_training(model, X, y, **kw, validation=(X, np.array([0, 1])))
+
+
+def test_select_epoch_multiclass_scores_are_the_certificates_of_each_epoch():
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(24, 2))
+    y = np.argmax(X @ np.array([[1.0, -1.0, 0.0], [0.0, 1.0, -1.0]]), axis=1)
+    X_val = rng.normal(size=(30, 2))
+    y_val = np.argmax(X_val @ np.array([[1.0, -1.0, 0.0], [0.0, 1.0, -1.0]]), axis=1)
+    res = certified_training(MLP.random([2, 4, 3], init="torch", rng=3), X, y, perturbation=FeatureBox(0.02),
+                             epochs=4, learning_rate=0.5)
+    sel = select_epoch(res, X_val, y_val)
+    for t in range(res.epochs + 1):
+        cert = certify_predictions(res, X_val, epoch=t)
+        assert sel.certified_accuracy[t] == cert.certified_accuracy(y_val)
+        assert sel.nominal_accuracy[t] == np.mean(res.nominal_path[t].predict(X_val) == y_val)
+    with pytest.raises(ValueError, match=r"y_val must be integers in 0\.\.2"):
+        select_epoch(res, X_val, np.full(30, 3))
