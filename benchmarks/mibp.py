@@ -140,6 +140,7 @@ PAPER_HEADERS = [
     "method",
     "backend",
     "cert. acc",
+    "vs interval",
     "nominal acc",
     "attack bound",
     "sel. epoch",
@@ -340,12 +341,16 @@ def paper_table(records: list[dict], methods: list[str], datasets) -> str:
                         and str(r["epoch"]) in bounds.get(r["seed"], {})]
                 if not runs:
                     continue
+                base = {r["seed"]: r["certified"] for r in records
+                        if (r["dataset"], r["eps"], r["method"]) == (name, eps, "interval")}
+                paired = [r["certified"] - base[r["seed"]] for r in runs if r["seed"] in base]
                 rows.append([
                     name,
                     f"{eps:g}",
                     label,
                     runs[0]["backend"],
                     _mean_std([r["certified"] for r in runs]),
+                    f"{np.mean(paired):+.3f}" if paired else "-",
                     _mean_std([r["nominal"] for r in runs]),
                     _mean_std([bounds[r["seed"]][str(r["epoch"])] for r in runs]),
                     f"{np.mean([r['epoch'] for r in runs]):.1f}",
