@@ -130,13 +130,17 @@ def _vertex_certified_accuracy(lower: MLP, upper: MLP, nominal: MLP, X, y) -> fl
     return float(np.mean(certified & (pred == y)))
 
 
-def test_select_epoch_matches_vertex_enumeration_on_a_real_run():
+def _one_unit_case():
+    """A [1, 1, 1] network, 12 training and 40 validation points of a threshold at x = 0.3."""
     rng = np.random.default_rng(4)
     X = rng.uniform(-2, 2, size=(12, 1))
-    y = np.where(X[:, 0] > 0.3, 1, -1)
     X_val = rng.uniform(-2, 2, size=(40, 1))
-    y_val = np.where(X_val[:, 0] > 0.3, 1, -1)
     model = MLP([np.array([[0.4]]), np.array([[0.5]])], [np.array([0.2]), np.array([-0.6])])
+    return model, X, np.where(X[:, 0] > 0.3, 1, -1), X_val, np.where(X_val[:, 0] > 0.3, 1, -1)
+
+
+def test_select_epoch_matches_vertex_enumeration_on_a_real_run():
+    model, X, y, X_val, y_val = _one_unit_case()
     res = certified_training(model, X, y, perturbation=FeatureBox(0.05), epochs=8, learning_rate=0.5)
     sel = select_epoch(res, X_val, y_val)
     expected = [
@@ -249,12 +253,7 @@ def test_attack_predictions_validates_its_inputs():
 
 # ----------------------------------------------------------------------------- early stopping
 def test_patience_stops_after_the_validation_score_stalls():
-    rng = np.random.default_rng(4)
-    X = rng.uniform(-2, 2, size=(12, 1))
-    y = np.where(X[:, 0] > 0.3, 1, -1)
-    X_val = rng.uniform(-2, 2, size=(40, 1))
-    y_val = np.where(X_val[:, 0] > 0.3, 1, -1)
-    model = MLP([np.array([[0.4]]), np.array([[0.5]])], [np.array([0.2]), np.array([-0.6])])
+    model, X, y, X_val, y_val = _one_unit_case()
     kw = dict(perturbation=FeatureBox(0.05), epochs=8, learning_rate=0.5)
     full = certified_training(model, X, y, **kw)
     scores = select_epoch(full, X_val, y_val).certified_accuracy[1:]
