@@ -8,6 +8,7 @@ programs (Gurobi, or SCIP without gurobipy); ``--formulation hybrid`` intersects
 Prints the summaries and saves ``mibp_two_moons.png``.
 
 Run: python examples/mibp_two_moons.py [--epochs 6] [--exact-backend scip] [--formulation hybrid]
+     [--time-limit 10]  (seconds per solve; a solve stopped early contributes its dual bound)
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import numpy as np
 
 from certkit.datasets import load_two_moons
 from certkit.mibp import MLP, FeatureBox, certified_training, certify_predictions
+from certkit.mibp._cli import DEFAULT_TIME_LIMIT
 from certkit.plot import plot_certified_accuracy
 
 
@@ -31,6 +33,9 @@ def main() -> None:
     parser.add_argument("--exact-backend", default=None, help="gurobi or scip (default: gurobi if installed)")
     parser.add_argument("--formulation", choices=["decomposed", "hybrid"], default="decomposed")
     parser.add_argument("--workers", type=int, default=None)
+    parser.add_argument(
+        "--time-limit", type=float, default=DEFAULT_TIME_LIMIT, help="seconds per solve (dual bound after it)"
+    )
     parser.add_argument("--output", default="mibp_two_moons.png")
     args = parser.parse_args()
     backend = args.exact_backend
@@ -62,6 +67,7 @@ def main() -> None:
                 epochs=args.epochs,
                 learning_rate=args.learning_rate,
                 executor=args.workers,
+                time_limit=args.time_limit,
                 **kwargs,
             )
             cert = certify_predictions(res, X_test)

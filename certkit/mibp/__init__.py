@@ -30,6 +30,7 @@ from certkit.mibp._perturbation import (
     OrdinalShift,
     Perturbation,
 )
+from certkit.mibp._selection import EpochSelection, select_epoch
 from certkit.mibp._training import (
     BACKENDS,
     CARRIES,
@@ -48,6 +49,7 @@ __all__ = [
     "Budget",
     "CertifiedTrainingResult",
     "Compose",
+    "EpochSelection",
     "FeatureBox",
     "GurobiLicenseError",
     "InputSets",
@@ -60,4 +62,5 @@ __all__ = [
     "UnsoundBoundError",
     "certified_training",
     "certify_predictions",
+    "select_epoch",
 ]

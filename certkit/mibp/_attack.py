@@ -17,12 +17,12 @@ import numpy as np
 
 from certkit._optional import require
 from certkit._typing import RNGLike
-from certkit._validation import check_array, check_integer, check_rng
-from certkit.mibp._mlp import check_labels
+from certkit._validation import check_array, check_in_options, check_integer, check_positive, check_rng
+from certkit.mibp._mlp import LOSSES, MLP, check_labels
 from certkit.mibp._perturbation import InputSets, Perturbation
 from certkit.mibp._training import CertifiedTrainingResult
 
-__all__ = ["attack_violation"]
+__all__ = ["attack_predictions", "attack_violation"]
 
 
 def _violation(result, path) -> float:
@@ -40,28 +40,50 @@ def _violation(result, path) -> float:
 
 
 def _torch_train(torch, params, X, y, loss: str, lr: float, epochs: int, sizes) -> list:
-    """Unrolled full-batch GD (as `MLP.gradients`: ReLU' = 0 at 0, hinge' = 0 at the kink)."""
+    """Unrolled full-batch GD (as `MLP.gradients`: ReLU' = 0 at 0, hinge' = 0 at the kink).
+
+    Batched when ``X`` is ``(B, n, d)`` and every parameter has a leading batch dimension ``B``: the
+    ``B`` trainings are independent (``y`` is ``(n, ...)`` or ``(B, n, ...)``).
+    """
     path = [params]
     n_layers = len(sizes) - 1
     for _ in range(epochs):
         Ws, bs = params[0::2], params[1::2]
         h = X
         for i in range(n_layers):
-            z = h @ Ws[i].T + bs[i]
+            z = h @ Ws[i].transpose(-1, -2) + bs[i].unsqueeze(-2)
             h = torch.relu(z) if i < n_layers - 1 else z
         if loss == "mse":
-            per = ((h - y) ** 2).sum(dim=1)
-        elif h.shape[1] == 1:
-            per = torch.relu(1.0 - y * h[:, 0])
+            per = ((h - y) ** 2).sum(dim=-1)
+        elif h.shape[-1] == 1:
+            per = torch.relu(1.0 - y * h[..., 0])
         else:
-            fy = h.gather(1, y[:, None])
+            index = y[..., None].expand(*h.shape[:-1], 1)
+            fy = h.gather(-1, index)
             margins = torch.relu(1.0 + h - fy)
-            per = margins.sum(dim=1) - margins.gather(1, y[:, None])[:, 0]
-        J = per.mean()
+            per = margins.sum(dim=-1) - margins.gather(-1, index)[..., 0]
+        J = per.mean(dim=-1).sum()
         grads = torch.autograd.grad(J, params, create_graph=True)
         params = [p - lr * g for p, g in zip(params, grads)]
         path.append(params)
     return path
+
+
+def _start(sets: InputSets, Xs: np.ndarray, gen: np.random.Generator) -> tuple[np.ndarray, ...]:
+    """A random start for the continuous search: ``(base, lo_off, hi_off, off)``, inputs ``base + off``.
+
+    The discrete choices (option values; under a budget, the points that ``Xs`` moves) are fixed at
+    random, the offsets are uniform in ``[lo_off, hi_off]``.
+    """
+    moved = np.any(Xs != sets.nominal, axis=1) if sets.budget is not None else np.ones(len(Xs), bool)
+    n, d = Xs.shape
+    pick = np.floor(gen.random((n, d)) * sets.n_options).astype(np.int64)
+    base = np.take_along_axis(sets.options, pick[:, :, None], axis=2)[:, :, 0]
+    lo_off = np.where(moved[:, None], sets.offset_lo, 0.0)
+    hi_off = np.where(moved[:, None], sets.offset_hi, 0.0)
+    base = np.where(moved[:, None], base, sets.nominal)
+    off = lo_off + gen.random((n, d)) * (hi_off - lo_off)
+    return base, lo_off, hi_off, off
 
 
 def attack_violation(
@@ -103,14 +125,7 @@ def attack_violation(
         path_np = model.train(Xs, y_r, loss=loss, epochs=epochs, learning_rate=lr)
         worst = max(worst, _violation(result, path_np))
         count += 1
-        moved = np.any(Xs != sets.nominal, axis=1) if sets.budget is not None else np.ones(len(Xs), bool)
-        n, d = Xs.shape
-        pick = np.floor(gen.random((n, d)) * sets.n_options).astype(np.int64)
-        base = np.take_along_axis(sets.options, pick[:, :, None], axis=2)[:, :, 0]
-        lo_off = np.where(moved[:, None], sets.offset_lo, 0.0)
-        hi_off = np.where(moved[:, None], sets.offset_hi, 0.0)
-        base = np.where(moved[:, None], base, sets.nominal)
-        off = lo_off + gen.random((n, d)) * (hi_off - lo_off)
+        base, lo_off, hi_off, off = _start(sets, Xs, gen)
         t_goal = int(gen.integers(1, epochs + 1))
         p_goal = int(gen.integers(model.n_params))
         sign = 1.0 if gen.random() < 0.5 else -1.0
@@ -142,6 +157,121 @@ def attack_violation(
             worst = max(worst, _violation(result, path_np))
             count += 1
     return worst, count
+
+
+def _margin(torch, params, X_test, pred, sizes):
+    """Prediction margins of the batched networks ``params`` at their own test point (``X_test`` (B, d)):
+    ``pred * f`` for one output, ``f_pred - max_{c != pred} f_c`` otherwise (negative: the prediction changed,
+    up to the tie ``f = 0``)."""
+    h = X_test[:, None, :]
+    n_layers = len(sizes) - 1
+    Ws, bs = params[0::2], params[1::2]
+    for i in range(n_layers):
+        z = h @ Ws[i].transpose(-1, -2) + bs[i].unsqueeze(-2)
+        h = torch.relu(z) if i < n_layers - 1 else z
+    f = h[:, 0, :]
+    if f.shape[1] == 1:
+        return pred * f[:, 0]
+    own = f.gather(1, pred[:, None])[:, 0]
+    others = f.masked_fill(torch.nn.functional.one_hot(pred, f.shape[1]).bool(), -torch.inf)
+    return own - others.max(dim=1).values
+
+
+def attack_predictions(
+    model: MLP,
+    X: Any,
+    y: Any,
+    perturbation: Perturbation,
+    X_test: Any,
+    *,
+    loss: str = "hinge",
+    epochs: int = 1,
+    learning_rate: float = 0.1,
+    restarts: int = 2,
+    steps: int = 10,
+    at_epochs: Any = None,
+    rng: RNGLike = None,
+) -> np.ndarray:
+    """Test predictions that an allowed training set provably changes: no sound certificate can keep them.
+
+    For every epoch ``t`` and test point ``x``, projected gradient descent on the continuous input offsets
+    (discrete choices fixed at random per restart) through ``t`` unrolled full-batch GD steps (torch,
+    float64, one independent search per test point, batched) minimises the margin of the nominal model's
+    prediction at ``x``.  A flip counts only after the found training set is re-trained with `MLP.train`
+    (the float trajectory the certificates bound) and its prediction at ``x`` differs from the nominal
+    one, so every reported flip is a witness.
+
+    ``at_epochs`` (a sequence of epochs in ``1..epochs``) limits the search to those epochs (default: all;
+    the rows of the others stay False).
+
+    Returns
+    -------
+    ndarray of bool (epochs + 1, m)
+        ``flipped[t, i]``: a dataset allowed by ``perturbation`` whose model after ``t`` epochs predicts
+        differently at ``X_test[i]`` was found (row 0, the fixed initial model, is all False).  The
+        fraction of test points that are correct and not flipped after ``t`` epochs is an upper bound on
+        the certified accuracy of every sound method at that epoch.
+    """
+    torch = require("torch", extra="torch", purpose="the prediction attack")
+    from certkit.mibp._mlp import check_labels
+
+    if not isinstance(model, MLP):
+        raise TypeError(f"model must be a certkit.mibp.MLP, got {type(model).__name__}")
+    if not isinstance(perturbation, Perturbation):
+        raise TypeError(f"perturbation must be a Perturbation, got {type(perturbation).__name__}")
+    sizes = model.sizes
+    X = check_array(X, "X", ndim=2, shape=(None, sizes[0]))
+    X_test = check_array(X_test, "X_test", ndim=2, shape=(None, sizes[0]))
+    loss = check_in_options(loss, "loss", LOSSES)
+    y = check_labels(y, loss, sizes[-1], len(X))
+    y_fit = y[:, 0] if loss == "mse" and y.shape[1] == 1 else y
+    epochs = check_integer(epochs, "epochs", minimum=1)
+    lr = check_positive(learning_rate, "learning_rate")
+    restarts = check_integer(restarts, "restarts", minimum=1)
+    steps = check_integer(steps, "steps", minimum=0)
+    gen = check_rng(rng)
+    sets: InputSets = perturbation.sets(X)
+    nominal_path = model.train(X, y_fit, loss=loss, epochs=epochs, learning_rate=lr)
+    m = len(X_test)
+    flipped = np.zeros((epochs + 1, m), dtype=bool)
+    Xt_test = torch.tensor(X_test, dtype=torch.float64)
+    theta0 = [a for w, b in zip(model.weights, model.biases) for a in (w, b)]
+    if at_epochs is None:
+        at_epochs = range(1, epochs + 1)
+    at_epochs = sorted({check_integer(t, "at_epochs[i]", minimum=1, maximum=epochs) for t in at_epochs})
+    for t in at_epochs:
+        pred_np = nominal_path[t].predict(X_test)
+        pred = torch.tensor(pred_np, dtype=torch.float64 if sizes[-1] == 1 else torch.int64)
+        for _ in range(restarts):
+            todo = np.flatnonzero(~flipped[t])
+            if todo.size == 0:
+                break
+            starts = [_start(sets, sets.sample(gen, vertex=True), gen) for _ in todo]
+            base, lo_off, hi_off, off = (np.stack(parts) for parts in zip(*starts))
+            labels = np.stack([sets.sample_labels(y_fit, gen) for _ in todo])
+            yt = torch.tensor(labels, dtype=torch.int64 if labels.dtype.kind == "i" else torch.float64)
+            if loss == "mse" and yt.ndim == 2:
+                yt = yt[..., None]
+            step = 0.25 * (hi_off - lo_off)
+            for s in range(steps + 1):
+                ot = torch.tensor(off, dtype=torch.float64, requires_grad=True)
+                params = [
+                    torch.tensor(np.broadcast_to(a, (len(todo), *a.shape)).copy(), requires_grad=True)
+                    for a in theta0
+                ]
+                path_t = _torch_train(torch, params, torch.tensor(base) + ot, yt, loss, lr, t, sizes)
+                margins = _margin(torch, path_t[-1], Xt_test[todo], pred[todo], sizes)
+                # a margin at or below 0 in torch: confirm on the float trajectory of MLP.train
+                for j in np.flatnonzero(margins.detach().numpy() <= 0):
+                    i = todo[j]
+                    if not flipped[t, i]:
+                        path = model.train(base[j] + off[j], labels[j], loss=loss, epochs=t, learning_rate=lr)
+                        flipped[t, i] = path[-1].predict(X_test[i : i + 1])[0] != pred_np[i]
+                if s == steps or flipped[t, todo].all():
+                    break
+                (g,) = torch.autograd.grad(margins.sum(), ot)
+                off = np.clip(off - step * np.sign(g.detach().numpy()), lo_off, hi_off)
+    return flipped
 
 
 #: Perturbation types of `random_case`.

@@ -11,7 +11,7 @@ from certkit._results import ResultMixin, format_table
 from certkit._typing import ExecutorArg, Progress
 from certkit._validation import check_array, check_in_options, check_positive, check_progress
 from certkit.mibp._builder import build_output
-from certkit.mibp._interval import interval_forward, pad
+from certkit.mibp._interval import interval_margin
 from certkit.mibp._licence import check_gurobi_licence
 from certkit.mibp._mlp import MLP, check_labels
 from certkit.mibp._training import CertifiedTrainingResult, check_epoch
@@ -131,17 +131,8 @@ def certify_predictions(
     with resolve_executor(executor, n_items=0):  # checks executor now (starts nothing), even if unused
         pass
     pred = nominal.predict(X_test)
-    _, pre = interval_forward(lower, upper, X_test, X_test)
-    fL, fU = pre[-1]
-    n_out = fL.shape[1]
-    if n_out == 1:
-        margin = np.where(pred > 0, fL[:, 0], -fU[:, 0])
-    else:
-        rows = np.arange(len(X_test))
-        diff = fL[rows, pred][:, None] - fU
-        diff[rows, pred] = np.inf
-        margin = diff.min(axis=1)
-        margin, _ = pad(margin, margin, np.abs(fL).max(axis=1) + np.abs(fU).max(axis=1), 1)
+    n_out = lower.sizes[-1]
+    margin = interval_margin(lower, upper, X_test, pred)
     undecided = np.flatnonzero(margin <= 0)
     if backend != "interval" and undecided.size:
         options = BackendOptions(backend, time_limit, solver, verbose=verbose)

@@ -14,6 +14,7 @@ __all__ = [
     "interval_forward",
     "interval_gradients",
     "interval_loss_derivative",
+    "interval_margin",
     "interval_step",
     "magnitude",
     "pad",
@@ -73,6 +74,21 @@ def interval_forward(lower, upper, XL, XU):
             hL, hU = zL, zU
         acts.append((hL, hU))
     return acts, pre
+
+
+def interval_margin(lower, upper, X, pred):
+    """A lower bound, over the parameter box, of the margin of the predictions ``pred`` at the rows of ``X``:
+    ``pred * f`` for one output, ``min_{c != pred} f_pred - f_c`` otherwise (certified iff > 0)."""
+    _, pre = interval_forward(lower, upper, X, X)
+    fL, fU = pre[-1]
+    if fL.shape[1] == 1:
+        return np.where(pred > 0, fL[:, 0], -fU[:, 0])
+    rows = np.arange(len(X))
+    diff = fL[rows, pred][:, None] - fU
+    diff[rows, pred] = np.inf
+    margin = diff.min(axis=1)
+    margin, _ = pad(margin, margin, np.abs(fL).max(axis=1) + np.abs(fU).max(axis=1), 1)
+    return margin
 
 
 def interval_loss_derivative(fL, fU, y, loss):

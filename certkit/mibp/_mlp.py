@@ -19,9 +19,10 @@ from certkit._validation import (
     check_same_length,
 )
 
-__all__ = ["LOSSES", "MLP", "check_labels", "check_sizes", "loss_gradient_output"]
+__all__ = ["INITS", "LOSSES", "MLP", "check_labels", "check_sizes", "loss_gradient_output"]
 
 LOSSES = ("hinge", "mse")
+INITS = ("he", "torch")
 
 
 class MLP:
@@ -75,16 +76,28 @@ class MLP:
 
     # ------------------------------------------------------------------ construction
     @classmethod
-    def random(cls, sizes: Sequence[int], *, rng: RNGLike = None) -> MLP:
-        """He-uniform initialised network with layer widths ``sizes`` (e.g. ``[2, 8, 1]``).
+    def random(cls, sizes: Sequence[int], *, init: str = "he", rng: RNGLike = None) -> MLP:
+        """Randomly initialised network with layer widths ``sizes`` (e.g. ``[2, 8, 1]``).
 
-        Weights are uniform in ``±sqrt(6 / fan_in)``, biases uniform in ``±1/sqrt(fan_in)``.
+        Parameters
+        ----------
+        sizes : sequence of int
+            Layer widths, input first (at least an input and an output width, each >= 1).
+        init : {"he", "torch"}
+            ``"he"``: weights uniform in ``±sqrt(6 / fan_in)`` (He-uniform).  ``"torch"``: PyTorch's
+            ``nn.Linear`` default (``kaiming_uniform_`` with ``a = sqrt(5)``), weights uniform in
+            ``±1 / sqrt(fan_in)``, as in the public FullCert code.  Biases are uniform in
+            ``±1 / sqrt(fan_in)`` for both.
+        rng : None, int or numpy.random.Generator
+            Source of the draws (an int gives the same network on every call).
         """
+        init = check_in_options(init, "init", INITS)
         sizes = check_sizes(sizes)
         gen = check_rng(rng)
         ws, bs = [], []
         for fan_in, fan_out in itertools.pairwise(sizes):
-            ws.append(gen.uniform(-1, 1, (fan_out, fan_in)) * np.sqrt(6.0 / fan_in))
+            scale = np.sqrt(6.0 / fan_in) if init == "he" else 1.0 / np.sqrt(fan_in)
+            ws.append(gen.uniform(-1, 1, (fan_out, fan_in)) * scale)
             bs.append(gen.uniform(-1, 1, fan_out) / np.sqrt(fan_in))
         return cls(ws, bs)
 
@@ -286,31 +299,33 @@ def check_sizes(sizes: Any) -> list[int]:
     return sizes
 
 
-def check_labels(y: Any, loss: str, n_outputs: int, n: int) -> np.ndarray:
+def check_labels(
+    y: Any, loss: str, n_outputs: int, n: int, *, name: str = "y", x_name: str = "X"
+) -> np.ndarray:
     """Validate labels for ``loss`` and an ``n_outputs``-output network.
 
     Binary hinge (one output): labels in {-1, +1}.  Multi-class hinge (``C > 1``
     outputs): integer labels in ``0 .. C-1``.  MSE: real targets of shape ``(n,)``
-    (one output) or ``(n, C)``.
+    (one output) or ``(n, C)``.  ``name`` / ``x_name`` name the labels and inputs in errors.
     """
     if loss == "mse":
-        y = check_array(y, "y", ndim=(1, 2))
+        y = check_array(y, name, ndim=(1, 2))
         if y.ndim == 1:
             y = y[:, None]
         if y.shape != (n, n_outputs):
             raise ValueError(
-                f"y must have shape ({n},) or ({n}, {n_outputs}) for the MSE loss, got {y.shape}"
+                f"{name} must have shape ({n},) or ({n}, {n_outputs}) for the MSE loss, got {y.shape}"
             )
         return y
-    y = check_array(y, "y", ndim=1, dtype=None)
-    check_same_length(("X", range(n)), ("y", y))
+    y = check_array(y, name, ndim=1, dtype=None)
+    check_same_length((x_name, range(n)), (name, y))
     if y.dtype == np.bool_ or not (np.issubdtype(y.dtype, np.integer) or np.issubdtype(y.dtype, np.floating)):
         want = "-1 or +1" if n_outputs == 1 else f"integers in 0..{n_outputs - 1}"
-        raise TypeError(f"labels y must be real numbers ({want}), got dtype {y.dtype}")
+        raise TypeError(f"labels {name} must be real numbers ({want}), got dtype {y.dtype}")
     if n_outputs == 1:
         if not np.all(np.isin(y, (-1, 1))):
             raise ValueError(
-                "labels y must be -1 or +1 for the binary hinge loss (one output); "
+                f"labels {name} must be -1 or +1 for the binary hinge loss (one output); "
                 "map {0, 1} labels with 2*y - 1"
             )
         return y.astype(np.float64)
@@ -320,7 +335,7 @@ def check_labels(y: Any, loss: str, n_outputs: int, n: int) -> np.ndarray:
         or y.max() >= n_outputs
     ):
         raise ValueError(
-            f"labels y must be integers in 0..{n_outputs - 1} for the multi-class hinge loss "
+            f"labels {name} must be integers in 0..{n_outputs - 1} for the multi-class hinge loss "
             f"({n_outputs} outputs)"
         )
     return y.astype(np.int64)

@@ -21,7 +21,7 @@ from certkit._validation import (
 )
 from certkit.mibp._affine import CARRIES, AffineCarry
 from certkit.mibp._builder import build_decomposed, build_joint
-from certkit.mibp._interval import interval_step, magnitude, pad, sum_with_budget
+from certkit.mibp._interval import interval_margin, interval_step, magnitude, pad, sum_with_budget
 from certkit.mibp._lagrangian import centre_multipliers
 from certkit.mibp._licence import check_gurobi_licence
 from certkit.mibp._mlp import LOSSES, MLP, check_labels
@@ -174,6 +174,8 @@ def certified_training(
     executor: ExecutorArg = None,
     progress: Progress = False,
     verbose: bool = False,
+    validation: tuple[Any, Any] | None = None,
+    patience: int | None = None,
 ) -> CertifiedTrainingResult:
     """Bound every parameter of full-batch gradient descent over all datasets allowed by ``perturbation``.
 
@@ -237,6 +239,15 @@ def certified_training(
         Show a progress bar per epoch.
     verbose : bool
         Show the solvers' logs (silent by default).
+    validation : tuple (X_val, y_val), optional
+        A validation split for early stopping (with ``patience``): after each epoch the fraction of
+        validation points whose prediction is correct and certified by interval bounds over the box (as
+        ``certify_predictions(..., backend="interval")``, exact for one hidden layer) is computed.
+        Labels as for classification: -1 / +1 for one output, ``0..C-1`` otherwise.
+    patience : int, optional
+        Stop once that validation score has not improved for ``patience`` epochs (needs
+        ``validation``); the result then holds fewer than ``epochs`` epochs.  Select the epoch to use
+        with `select_epoch` on the same split.
 
     Returns
     -------
@@ -290,6 +301,17 @@ def certified_training(
         pass
     if (tighten_bounds or formulation == "hybrid") and backend != "interval":
         check_backend("lp", None)
+    if patience is not None:
+        patience = check_integer(patience, "patience", minimum=1)
+        if validation is None:
+            raise ValueError("patience needs a validation split: validation=(X_val, y_val)")
+    if validation is not None:
+        if not isinstance(validation, tuple) or len(validation) != 2:
+            raise TypeError("validation must be a tuple (X_val, y_val)")
+        X_val = check_array(validation[0], "X_val", ndim=2, shape=(None, model.sizes[0]))
+        y_val = check_labels(
+            validation[1], "hinge", model.sizes[-1], len(X_val), name="y_val", x_name="X_val"
+        )
     sets = perturbation.sets(X)
     if sets.label_flips is not None and (loss != "hinge" or model.sizes[-1] != 1):
         raise ValueError("LabelFlips needs the binary hinge loss (one output, labels in {-1, +1})")
@@ -299,6 +321,7 @@ def certified_training(
     witnesses = Witnesses(model, X, y, y_fit, sets, loss, lr, epochs) if backend != "interval" else None
     affine = AffineCarry(model, sets, y, loss, lr) if carry == "affine" else None
     lowers, uppers, seconds, stats = [model], [model], [], []
+    scores: list[float] = []  # validation certified accuracy after epochs 1, 2, ...
     sizes = model.sizes
     for t in range(epochs):
         start = time.perf_counter()
@@ -323,6 +346,13 @@ def certified_training(
         uppers.append(MLP.from_vector(newU, sizes))
         seconds.append(time.perf_counter() - start)
         stats.append(st)
+        if validation is not None:
+            pred = nominal_path[t + 1].predict(X_val)
+            certified = interval_margin(lowers[-1], uppers[-1], X_val, pred) > 0
+            scores.append(float(np.mean(certified & (pred == y_val))))
+            if patience is not None and len(scores) - 1 - int(np.argmax(scores)) >= patience:
+                nominal_path = nominal_path[: t + 2]
+                break
     return CertifiedTrainingResult(
         lower=tuple(lowers),
         upper=tuple(uppers),

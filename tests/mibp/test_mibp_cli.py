@@ -124,3 +124,29 @@ def test_plot_certified_accuracy():
         plot_certified_accuracy([1e-3], {})
     with pytest.raises(ValueError, match=">= 0"):
         plot_certified_accuracy([-1.0], {"a": [0.5]})
+
+
+def test_run_gives_every_solve_a_default_time_limit(monkeypatch, capsys):
+    import certkit.mibp as mibp
+
+    seen = {}
+    real_train, real_certify = mibp.certified_training, mibp.certify_predictions
+
+    def train(*args, **kwargs):
+        seen["train"] = kwargs["time_limit"]
+        return real_train(*args, **kwargs)
+
+    def certify(*args, **kwargs):
+        seen["certify"] = kwargs["time_limit"]
+        return real_certify(*args, **kwargs)
+
+    monkeypatch.setattr("certkit.mibp.certified_training", train)
+    monkeypatch.setattr("certkit.mibp.certify_predictions", certify)
+    parser = argparse.ArgumentParser()
+    _cli.add_arguments(parser)
+    args = parser.parse_args(["--dataset", "iris2", "--epochs", "1", "--hidden", "2"])
+    assert _cli.run(args) == 0
+    assert seen == {"train": _cli.DEFAULT_TIME_LIMIT, "certify": _cli.DEFAULT_TIME_LIMIT}
+    assert _cli.DEFAULT_TIME_LIMIT > 0
+    help_text = parser.format_help()
+    assert f"default {_cli.DEFAULT_TIME_LIMIT:g}" in help_text
