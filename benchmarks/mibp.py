@@ -291,16 +291,22 @@ def paper_main(args) -> None:
         hidden, lr, epochs = _settings(name, args)
         kw = {"hidden": hidden, "lr": lr, "epochs": epochs}
         for eps in sorted(PAPER_EPSILONS[name], reverse=True):
+            if args.eps and eps not in args.eps:
+                continue
             for seed in range(args.seeds):
                 split = paper_data(name, seed)
                 todo = [(label, {"backend": backend, **opt}) for label, opt in methods] + [("attack", None)]
                 for label, options in todo:
-                    if (name, eps, seed, label) in done:
-                        continue
-                    if options is None:  # at the epochs this seed's methods selected
-                        at = sorted({r["epoch"] for r in records if (r["dataset"], r["eps"], r["seed"]) ==
-                                     (name, eps, seed) and r["method"] != "attack"})
+                    if options is None:  # at the epochs this seed's methods selected, those not yet attacked
+                        mine = [r for r in records
+                                if (r["dataset"], r["eps"], r["seed"]) == (name, eps, seed)]
+                        covered = {int(e) for r in mine if r["method"] == "attack" for e in r["bound"]}
+                        at = sorted({r["epoch"] for r in mine if r["method"] != "attack"} - covered)
+                        if not at:
+                            continue
                         result = {"bound": attack_bound(split, eps, at, seed=seed, **kw)}
+                    elif (name, eps, seed, label) in done:
+                        continue
                     else:
                         result = paper_run(split, eps, options, seed=seed, time_limit=time_limit, **kw)
                         result["backend"] = options["backend"]
@@ -430,6 +436,7 @@ def main() -> None:
         "--records", nargs="+", default=None, help="--paper: JSON-lines files (results appended to the first)"
     )
     parser.add_argument("--report", action="store_true", help="--paper: only print the table of --records")
+    parser.add_argument("--eps", nargs="+", type=float, default=None, help="--paper: only these ε")
     parser.add_argument(
         "--carry",
         nargs="+",
@@ -438,6 +445,8 @@ def main() -> None:
         help="what is carried between steps (each configuration runs once per carry)",
     )
     args = parser.parse_args()
+    if not args.paper and (args.report or args.records or args.methods or args.eps):
+        parser.error("--report, --records, --methods and --eps apply to --paper only")
     if args.paper or args.tune:
         if args.datasets == list(EPSILONS):
             args.datasets = list(PAPER_EPSILONS)
