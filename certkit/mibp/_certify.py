@@ -54,7 +54,7 @@ class PredictionCertificate(ResultMixin):
         y = check_array(y, "y", ndim=1, dtype=None)
         if len(y) != len(self.prediction):
             raise ValueError(f"y has {len(y)} labels but {len(self.prediction)} points were certified")
-        y = check_labels(y, "hinge", self.n_outputs, len(self.prediction))
+        y = check_labels(y, "classes", self.n_outputs, len(self.prediction))
         return float(np.mean(self.certified & (self.prediction == y)))
 
     def summary(self) -> str:

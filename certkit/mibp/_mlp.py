@@ -306,7 +306,9 @@ def check_labels(
 
     Binary hinge (one output): labels in {-1, +1}.  Multi-class hinge (``C > 1``
     outputs): integer labels in ``0 .. C-1``.  MSE: real targets of shape ``(n,)``
-    (one output) or ``(n, C)``.  ``name`` / ``x_name`` name the labels and inputs in errors.
+    (one output) or ``(n, C)``.  ``loss="classes"``: the classes `MLP.predict` returns, as for the
+    hinge loss (to score predictions, whatever the training loss).  ``name`` / ``x_name`` name the
+    labels and inputs in errors.
     """
     if loss == "mse":
         y = check_array(y, name, ndim=(1, 2))
@@ -322,22 +324,19 @@ def check_labels(
     if y.dtype == np.bool_ or not (np.issubdtype(y.dtype, np.integer) or np.issubdtype(y.dtype, np.floating)):
         want = "-1 or +1" if n_outputs == 1 else f"integers in 0..{n_outputs - 1}"
         raise TypeError(f"labels {name} must be real numbers ({want}), got dtype {y.dtype}")
+    what = ("the binary hinge loss", "the multi-class hinge loss") if loss == "hinge" else (
+        "the classes predict() returns", "the classes predict() returns")
+    binary, multi = f"{what[0]} (one output)", f"{what[1]} ({n_outputs} outputs)"
     if n_outputs == 1:
         if not np.all(np.isin(y, (-1, 1))):
-            raise ValueError(
-                f"labels {name} must be -1 or +1 for the binary hinge loss (one output); "
-                "map {0, 1} labels with 2*y - 1"
-            )
+            raise ValueError(f"labels {name} must be -1 or +1 for {binary}; map {{0, 1}} labels with 2*y - 1")
         return y.astype(np.float64)
     if (
         not np.all(y == np.round(y))
         or y.min() < 0
         or y.max() >= n_outputs
     ):
-        raise ValueError(
-            f"labels {name} must be integers in 0..{n_outputs - 1} for the multi-class hinge loss "
-            f"({n_outputs} outputs)"
-        )
+        raise ValueError(f"labels {name} must be integers in 0..{n_outputs - 1} for {multi}")
     return y.astype(np.int64)
 
 

@@ -243,7 +243,8 @@ def certified_training(
         A validation split for early stopping (with ``patience``): after each epoch the fraction of
         validation points whose prediction is correct and certified by interval bounds over the box (as
         ``certify_predictions(..., backend="interval")``, exact for one hidden layer) is computed.
-        Labels as for classification: -1 / +1 for one output, ``0..C-1`` otherwise.
+        ``y_val`` holds the classes `MLP.predict` returns, whatever the loss: -1 / +1 for one output,
+        ``0..C-1`` otherwise.
     patience : int, optional
         Stop once that validation score has not improved for ``patience`` epochs (needs
         ``validation``); the result then holds fewer than ``epochs`` epochs.  Select the epoch to use
@@ -310,7 +311,7 @@ def certified_training(
             raise TypeError("validation must be a tuple (X_val, y_val)")
         X_val = check_array(validation[0], "X_val", ndim=2, shape=(None, model.sizes[0]))
         y_val = check_labels(
-            validation[1], "hinge", model.sizes[-1], len(X_val), name="y_val", x_name="X_val"
+            validation[1], "classes", model.sizes[-1], len(X_val), name="y_val", x_name="X_val"
         )
     sets = perturbation.sets(X)
     if sets.label_flips is not None and (loss != "hinge" or model.sizes[-1] != 1):

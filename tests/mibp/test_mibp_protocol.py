@@ -288,6 +288,23 @@ def test_validation_and_patience_are_checked():
         certified_training(model, X, y, **kw, validation=(X, np.array([0, 1])))
 
 
+def test_mse_training_scores_validation_classes_not_regression_targets():
+    # MSE training on +-1 targets: the validation score is certified accuracy of predict(), so y_val holds
+    # the classes predict() returns, and the error for 0/1 labels names those classes, not the hinge loss
+    model, X, y, X_val, y_val = _one_unit_case()
+    kw = dict(perturbation=FeatureBox(0.05), epochs=4, learning_rate=0.2, loss="mse")
+    res = certified_training(model, X, y, **kw, validation=(X_val, y_val), patience=1)
+    full = certified_training(model, X, y, **kw)
+    scores = select_epoch(full, X_val, y_val).certified_accuracy[1:]
+    stop = next((e for e in range(1, 5) if e - (1 + int(np.argmax(scores[:e]))) >= 1), 4)
+    assert res.epochs == stop
+    with pytest.raises(ValueError, match=r"y_val must be -1 or \+1 for the classes predict\(\) returns") as err:
+        certified_training(model, X, y, **kw, validation=(X_val, (y_val + 1) // 2))
+    assert "hinge" not in str(err.value)
+    with pytest.raises(ValueError, match="predict"):
+        select_epoch(full, X_val, (y_val + 1) // 2)
+
+
 def test_select_epoch_multiclass_scores_are_the_certificates_of_each_epoch():
     rng = np.random.default_rng(2)
     X = rng.normal(size=(24, 2))
