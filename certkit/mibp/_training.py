@@ -324,36 +324,38 @@ def certified_training(
     lowers, uppers, seconds, stats = [model], [model], [], []
     scores: list[float] = []  # validation certified accuracy after epochs 1, 2, ...
     sizes = model.sizes
-    for t in range(epochs):
-        start = time.perf_counter()
-        desc: bool | str = False
-        if progress:
-            desc = (
-                f"epoch {t + 1}/{epochs}"
-                if isinstance(progress, bool)
-                else f"{progress} epoch {t + 1}/{epochs}"
+    # one pool for every epoch (an int executor), none for interval arithmetic
+    with resolve_executor(executor if backend != "interval" else None, n_items=len(X)) as pool:
+        for t in range(epochs):
+            start = time.perf_counter()
+            desc: bool | str = False
+            if progress:
+                desc = (
+                    f"epoch {t + 1}/{epochs}"
+                    if isinstance(progress, bool)
+                    else f"{progress} epoch {t + 1}/{epochs}"
+                )
+            newL, newU, st = _step(
+                lowers[-1], uppers[-1], sets, y, loss, lr, formulation, options, pool, desc, (witnesses, t)
             )
-        newL, newU, st = _step(
-            lowers[-1], uppers[-1], sets, y, loss, lr, formulation, options, executor, desc, (witnesses, t)
-        )
-        if affine is not None:
-            aL, aU = affine.step(lowers[-1], uppers[-1])
-            newL, newU = np.fmax(newL, aL), np.fmin(newU, aU)  # a non-finite zonotope bound is ignored
-        if witnesses is not None:
-            witnesses.check_step(t, newL, newU, backend)
-        if np.any(newL > newU):
-            raise RuntimeError("internal error: empty parameter box; please report this with the inputs")
-        lowers.append(MLP.from_vector(newL, sizes))
-        uppers.append(MLP.from_vector(newU, sizes))
-        seconds.append(time.perf_counter() - start)
-        stats.append(st)
-        if validation is not None:
-            pred = nominal_path[t + 1].predict(X_val)
-            certified = interval_margin(lowers[-1], uppers[-1], X_val, pred) > 0
-            scores.append(float(np.mean(certified & (pred == y_val))))
-            if patience is not None and len(scores) - 1 - int(np.argmax(scores)) >= patience:
-                nominal_path = nominal_path[: t + 2]
-                break
+            if affine is not None:
+                aL, aU = affine.step(lowers[-1], uppers[-1])
+                newL, newU = np.fmax(newL, aL), np.fmin(newU, aU)  # a non-finite zonotope bound is ignored
+            if witnesses is not None:
+                witnesses.check_step(t, newL, newU, backend)
+            if np.any(newL > newU):
+                raise RuntimeError("internal error: empty parameter box; please report this with the inputs")
+            lowers.append(MLP.from_vector(newL, sizes))
+            uppers.append(MLP.from_vector(newU, sizes))
+            seconds.append(time.perf_counter() - start)
+            stats.append(st)
+            if validation is not None:
+                pred = nominal_path[t + 1].predict(X_val)
+                certified = interval_margin(lowers[-1], uppers[-1], X_val, pred) > 0
+                scores.append(float(np.mean(certified & (pred == y_val))))
+                if patience is not None and len(scores) - 1 - int(np.argmax(scores)) >= patience:
+                    nominal_path = nominal_path[: t + 2]
+                    break
     return CertifiedTrainingResult(
         lower=tuple(lowers),
         upper=tuple(uppers),

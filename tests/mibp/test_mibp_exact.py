@@ -389,13 +389,26 @@ def test_time_limit_uses_dual_bound():
     assert np.all(res.upper[2].to_vector() >= full.upper[2].to_vector() - SOLVER_TOL)
 
 
-def test_parallel_executor_matches_serial():
+def test_parallel_executor_matches_serial(monkeypatch):
+    import certkit.parallel
+
+    pools = []
+
+    class CountingPool(certkit.parallel.ProcessPoolExecutor):
+        def __init__(self, *args, **kwargs):
+            pools.append(self)
+            super().__init__(*args, **kwargs)
+
+    monkeypatch.setattr(certkit.parallel, "ProcessPoolExecutor", CountingPool)
     X, y = _data(4, rng=8)
     model = MLP.random([2, 3, 1], rng=8)
     kwargs = dict(perturbation=FeatureBox(0.05), epochs=2, learning_rate=0.3, backend="gurobi")
     for formulation in ("decomposed", "joint"):
         serial = certified_training(model, X, y, formulation=formulation, **kwargs)
+        n_pools = len(pools)
         parallel = certified_training(model, X, y, formulation=formulation, executor=2, **kwargs)
+        # one worker pool serves every epoch (none on a one-CPU machine, where the work runs serially)
+        assert len(pools) - n_pools == (1 if certkit.parallel.available_cpus() >= 2 else 0)
         for a, b in zip(serial.bounds, parallel.bounds):
             np.testing.assert_array_equal(a[0].to_vector(), b[0].to_vector())
             np.testing.assert_array_equal(a[1].to_vector(), b[1].to_vector())
