@@ -298,7 +298,8 @@ def test_mse_training_scores_validation_classes_not_regression_targets():
     scores = select_epoch(full, X_val, y_val).certified_accuracy[1:]
     stop = next((e for e in range(1, 5) if e - (1 + int(np.argmax(scores[:e]))) >= 1), 4)
     assert res.epochs == stop
-    with pytest.raises(ValueError, match=r"y_val must be -1 or \+1 for the classes predict\(\) returns") as err:
+    message = r"y_val must be -1 or \+1 for the classes predict\(\) returns"
+    with pytest.raises(ValueError, match=message) as err:
         certified_training(model, X, y, **kw, validation=(X_val, (y_val + 1) // 2))
     assert "hinge" not in str(err.value)
     with pytest.raises(ValueError, match="predict"):
