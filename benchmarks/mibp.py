@@ -231,7 +231,7 @@ def paper_run(split: PaperSplit, eps: float, options: dict, *, hidden, lr, epoch
         "s_per_epoch": float(np.mean(res.epoch_seconds)),
         "epochs_run": res.epochs,
         # this process's CPU time; not measured with worker processes (their CPU time is not visible here)
-        "cpu_per_epoch": cpu / res.epochs if not workers else None,
+        "cpu_per_epoch": cpu / res.epochs if (workers or 1) <= 1 else None,
         "not_optimal": sum(st["not_optimal"] for st in res.solver_stats),
     }
 
