@@ -39,6 +39,18 @@ def _violation(result, path) -> float:
     return worst
 
 
+def _torch_forward(torch, params, X, sizes):
+    """Outputs ``(..., n, C)`` of the networks ``params`` (weights and biases interleaved, optionally with
+    a leading batch dimension) at the rows of ``X`` (``(n, d)`` or ``(B, n, d)``)."""
+    n_layers = len(sizes) - 1
+    Ws, bs = params[0::2], params[1::2]
+    h = X
+    for i in range(n_layers):
+        z = h @ Ws[i].transpose(-1, -2) + bs[i].unsqueeze(-2)
+        h = torch.relu(z) if i < n_layers - 1 else z
+    return h
+
+
 def _torch_train(torch, params, X, y, loss: str, lr: float, epochs: int, sizes) -> list:
     """Unrolled full-batch GD (as `MLP.gradients`: ReLU' = 0 at 0, hinge' = 0 at the kink).
 
@@ -46,13 +58,8 @@ def _torch_train(torch, params, X, y, loss: str, lr: float, epochs: int, sizes) 
     ``B`` trainings are independent (``y`` is ``(n, ...)`` or ``(B, n, ...)``).
     """
     path = [params]
-    n_layers = len(sizes) - 1
     for _ in range(epochs):
-        Ws, bs = params[0::2], params[1::2]
-        h = X
-        for i in range(n_layers):
-            z = h @ Ws[i].transpose(-1, -2) + bs[i].unsqueeze(-2)
-            h = torch.relu(z) if i < n_layers - 1 else z
+        h = _torch_forward(torch, params, X, sizes)
         if loss == "mse":
             per = ((h - y) ** 2).sum(dim=-1)
         elif h.shape[-1] == 1:
@@ -163,13 +170,7 @@ def _margin(torch, params, X_test, pred, sizes):
     """Prediction margins of the batched networks ``params`` at their own test point (``X_test`` (B, d)):
     ``pred * f`` for one output, ``f_pred - max_{c != pred} f_c`` otherwise (negative: the prediction changed,
     up to the tie ``f = 0``)."""
-    h = X_test[:, None, :]
-    n_layers = len(sizes) - 1
-    Ws, bs = params[0::2], params[1::2]
-    for i in range(n_layers):
-        z = h @ Ws[i].transpose(-1, -2) + bs[i].unsqueeze(-2)
-        h = torch.relu(z) if i < n_layers - 1 else z
-    f = h[:, 0, :]
+    f = _torch_forward(torch, params, X_test[:, None, :], sizes)[:, 0, :]
     if f.shape[1] == 1:
         return pred * f[:, 0]
     own = f.gather(1, pred[:, None])[:, 0]
@@ -213,8 +214,6 @@ def attack_predictions(
         the certified accuracy of every sound method at that epoch.
     """
     torch = require("torch", extra="torch", purpose="the prediction attack")
-    from certkit.mibp._mlp import check_labels
-
     if not isinstance(model, MLP):
         raise TypeError(f"model must be a certkit.mibp.MLP, got {type(model).__name__}")
     if not isinstance(perturbation, Perturbation):
@@ -253,12 +252,12 @@ def attack_predictions(
             if loss == "mse" and yt.ndim == 2:
                 yt = yt[..., None]
             step = 0.25 * (hi_off - lo_off)
+            params = [
+                torch.tensor(np.broadcast_to(a, (len(todo), *a.shape)).copy(), requires_grad=True)
+                for a in theta0
+            ]
             for s in range(steps + 1):
                 ot = torch.tensor(off, dtype=torch.float64, requires_grad=True)
-                params = [
-                    torch.tensor(np.broadcast_to(a, (len(todo), *a.shape)).copy(), requires_grad=True)
-                    for a in theta0
-                ]
                 path_t = _torch_train(torch, params, torch.tensor(base) + ot, yt, loss, lr, t, sizes)
                 margins = _margin(torch, path_t[-1], Xt_test[todo], pred[todo], sizes)
                 # a margin at or below 0 in torch: confirm on the float trajectory of MLP.train
