@@ -13,6 +13,7 @@ from certkit._validation import check_array, check_progress
 from certkit.mibp._certify import certify_predictions
 from certkit.mibp._mlp import check_labels
 from certkit.mibp._training import CertifiedTrainingResult
+from certkit.parallel import resolve_executor
 
 __all__ = ["EpochSelection", "select_epoch"]
 
@@ -107,20 +108,22 @@ def select_epoch(
     progress = check_progress(progress)
     certified = np.empty(result.epochs + 1)
     nominal = np.empty(result.epochs + 1)
-    for t in range(result.epochs + 1):
-        cert = certify_predictions(
-            result,
-            X_val,
-            backend=backend,
-            epoch=t,
-            time_limit=time_limit,
-            solver=solver,
-            executor=executor,
-            progress=progress,
-            verbose=verbose,
-        )
-        certified[t] = cert.certified_accuracy(y_val)
-        nominal[t] = float(np.mean(cert.prediction == y_val))
+    # one pool for every epoch (an int executor), none for interval arithmetic
+    with resolve_executor(executor if backend != "interval" else None, n_items=len(X_val)) as pool:
+        for t in range(result.epochs + 1):
+            cert = certify_predictions(
+                result,
+                X_val,
+                backend=backend,
+                epoch=t,
+                time_limit=time_limit,
+                solver=solver,
+                executor=pool,
+                progress=progress,
+                verbose=verbose,
+            )
+            certified[t] = cert.certified_accuracy(y_val)
+            nominal[t] = float(np.mean(cert.prediction == y_val))
     epoch = 1 + int(np.argmax(certified[1:]))
     return EpochSelection(
         epoch=epoch,

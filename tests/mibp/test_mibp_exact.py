@@ -412,6 +412,21 @@ def test_parallel_executor_matches_serial(monkeypatch):
         for a, b in zip(serial.bounds, parallel.bounds):
             np.testing.assert_array_equal(a[0].to_vector(), b[0].to_vector())
             np.testing.assert_array_equal(a[1].to_vector(), b[1].to_vector())
+    # select_epoch certifies every epoch through one pool too, with the serial scores (interval bounds
+    # leave 24 and 19 of the 40 validation points undecided after epochs 1 and 2: work for both)
+    from certkit.mibp import select_epoch
+
+    X, y = _data(6, rng=1)
+    res = certified_training(MLP.random([2, 3, 1], rng=1), X, y, perturbation=FeatureBox(0.1), epochs=2,
+                             learning_rate=0.5)
+    X_val = np.random.default_rng(0).normal(size=(40, 2))
+    y_val = res.nominal.predict(X_val)
+    n_pools = len(pools)
+    sel = select_epoch(res, X_val, y_val, backend="gurobi", executor=2)
+    assert len(pools) - n_pools == (1 if certkit.parallel.available_cpus() >= 2 else 0)
+    ref = select_epoch(res, X_val, y_val, backend="gurobi")
+    np.testing.assert_array_equal(sel.certified_accuracy, ref.certified_accuracy)
+    assert sel.epoch == ref.epoch
 
 
 def test_lp_bound_tightening(assert_sound):
