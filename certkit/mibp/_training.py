@@ -243,6 +243,7 @@ def certified_training(
         A validation split for early stopping (with ``patience``): after each epoch the fraction of
         validation points whose prediction is correct and certified by interval bounds over the box (as
         ``certify_predictions(..., backend="interval")``, exact for one hidden layer) is computed.
+        Without ``patience`` the split is only checked.
         ``y_val`` holds the classes `MLP.predict` returns, whatever the loss: -1 / +1 for one output,
         ``0..C-1`` otherwise.
     patience : int, optional
@@ -349,11 +350,11 @@ def certified_training(
             uppers.append(MLP.from_vector(newU, sizes))
             seconds.append(time.perf_counter() - start)
             stats.append(st)
-            if validation is not None:
+            if patience is not None:  # the validation score drives early stopping only
                 pred = nominal_path[t + 1].predict(X_val)
                 certified = interval_margin(lowers[-1], uppers[-1], X_val, pred) > 0
                 scores.append(float(np.mean(certified & (pred == y_val))))
-                if patience is not None and len(scores) - 1 - int(np.argmax(scores)) >= patience:
+                if len(scores) - 1 - int(np.argmax(scores)) >= patience:
                     nominal_path = nominal_path[: t + 2]
                     break
     return CertifiedTrainingResult(
