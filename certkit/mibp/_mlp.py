@@ -324,19 +324,21 @@ def check_labels(
     if y.dtype == np.bool_ or not (np.issubdtype(y.dtype, np.integer) or np.issubdtype(y.dtype, np.floating)):
         want = "-1 or +1" if n_outputs == 1 else f"integers in 0..{n_outputs - 1}"
         raise TypeError(f"labels {name} must be real numbers ({want}), got dtype {y.dtype}")
-    what = ("the binary hinge loss", "the multi-class hinge loss") if loss == "hinge" else (
-        "the classes predict() returns", "the classes predict() returns")
-    binary, multi = f"{what[0]} (one output)", f"{what[1]} ({n_outputs} outputs)"
+    if loss != "hinge":
+        what = "the classes predict() returns"
+    else:
+        what = "the binary hinge loss" if n_outputs == 1 else "the multi-class hinge loss"
+    what += " (one output)" if n_outputs == 1 else f" ({n_outputs} outputs)"
     if n_outputs == 1:
         if not np.all(np.isin(y, (-1, 1))):
-            raise ValueError(f"labels {name} must be -1 or +1 for {binary}; map {{0, 1}} labels with 2*y - 1")
+            raise ValueError(f"labels {name} must be -1 or +1 for {what}; map {{0, 1}} labels with 2*y - 1")
         return y.astype(np.float64)
     if (
         not np.all(y == np.round(y))
         or y.min() < 0
         or y.max() >= n_outputs
     ):
-        raise ValueError(f"labels {name} must be integers in 0..{n_outputs - 1} for {multi}")
+        raise ValueError(f"labels {name} must be integers in 0..{n_outputs - 1} for {what}")
     return y.astype(np.int64)
 
 
