@@ -7,10 +7,12 @@ mechanisms per node, the mixing variables and per-sample group labels; ``edge_st
 bootstraps all of these findings.
 """
 
+from certkit.causal.equivalence import cpdag, identified_orientations
 from certkit.causal.estimator import CausalMixtureModel
 from certkit.causal.generate import make_mixture_sem
+from certkit.causal.joint import JointMixtureResult, fit_joint_mixture
 from certkit.causal.metrics import ami, ari, edge_f1, edge_precision, edge_recall, shd
-from certkit.causal.mixing import find_mixing_sets
+from certkit.causal.mixing import find_mixing_sets, form_mixing_variables
 from certkit.causal.mixture_regression import MixtureRegressionResult, fit_mixture_regression
 from certkit.causal.score import LatentBIC, ScoreSettings
 from certkit.causal.search import SearchResult, topic_search
@@ -18,6 +20,7 @@ from certkit.causal.stability import StabilityResult, edge_stability
 
 __all__ = [
     "CausalMixtureModel",
+    "JointMixtureResult",
     "LatentBIC",
     "MixtureRegressionResult",
     "ScoreSettings",
@@ -25,12 +28,16 @@ __all__ = [
     "StabilityResult",
     "ami",
     "ari",
+    "cpdag",
     "edge_f1",
     "edge_precision",
     "edge_recall",
     "edge_stability",
     "find_mixing_sets",
+    "fit_joint_mixture",
     "fit_mixture_regression",
+    "form_mixing_variables",
+    "identified_orientations",
     "make_mixture_sem",
     "shd",
     "topic_search",

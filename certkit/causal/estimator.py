@@ -19,7 +19,9 @@ from certkit._validation import (
     check_progress,
     seed_from_rng,
 )
-from certkit.causal.mixing import find_mixing_sets
+from certkit.causal.equivalence import cpdag, identified_orientations
+from certkit.causal.joint import node_mechanism
+from certkit.causal.mixing import find_mixing_sets, form_mixing_variables
 from certkit.causal.mixture_regression import MixtureRegressionResult, n_mixture_parameters
 from certkit.causal.score import LatentBIC, ScoreSettings, fit_node
 from certkit.causal.search import topic_search
@@ -244,17 +246,38 @@ class CausalMixtureModel(BaseEstimator):
         self.n_scores_ = score.n_evaluations
         self.adjacency_ = adjacency
         self.order_ = tuple(int(v) for v in order)
-        self.mechanisms_: list[MixtureRegressionResult] = [
-            fit_node(X, j, np.flatnonzero(adjacency[:, j]), settings) for j in range(d)
-        ]
-        self.n_components_ = np.array([m.n_components for m in self.mechanisms_], dtype=np.int64)
-        self.labels_ = np.column_stack([m.labels for m in self.mechanisms_]).astype(np.int64)
-        self.responsibilities_ = [m.responsibilities for m in self.mechanisms_]
-        self.node_scores_ = np.array([m.bic for m in self.mechanisms_])
-        self.score_ = float(self.node_scores_.sum())
-        self.mixing_sets_, self.group_labels_, self.mixing_ami_ = find_mixing_sets(
-            self.labels_, self.n_components_, threshold=mixing_threshold
+        search_fits = [fit_node(X, j, np.flatnonzero(adjacency[:, j]), settings) for j in range(d)]
+        self.node_scores_ = np.array([m.bic for m in search_fits])
+        seeds, _, self.mixing_ami_ = find_mixing_sets(
+            np.column_stack([m.labels for m in search_fits]),
+            np.array([m.n_components for m in search_fits]),
+            threshold=mixing_threshold,
         )
+        self.mixing_variables_, invariant = form_mixing_variables(
+            X,
+            [np.flatnonzero(adjacency[:, j]) for j in range(d)],
+            seeds,
+            settings,
+            hints={j: m.responsibilities for j, m in enumerate(search_fits) if m.n_components > 1},
+        )
+        self.mixing_sets_ = [frozenset(v.nodes) for v in self.mixing_variables_]
+        self.group_labels_ = np.zeros((n, len(self.mixing_variables_)), dtype=np.int64)
+        mechanisms = [node_mechanism(invariant[j], 0, X) for j in range(d)]
+        for m, variable in enumerate(self.mixing_variables_):
+            self.group_labels_[:, m] = variable.labels
+            for index, j in enumerate(variable.nodes):
+                mechanisms[j] = node_mechanism(variable, index, X)
+        self.mechanisms_: list[MixtureRegressionResult] = mechanisms
+        self.n_components_ = np.array([m.n_components for m in mechanisms], dtype=np.int64)
+        self.labels_ = np.column_stack([m.labels for m in mechanisms]).astype(np.int64)
+        self.responsibilities_ = [m.responsibilities for m in mechanisms]
+        grouped = {j for variable in self.mixing_variables_ for j in variable.nodes}
+        self.score_ = float(
+            sum(v.bic for v in self.mixing_variables_)
+            + sum(invariant[j].bic for j in range(d) if j not in grouped)
+        )
+        self.cpdag_ = cpdag(adjacency, mixing_sets=self.mixing_sets_)
+        self.identified_ = identified_orientations(adjacency, self.cpdag_)
         self.feature_names_in_ = names if names is not None else tuple(f"x{j}" for j in range(d))
         self.n_features_in_ = d
         return self
@@ -269,19 +292,28 @@ class CausalMixtureModel(BaseEstimator):
         """Edges, mechanisms per node and mixing variables as plain text."""
         check_is_fitted(self, "adjacency_", method="fit")
         names = self.feature_names_in_
+        variable = {j: f"Z{m}" for m, nodes in enumerate(self.mixing_sets_) for j in nodes}
         rows = []
         for j in range(self.n_features_in_):
             parents = ", ".join(names[i] for i in np.flatnonzero(self.adjacency_[:, j])) or "-"
             weights = " / ".join(f"{w:.2f}" for w in self.mechanisms_[j].weights)
             rows.append(
-                [names[j], parents, int(self.n_components_[j]), weights, f"{self.node_scores_[j]:.1f}"]
+                [
+                    names[j],
+                    parents,
+                    int(self.n_components_[j]),
+                    variable.get(j, "-"),
+                    weights,
+                    f"{self.node_scores_[j]:.1f}",
+                ]
             )
         lines = [
             format_table(
-                ["node", "parents", "K", "group weights", "BIC"],
+                ["node", "parents", "K", "latent", "group weights", "search BIC"],
                 rows,
                 title=f"Causal mixture model: {int(self.adjacency_.sum())} edges, "
-                f"{len(self.mixing_sets_)} mixing variable(s), {self.n_scores_} local scores",
+                f"{len(self.mixing_sets_)} mixing variable(s), total BIC {self.score_:.1f}, "
+                f"{self.n_scores_} local scores",
             )
         ]
         for m, nodes in enumerate(self.mixing_sets_):
@@ -292,6 +324,20 @@ class CausalMixtureModel(BaseEstimator):
             )
         if not self.mixing_sets_:
             lines.append("no mixing variables: every mechanism is invariant")
+        arrows = [f"{names[i]} -> {names[j]}" for i, j in zip(*np.nonzero(self.identified_))]
+        open_edges = [
+            f"{names[i]} - {names[j]}"
+            for i, j in zip(*np.nonzero(self.adjacency_))
+            if not self.identified_[i, j]
+        ]
+        lines.append(
+            "orientations identified (v-structures, mixing variables, Meek's rules): "
+            + (", ".join(arrows) or "none")
+        )
+        lines.append(
+            "orientations not identified (the reverse fits equally well; shown as found): "
+            + (", ".join(open_edges) or "none")
+        )
         return "\n".join(lines)
 
 

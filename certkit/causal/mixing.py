@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
+
 import numpy as np
 
-__all__ = ["find_mixing_sets"]
+from certkit.causal.joint import JointMixtureResult, default_starts, joint_em, joint_parameters
+from certkit.causal.score import ScoreSettings
+
+__all__ = ["find_mixing_sets", "form_mixing_variables"]
 
 
 def find_mixing_sets(
@@ -55,3 +60,172 @@ def find_mixing_sets(
     representative = [min(g, key=lambda v: (n_components[v], -ami[v, g].sum(), v)) for g in sets]
     group_labels = labels[:, representative].astype(np.int64) if sets else np.zeros((labels.shape[0], 0), int)
     return [frozenset(g) for g in sets], group_labels, ami
+
+
+class _SetFitter:
+    """Joint fits of candidate mixing sets, memoised on (nodes, K); every fit is seeded by its nodes."""
+
+    def __init__(
+        self,
+        X: np.ndarray,
+        parents: Sequence[Sequence[int]],
+        settings: ScoreSettings,
+        hints: dict[int, np.ndarray],
+    ) -> None:
+        self.X = X
+        self.parents = [tuple(int(p) for p in pa) for pa in parents]
+        self.settings = settings
+        self.hints = hints  # per node with K > 1 alone: its own responsibilities (n, K_j)
+        self.n = X.shape[0]
+        self._best: dict[frozenset[int], JointMixtureResult] = {}
+        self._warm: dict[tuple[frozenset[int], int], JointMixtureResult] = {}
+
+    def _fits(self, nodes: Sequence[int], K: int) -> bool:
+        sizes = [len(self.parents[v]) + 1 for v in nodes]
+        return self.n >= max(joint_parameters(K, sizes), K * (max(sizes) + 1))
+
+    def _em(self, nodes: Sequence[int], K: int, starts: Sequence[np.ndarray]) -> JointMixtureResult:
+        s = self.settings
+        return joint_em(
+            self.X, nodes, [self.parents[v] for v in nodes], K, starts,
+            max_iter=s.max_iter, tol=s.tol, min_variance=s.min_variance,
+        )
+
+    def invariant(self, nodes: Sequence[int]) -> JointMixtureResult:
+        """``K = 1``: every node's least-squares regression (the BIC of invariant mechanisms)."""
+        return self._em(sorted(nodes), 1, [np.ones((self.n, 1))])
+
+    def best(self, nodes: Iterable[int], warm: Sequence[np.ndarray] = ()) -> JointMixtureResult:
+        """The joint fit with the lowest BIC over ``K = 1 .. max_components`` (greedy in ``K`` if set)."""
+        nodes = sorted(nodes)
+        key = frozenset(nodes)
+        if key in self._best:
+            return self._best[key]
+        s = self.settings
+        Y = self.X[:, nodes]
+        designs = [np.column_stack([np.ones(self.n), self.X[:, list(self.parents[v])]]) for v in nodes]
+        best = self.invariant(nodes)
+        hints = [*warm, *(self.hints[v] for v in nodes if v in self.hints)]
+        for K in range(2, s.max_components + 1):
+            if not self._fits(nodes, K):
+                break
+            rng = np.random.default_rng([s.seed, 17, K, len(nodes), *nodes])
+            extra = [h for h in hints if h.shape[1] == K]
+            try:
+                fit = self._em(nodes, K, default_starts(Y, designs, K, s.n_init, rng, extra))
+            except ValueError:  # every start lost its groups: K is too large for the data
+                break
+            if fit.bic < best.bic:
+                best = fit
+            elif s.greedy_components:
+                break
+        self._best[key] = best
+        return best
+
+    def warm(self, nodes: Iterable[int], starts: Sequence[np.ndarray]) -> JointMixtureResult | None:
+        """A quick fit of ``nodes`` from warm starts of one ``K`` (the candidate moves of the search)."""
+        nodes = sorted(nodes)
+        K = starts[0].shape[1]
+        key = (frozenset(nodes), K)
+        if key not in self._warm:
+            if not self._fits(nodes, K):
+                return None
+            try:
+                self._warm[key] = self._em(nodes, K, starts)
+            except ValueError:
+                return None
+        return self._warm[key]
+
+
+def form_mixing_variables(
+    X: np.ndarray,
+    parents: Sequence[Sequence[int]],
+    seeds: Sequence[Iterable[int]],
+    settings: ScoreSettings,
+    *,
+    hints: dict[int, np.ndarray] | None = None,
+    max_rounds: int | None = None,
+) -> tuple[list[JointMixtureResult], list[JointMixtureResult]]:
+    """Mixing variables by joint fits, grown, pruned and merged while the total BIC decreases.
+
+    The total score is the joint BIC of every mixing set (one latent per set, see
+    ``fit_joint_mixture``) plus the BIC of every other node's invariant (``K = 1``) mechanism.
+    Starting from ``seeds`` (each fitted jointly with ``K`` by BIC; a set whose best ``K`` is 1
+    dissolves), each round applies the single move that lowers the total score most:
+
+    * add a node outside every set to a set (its mechanism conditioned on that latent; a node whose
+      own BIC chose ``K = 1`` can join),
+    * remove a node from a set (it becomes invariant),
+    * merge two sets into one latent,
+
+    where a candidate is fitted from the current responsibilities, and the changed set is then refitted
+    with ``K`` by BIC. It stops at a fixed point (no move lowers the score) or after ``max_rounds``
+    (default ``4 d``) rounds; the score decreases at every round, so it cannot cycle.
+
+    Parameters
+    ----------
+    X : ndarray (n, d)
+        Validated float64 data.
+    parents : sequence of sequence of int
+        The parents of every node (the fitted graph).
+    seeds : sequence of iterable of int
+        Initial disjoint sets (e.g. ``find_mixing_sets`` on the nodes' own labels).
+    settings : ScoreSettings
+        EM options, ``max_components`` and the seed.
+    hints : dict, optional
+        Extra EM starts per node: responsibilities (n, K) of its own mixture.
+
+    Returns
+    -------
+    variables : list of JointMixtureResult
+        The mixing variables, ordered by their smallest node.
+    invariant : list of JointMixtureResult
+        Each node's ``K = 1`` fit given its parents (its invariant mechanism and BIC).
+    """
+    d = X.shape[1]
+    fitter = _SetFitter(X, parents, settings, dict(hints or {}))
+    invariant_fits = [fitter.invariant([v]) for v in range(d)]
+    invariant = np.array([fit.bic for fit in invariant_fits])
+    current: list[JointMixtureResult] = []
+    for seed in seeds:
+        fit = fitter.best(seed)
+        if fit.n_components > 1:
+            current.append(fit)
+    rounds = 4 * d if max_rounds is None else max_rounds
+    for _ in range(rounds):
+        taken = {v for fit in current for v in fit.nodes}
+        # (change of the total score, indices of the sets replaced, the candidate fit)
+        moves: list[tuple[float, tuple[int, ...], JointMixtureResult]] = []
+        for a, fit in enumerate(current):
+            nodes = list(fit.nodes)
+            for v in (v for v in range(d) if v not in taken):  # add v to the set
+                own = fitter.hints.get(v)
+                starts = [fit.responsibilities]
+                if own is not None and own.shape[1] == fit.n_components:
+                    starts.append(own)
+                cand = fitter.warm([*nodes, v], starts)
+                if cand is not None:
+                    moves.append((cand.bic - fit.bic - invariant[v], (a,), cand))
+            for v in nodes if len(nodes) > 1 else ():  # v becomes invariant
+                cand = fitter.warm([u for u in nodes if u != v], [fit.responsibilities])
+                if cand is not None:
+                    moves.append((cand.bic + invariant[v] - fit.bic, (a,), cand))
+            for b in range(a + 1, len(current)):  # one latent for both sets
+                other = current[b]
+                for start in (fit.responsibilities, other.responsibilities):
+                    cand = fitter.warm([*nodes, *other.nodes], [start])
+                    if cand is not None:
+                        moves.append((cand.bic - fit.bic - other.bic, (a, b), cand))
+        if not moves:
+            break
+        gain, replaced, cand = min(moves, key=lambda m: m[0])
+        if not gain < 0.0:
+            break
+        refit = fitter.best(cand.nodes, [cand.responsibilities])
+        if cand.bic < refit.bic:
+            refit = cand
+        current = [fit for i, fit in enumerate(current) if i not in replaced]
+        if refit.n_components > 1:
+            current.append(refit)
+    current.sort(key=lambda fit: fit.nodes[0])
+    return current, invariant_fits

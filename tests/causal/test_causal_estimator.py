@@ -33,7 +33,16 @@ def test_fitted_attributes_and_summary(data):
     assert model.labels_.shape == (n, d)
     assert all(model.labels_[:, j].max() < model.n_components_[j] for j in range(d))
     assert [r.shape for r in model.responsibilities_] == [(n, k) for k in model.n_components_]
-    assert model.score_ == pytest.approx(model.node_scores_.sum())
+    # The total score: each mixing variable's joint BIC plus every invariant node's own BIC.
+    grouped = {j for s in model.mixing_sets_ for j in s}
+    invariant = sum(model.mechanisms_[j].bic for j in range(d) if j not in grouped)
+    assert model.score_ == pytest.approx(sum(v.bic for v in model.mixing_variables_) + invariant)
+    assert all(model.n_components_[j] == 1 for j in range(d) if j not in grouped)
+    for m, variable in enumerate(model.mixing_variables_):
+        assert frozenset(variable.nodes) == model.mixing_sets_[m]
+        for j in variable.nodes:  # one latent per set: its nodes share the labels of the joint fit
+            np.testing.assert_array_equal(model.labels_[:, j], model.group_labels_[:, m])
+            assert model.n_components_[j] == variable.n_components
     text = model.summary()
     assert "Causal mixture model" in text and "x0" in text
     assert model.feature_names_in_ == tuple(f"x{j}" for j in range(d))

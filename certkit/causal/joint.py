@@ -1,0 +1,417 @@
+"""One latent per mixing variable: a joint EM over every node the latent switches.
+
+A mixing variable $Z$ with $K$ values switches the mechanisms of the nodes in its set $S$. Given $Z = k$
+the nodes of $S$ are independent given their parents, so the joint likelihood of a sample is
+
+$$p(x_S \\mid x_{pa}) = \\sum_k \\pi_k \\prod_{j \\in S}
+  \\mathcal{N}(x_j;\\ \\beta_{jk}^\\top [1, x_{pa(j)}],\\ \\sigma_{jk}^2),$$
+
+and one EM fits every node's per-group coefficients, intercepts and variances with shared
+responsibilities. Its labels therefore pool the evidence of every node in the set, instead of taking
+the labels of one node.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from scipy.special import logsumexp
+
+from certkit._results import ResultMixin, format_table
+from certkit._typing import RNGLike
+from certkit._validation import check_array, check_integer, check_positive, check_rng
+from certkit.causal.mixture_regression import (
+    BURN_IN,
+    RIDGE,
+    MixtureRegressionResult,
+    n_mixture_parameters,
+)
+
+__all__ = ["JointMixtureResult", "fit_joint_mixture", "joint_parameters", "node_mechanism"]
+
+_LOG_2PI = float(np.log(2.0 * np.pi))
+
+
+@dataclass(frozen=True)
+class JointMixtureResult(ResultMixin):
+    """One mixing variable fitted jointly over the nodes it switches.
+
+    Attributes
+    ----------
+    nodes : tuple of int
+        The nodes of the set, in increasing order.
+    parents : tuple of tuple of int
+        The parents of each node (the regressors of its mechanism).
+    coef : tuple of ndarray
+        Per node, the (K, 1 + len(parents)) coefficients of each group; column 0 is the intercept.
+    scale : ndarray (len(nodes), K)
+        Noise standard deviation of each node in each group.
+    weights : ndarray (K,)
+        Group proportions, largest first (group 0 is the largest).
+    responsibilities : ndarray (n, K)
+        Posterior probability of each group for each sample.
+    labels : ndarray (n,)
+        ``argmax`` of the responsibilities.
+    loglik : float
+        Joint log-likelihood of the nodes of the set given their parents.
+    bic : float
+        $-2\\ell + (\\sum_{j \\in S} K (p_j + 1) + K - 1) \\log n$, $p_j$ = 1 + number of parents.
+    n_iter : int
+        EM iterations of the best start.
+    converged : bool
+        Whether the best start met the tolerance before ``max_iter``.
+    loglik_trace : ndarray
+        Log-likelihood after every EM iteration of the best start (never decreasing up to rounding).
+    """
+
+    nodes: tuple[int, ...]
+    parents: tuple[tuple[int, ...], ...]
+    coef: tuple[np.ndarray, ...]
+    scale: np.ndarray
+    weights: np.ndarray
+    responsibilities: np.ndarray
+    labels: np.ndarray
+    loglik: float
+    bic: float
+    n_iter: int
+    converged: bool
+    loglik_trace: np.ndarray
+
+    @property
+    def n_components(self) -> int:
+        """Number of groups ``K``."""
+        return int(self.weights.size)
+
+    def summary(self) -> str:
+        """Group weights, then each node's per-group intercept, scale and slopes."""
+        rows = []
+        for a, node in enumerate(self.nodes):
+            for k in range(self.n_components):
+                slopes = ", ".join(
+                    f"x{p}: {c:.3f}" for p, c in zip(self.parents[a], self.coef[a][k, 1:])
+                ) or "-"
+                rows.append([f"x{node}", k, self.weights[k], self.coef[a][k, 0], self.scale[a, k], slopes])
+        status = "converged" if self.converged else "stopped at max_iter"
+        return (
+            format_table(
+                ["node", "group", "weight", "intercept", "scale", "slopes"],
+                rows,
+                title=f"Mixing variable over {len(self.nodes)} node(s), {self.n_components} group(s)",
+            )
+            + f"\nlog-likelihood {self.loglik:.3f}, BIC {self.bic:.3f}, "
+            f"{self.n_iter} EM iterations ({status})"
+        )
+
+
+def joint_parameters(n_components: int, n_regressors: Sequence[int]) -> int:
+    """Free parameters of a joint mixture: ``K (p_j + 1)`` per node plus ``K - 1`` proportions."""
+    return sum(n_components * (p + 1) for p in n_regressors) + n_components - 1
+
+
+def _node_terms(Y: np.ndarray, designs: Sequence[np.ndarray]) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Per node, the rows of ``phi phi'`` (n, p*p) and ``y phi`` (n, p): the M-step is two products."""
+    return [
+        ((d[:, :, None] * d[:, None, :]).reshape(d.shape[0], -1), Y[:, [j]] * d)
+        for j, d in enumerate(designs)
+    ]
+
+
+def _m_step(
+    Y: np.ndarray,
+    designs: Sequence[np.ndarray],
+    terms: Sequence[tuple[np.ndarray, np.ndarray]],
+    resp: np.ndarray,
+    floors: np.ndarray,
+) -> tuple[list[np.ndarray], np.ndarray, np.ndarray]:
+    """Weighted least squares per node and group; returns coefficients, variances and log-densities.
+
+    ``G_k = sum_i r_ik phi_i phi_i'`` plus the relative ridge ``RIDGE * G_k[a, a]`` of the single-node
+    kernel, ``beta_k = G_k^{-1} sum_i r_ik y_i phi_i``, ``var_k = max(sum_i r_ik e_ik^2 / N_k, floor)``.
+    """
+    n, K = resp.shape
+    count = resp.sum(axis=0)
+    coefs, variances = [], np.empty((Y.shape[1], K))
+    logdens = np.zeros((n, K))
+    for j, (design, (outer, ydesign)) in enumerate(zip(designs, terms)):
+        p = design.shape[1]
+        gram = (resp.T @ outer).reshape(K, p, p)
+        diag = np.einsum("kaa->ka", gram)
+        gram[:, np.arange(p), np.arange(p)] += RIDGE * np.where(diag > 0.0, diag, 1.0)
+        coef = np.linalg.solve(gram, (resp.T @ ydesign)[:, :, None])[:, :, 0]
+        resid = Y[:, [j]] - design @ coef.T
+        variance = np.maximum((resp * resid**2).sum(axis=0) / count, floors[j])
+        coefs.append(coef)
+        variances[j] = variance
+        logdens -= 0.5 * (np.log(variance) + _LOG_2PI + resid**2 / variance)
+    return coefs, variances, logdens
+
+
+def _em(
+    Y: np.ndarray,
+    designs: Sequence[np.ndarray],
+    terms: Sequence[tuple[np.ndarray, np.ndarray]],
+    resp: np.ndarray,
+    floors: np.ndarray,
+    *,
+    max_iter: int,
+    tol: float,
+) -> dict[str, Any]:
+    """EM from the responsibilities ``resp``: M-step, then E-step, until ``|ΔL| <= tol * n``.
+
+    Groups with fewer effective samples than the largest regression has parameters plus one are
+    retired (dropped) before the M-step, as the single-node kernel does.
+    """
+    n = resp.shape[0]
+    need = max(d.shape[1] for d in designs) + 1
+    trace: list[float] = []
+    converged = False
+    for it in range(max_iter + 1):
+        live = resp.sum(axis=0) >= need
+        if not live.all():
+            resp = resp[:, live]
+            if resp.shape[1] == 0:
+                raise ValueError("every group was retired (too few samples per group); use fewer groups")
+            resp = resp / resp.sum(axis=1, keepdims=True)
+        coefs, variances, logdens = _m_step(Y, designs, terms, resp, floors)
+        weights = resp.sum(axis=0) / n
+        logp = np.log(weights) + logdens
+        lse = logsumexp(logp, axis=1)
+        resp = np.exp(logp - lse[:, None])
+        trace.append(float(lse.sum()))
+        if it > 0 and abs(trace[-1] - trace[-2]) <= tol * n:
+            converged = True
+            break
+    return {
+        "coef": coefs,
+        "variance": variances,
+        "weights": weights,
+        "responsibilities": resp,
+        "logdens": logdens,
+        "trace": np.asarray(trace),
+        "converged": converged,
+    }
+
+
+def _hard(labels: np.ndarray, k: int) -> np.ndarray:
+    resp = np.zeros((labels.size, k))
+    resp[np.arange(labels.size), labels] = 1.0
+    return resp
+
+
+def _residual_points(Y: np.ndarray, designs: Sequence[np.ndarray]) -> np.ndarray:
+    """Each node's least-squares residual on its parents, standardised: where the groups separate."""
+    cols = []
+    for j, design in enumerate(designs):
+        coef, *_ = np.linalg.lstsq(design, Y[:, j], rcond=None)
+        r = Y[:, j] - design @ coef
+        cols.append((r - r.mean()) / max(r.std(), 1e-12))
+    return np.column_stack(cols)
+
+
+def default_starts(
+    Y: np.ndarray,
+    designs: Sequence[np.ndarray],
+    n_components: int,
+    n_init: int,
+    rng: np.random.Generator,
+    extra: Sequence[np.ndarray] = (),
+) -> list[np.ndarray]:
+    """Starting responsibilities: ``extra`` (e.g. labels of single nodes, a warm start), a Gaussian
+    mixture on the set's standardised residuals, then ``n_init - 1`` random anchor partitions of them."""
+    from sklearn.mixture import GaussianMixture
+
+    points = _residual_points(Y, designs)
+    starts = [np.asarray(s, dtype=np.float64) for s in extra]
+    gmm = GaussianMixture(
+        n_components, covariance_type="diag", n_init=1, random_state=int(rng.integers(2**31 - 1))
+    )
+    starts.append(gmm.fit(points).predict_proba(points))
+    n = points.shape[0]
+    for _ in range(n_init - 1):
+        anchors = points[rng.choice(n, size=n_components, replace=False)]
+        dist = ((points[:, None, :] - anchors[None, :, :]) ** 2).sum(axis=2)
+        starts.append(_hard(np.argmin(dist, axis=1), n_components))
+    return starts
+
+
+def joint_em(
+    X: np.ndarray,
+    nodes: Sequence[int],
+    parents: Sequence[Sequence[int]],
+    n_components: int,
+    starts: Sequence[np.ndarray],
+    *,
+    max_iter: int = 100,
+    tol: float = 1e-5,
+    min_variance: float = 1e-3,
+) -> JointMixtureResult:
+    """The joint mixture from the best of ``starts`` (unchecked inputs: callers validate ``X`` once).
+
+    Every start runs ``BURN_IN`` iterations; the one with the highest log-likelihood runs to
+    convergence. A start whose groups all retire is skipped.
+    """
+    n = X.shape[0]
+    nodes = tuple(int(v) for v in nodes)
+    parents = tuple(tuple(int(p) for p in pa) for pa in parents)
+    Y = X[:, list(nodes)]
+    designs = [np.column_stack([np.ones(n), X[:, list(pa)]]) for pa in parents]
+    floors = min_variance * Y.var(axis=0)
+    terms = _node_terms(Y, designs)
+    burn_in = min(BURN_IN, max_iter) if len(starts) > 1 else max_iter
+    best = None
+    for resp0 in starts:
+        try:
+            out = _em(Y, designs, terms, resp0, floors, max_iter=burn_in, tol=tol)
+        except ValueError:
+            continue
+        if best is None or out["trace"][-1] > best["trace"][-1]:
+            best = out
+    if best is None:
+        raise ValueError(
+            f"no start kept a group with enough samples for {n_components} groups; use fewer groups"
+        )
+    n_iter = best["trace"].size - 1
+    if not best["converged"] and n_iter < max_iter:
+        more = max_iter - n_iter - 1
+        rest = _em(Y, designs, terms, best["responsibilities"], floors, max_iter=more, tol=tol)
+        rest["trace"] = np.concatenate([best["trace"], rest["trace"]])
+        best = rest
+    return _result(best, nodes, parents, designs, n)
+
+
+def _result(fit: dict[str, Any], nodes, parents, designs, n: int) -> JointMixtureResult:
+    order = np.argsort(-fit["weights"], kind="stable")  # group 0 = the largest
+    resp = np.ascontiguousarray(fit["responsibilities"][:, order])
+    loglik = float(fit["trace"][-1])
+    K = order.size
+    return JointMixtureResult(
+        nodes=nodes,
+        parents=parents,
+        coef=tuple(c[order] for c in fit["coef"]),
+        scale=np.sqrt(fit["variance"][:, order]),
+        weights=fit["weights"][order],
+        responsibilities=resp,
+        labels=np.argmax(resp, axis=1).astype(np.int64),
+        loglik=loglik,
+        bic=-2.0 * loglik + joint_parameters(K, [d.shape[1] for d in designs]) * np.log(n),
+        n_iter=fit["trace"].size - 1,
+        converged=bool(fit["converged"]),
+        loglik_trace=fit["trace"],
+    )
+
+
+def fit_joint_mixture(
+    X: Any,
+    nodes: Sequence[int],
+    parents: Sequence[Sequence[int]],
+    n_components: int,
+    *,
+    starts: Sequence[Any] = (),
+    rng: RNGLike = 0,
+    n_init: int = 3,
+    max_iter: int = 100,
+    tol: float = 1e-5,
+    min_variance: float = 1e-3,
+) -> JointMixtureResult:
+    """Fit one latent with ``n_components`` groups jointly over ``nodes`` given their ``parents``, by EM.
+
+    $p(x_S \\mid x_{pa}) = \\sum_k \\pi_k \\prod_{j \\in S} \\mathcal{N}(x_j;\\ \\beta_{jk}^\\top
+    [1, x_{pa(j)}],\\ \\sigma_{jk}^2)$: every node of the set gets per-group coefficients, intercept and
+    variance, and all share the responsibilities. The M-step is a weighted least-squares fit per node
+    and group (tiny ridge, variance floor); the E-step sums the nodes' log-densities in log space.
+
+    Parameters
+    ----------
+    X : array-like (n, d)
+        The data (every column the nodes and parents refer to).
+    nodes : sequence of int
+        Columns switched by the latent (distinct).
+    parents : sequence of sequence of int
+        The parents of each node (may be empty); a node may not be its own parent.
+    n_components : int
+        Number of groups ``K >= 1``.
+    starts : sequence of array-like
+        Extra starting points: hard labels (n,) with values in ``0..K-1`` or responsibilities (n, K).
+        A Gaussian mixture on the set's least-squares residuals and ``n_init - 1`` random partitions
+        are always tried too; every start runs 10 EM iterations and the best then runs to convergence.
+    rng : None, int or numpy.random.Generator
+        Seeds the Gaussian-mixture and random starts.
+    n_init : int
+        ``n_init - 1`` random starts are added (>= 1).
+    max_iter, tol, min_variance
+        As in ``fit_mixture_regression`` (the variance floor is per node).
+
+    Returns
+    -------
+    JointMixtureResult
+    """
+    X = check_array(X, "X", ndim=2)
+    n, d = X.shape
+    nodes = [check_integer(v, "nodes", minimum=0, maximum=d - 1) for v in nodes]
+    if not nodes or len(set(nodes)) != len(nodes):
+        raise ValueError(f"nodes must be a non-empty list of distinct columns, got {nodes}")
+    if len(parents) != len(nodes):
+        raise ValueError(f"parents must hold one parent list per node ({len(nodes)}), got {len(parents)}")
+    parents = [[check_integer(p, "parents", minimum=0, maximum=d - 1) for p in pa] for pa in parents]
+    for v, pa in zip(nodes, parents):
+        if v in pa:
+            raise ValueError(f"node {v} is listed among its own parents")
+    K = check_integer(n_components, "n_components", minimum=1)
+    n_init = check_integer(n_init, "n_init", minimum=1, maximum=1000)
+    max_iter = check_integer(max_iter, "max_iter", minimum=1)
+    tol = check_positive(tol, "tol")
+    min_variance = check_positive(min_variance, "min_variance")
+    if n < joint_parameters(K, [len(pa) + 1 for pa in parents]) or n < K * (max(map(len, parents)) + 2):
+        raise ValueError(
+            f"X has {n} rows, too few for {K} groups over {len(nodes)} node(s); use fewer groups"
+        )
+    if np.any(X[:, nodes].std(axis=0) == 0.0):
+        raise ValueError("a node in nodes is constant; a mechanism needs a response that varies")
+    extra = []
+    for s in starts:
+        s = np.asarray(s)
+        labels = s.shape == (n,) and np.issubdtype(s.dtype, np.integer)
+        if labels and s.min() >= 0 and s.max() < K:
+            extra.append(_hard(s, K))
+        elif s.shape == (n, K) and np.all(np.isfinite(s)) and np.all(s >= 0) and np.allclose(s.sum(1), 1):
+            extra.append(s.astype(np.float64))
+        else:
+            raise ValueError(
+                f"starts must hold integer labels (n,) in 0..{K - 1} or responsibilities (n, {K}) "
+                "with rows summing to 1"
+            )
+    gen = check_rng(rng)
+    Y = X[:, nodes]
+    designs = [np.column_stack([np.ones(n), X[:, pa]]) for pa in parents]
+    all_starts = default_starts(Y, designs, K, n_init, gen, extra) if K > 1 else [np.ones((n, 1))]
+    return joint_em(X, nodes, parents, K, all_starts, max_iter=max_iter, tol=tol, min_variance=min_variance)
+
+
+def node_mechanism(fit: JointMixtureResult, index: int, X: np.ndarray) -> MixtureRegressionResult:
+    """Node ``fit.nodes[index]``'s per-group mechanism as a ``MixtureRegressionResult``.
+
+    Coefficients, scales, weights, responsibilities and labels are those of the joint fit (shared by
+    the set); ``loglik`` and ``bic`` are the node's own mixture likelihood under those parameters
+    ($\\sum_i \\log \\sum_k \\pi_k \\mathcal{N}(x_{ij}; \\cdot)$) and ``loglik_trace`` holds only it.
+    """
+    n = X.shape[0]
+    design = np.column_stack([np.ones(n), X[:, list(fit.parents[index])]])
+    coef, scale = fit.coef[index], fit.scale[index]
+    resid = X[:, [fit.nodes[index]]] - design @ coef.T
+    logp = np.log(fit.weights) - np.log(scale) - 0.5 * (_LOG_2PI + (resid / scale) ** 2)
+    loglik = float(logsumexp(logp, axis=1).sum())
+    return MixtureRegressionResult(
+        coef=coef,
+        scale=scale,
+        weights=fit.weights,
+        responsibilities=fit.responsibilities,
+        labels=fit.labels,
+        loglik=loglik,
+        bic=-2.0 * loglik + n_mixture_parameters(fit.n_components, design.shape[1]) * np.log(n),
+        n_iter=fit.n_iter,
+        converged=fit.converged,
+        loglik_trace=np.array([loglik]),
+    )

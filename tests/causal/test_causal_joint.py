@@ -1,0 +1,173 @@
+"""Joint EM of one mixing variable over its set, and the set formation around it."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from certkit.causal import ari, fit_joint_mixture, fit_mixture_regression
+from certkit.causal.joint import joint_parameters
+from certkit.causal.mixing import form_mixing_variables
+from certkit.causal.mixture_regression import RIDGE
+from certkit.causal.score import ScoreSettings, fit_node
+
+
+def _ridge_solve(design, y, w=None):
+    """The M-step's weighted least squares with the kernels' relative ridge ``RIDGE * G[a, a]``."""
+    w = np.ones(y.size) if w is None else w
+    gram = (design * w[:, None]).T @ design
+    return np.linalg.solve(gram + RIDGE * np.diag(np.diag(gram)), (design * w[:, None]).T @ y)
+
+
+def _two_node_data(n=400, seed=0):
+    """x0 a source with group means -5 / +5; x1 = 2 x0 (group 0) or -x0 + 10 (group 1)."""
+    gen = np.random.default_rng(seed)
+    z = (np.arange(n) >= n // 4).astype(int)  # 100 in group 0, 300 in group 1
+    x0 = np.where(z == 0, -5.0, 5.0) + 0.5 * gen.standard_normal(n)
+    x1 = np.where(z == 0, 2.0 * x0, -x0 + 10.0) + 0.3 * gen.standard_normal(n)
+    return np.column_stack([x0, x1]), z
+
+
+def test_two_node_fixed_point_by_hand():
+    X, z = _two_node_data()
+    fit = fit_joint_mixture(X, [0, 1], [[], [0]], 2, rng=0)
+    # The groups are 20 noise standard deviations apart: the responsibilities are 0/1 to rounding,
+    # so the fixed point is the per-group least-squares fit, computed here by hand.
+    assert ari(z, fit.labels) == 1.0
+    big = fit.labels[np.argmax(z == 1)]  # group 0 of the result is the largest (300 samples)
+    assert big == 0
+    np.testing.assert_allclose(fit.weights, [0.75, 0.25], atol=1e-12)
+    for k, group in ((0, z == 1), (1, z == 0)):
+        x0, x1 = X[group, 0], X[group, 1]
+        np.testing.assert_allclose(fit.coef[0][k], [x0.mean() / (1 + RIDGE)], rtol=1e-12)
+        np.testing.assert_allclose(fit.scale[0, k] ** 2, np.mean((x0 - fit.coef[0][k, 0]) ** 2), rtol=1e-12)
+        design = np.column_stack([np.ones(x0.size), x0])
+        coef = _ridge_solve(design, x1)
+        np.testing.assert_allclose(fit.coef[1][k], coef, rtol=1e-10)
+        resid = x1 - design @ coef
+        np.testing.assert_allclose(fit.scale[1, k] ** 2, resid @ resid / x1.size, rtol=1e-10)
+    # The log-likelihood is the sum over both nodes of the per-group Gaussian densities.
+    ll = 0.0
+    for k, group in ((0, z == 1), (1, z == 0)):
+        for j in range(2):
+            design = np.column_stack([np.ones(group.sum()), X[group, :j]])
+            resid = X[group, j] - design @ fit.coef[j][k]
+            var = fit.scale[j, k] ** 2
+            ll += np.sum(np.log(fit.weights[k]) / 2 - 0.5 * (np.log(2 * np.pi * var) + resid**2 / var))
+    assert fit.loglik == pytest.approx(ll, rel=1e-9)
+    assert fit.bic == pytest.approx(-2 * ll + joint_parameters(2, [1, 2]) * np.log(X.shape[0]), rel=1e-9)
+
+
+def test_fixed_point_equations_hold_on_overlapping_groups():
+    """At convergence, one more M-step from the returned responsibilities returns the same parameters."""
+    gen = np.random.default_rng(3)
+    n = 600
+    z = gen.integers(0, 2, n)
+    x0 = gen.standard_normal(n) + 0.8 * z
+    x1 = np.where(z == 1, 0.5 * x0 + 1.0, -0.5 * x0) + gen.standard_normal(n)
+    X = np.column_stack([x0, x1])
+    fit = fit_joint_mixture(X, [0, 1], [[], [0]], 2, rng=0, tol=1e-12, max_iter=5000)
+    assert fit.converged
+    r = fit.responsibilities
+    np.testing.assert_allclose(fit.weights, r.mean(axis=0), rtol=1e-6)
+    for j, design in enumerate([np.ones((n, 1)), np.column_stack([np.ones(n), x0])]):
+        for k in range(2):
+            w = r[:, k]
+            coef = _ridge_solve(design, X[:, j], w)
+            np.testing.assert_allclose(fit.coef[j][k], coef, rtol=1e-5, atol=1e-6)
+            resid = X[:, j] - design @ coef
+            np.testing.assert_allclose(fit.scale[j, k] ** 2, w @ resid**2 / w.sum(), rtol=1e-5)
+    assert np.all(np.diff(fit.loglik_trace) >= -1e-9 * abs(fit.loglik))
+
+
+def test_one_node_joint_fit_equals_the_mixture_regression_kernel():
+    gen = np.random.default_rng(1)
+    n = 500
+    x = gen.standard_normal(n)
+    z = gen.integers(0, 2, n)
+    y = np.where(z == 1, 2.0 * x + 3.0, -x) + 0.5 * gen.standard_normal(n)
+    single = fit_mixture_regression(y, x, 2, rng=0, tol=1e-12, max_iter=2000)
+    joint = fit_joint_mixture(
+        np.column_stack([x, y]), [1], [[0]], 2, starts=[single.labels], rng=0, tol=1e-12, max_iter=2000
+    )
+    assert joint.loglik == pytest.approx(single.loglik, rel=1e-8)
+    assert joint.bic == pytest.approx(single.bic, rel=1e-8)
+    order = np.argsort(-single.weights)
+    np.testing.assert_allclose(joint.coef[0], single.coef[order], rtol=1e-5, atol=1e-6)
+
+
+def test_joint_labels_pool_the_evidence_of_every_node():
+    """Four nodes each shifted by 1.2 noise sd: each alone labels poorly, the joint fit well."""
+    gen = np.random.default_rng(0)
+    n = 1000
+    z = gen.integers(0, 2, n)
+    X = 1.2 * z[:, None] + gen.standard_normal((n, 4))
+    joint = fit_joint_mixture(X, [0, 1, 2, 3], [[], [], [], []], 2, rng=0)
+    single = [ari(z, fit_mixture_regression(X[:, j], None, 2, rng=0).labels) for j in range(4)]
+    assert max(single) < 0.3
+    assert ari(z, joint.labels) > 0.6
+
+
+def test_a_node_whose_own_bic_chose_one_mechanism_joins_the_set():
+    gen = np.random.default_rng(5)
+    n = 1000
+    z = gen.integers(0, 2, n)
+    x0 = 3.0 * z + gen.standard_normal(n)
+    x1 = np.where(z == 1, -0.8 * x0 + 4.0, 0.8 * x0) + gen.standard_normal(n)
+    x2 = 0.7 * z + gen.standard_normal(n)  # weakly shifted source
+    x3 = gen.standard_normal(n)  # invariant
+    X = np.column_stack([x0, x1, x2, x3])
+    parents = [[], [0], [], []]
+    settings = ScoreSettings(max_components=3)
+    assert fit_node(X, 2, [], settings).n_components == 1  # its own BIC prefers one mechanism
+    variables, invariant = form_mixing_variables(X, parents, [{0, 1}], settings)
+    assert [v.nodes for v in variables] == [(0, 1, 2)]
+    assert variables[0].n_components == 2
+    without = fit_joint_mixture(X, [0, 1], [[], [0]], 2, rng=0)
+    assert ari(z, variables[0].labels) > ari(z, without.labels) > 0.8
+    assert [f.n_components for f in invariant] == [1, 1, 1, 1]
+
+
+def test_two_seeds_of_one_latent_merge_and_a_false_member_leaves():
+    gen = np.random.default_rng(2)
+    n = 1000
+    z = gen.integers(0, 2, n)
+    X = np.column_stack([3.0 * z + gen.standard_normal(n) for _ in range(3)] + [gen.standard_normal(n)])
+    variables, _ = form_mixing_variables(X, [[], [], [], []], [{0}, {1, 3}, {2}], ScoreSettings())
+    assert [v.nodes for v in variables] == [(0, 1, 2)]
+    assert ari(z, variables[0].labels) > 0.95
+
+
+def test_no_mixing_set_survives_without_a_latent():
+    gen = np.random.default_rng(4)
+    X = gen.standard_normal((800, 3))
+    X[:, 1] += 0.5 * X[:, 0]
+    variables, _ = form_mixing_variables(X, [[], [0], []], [{0, 1, 2}], ScoreSettings())
+    assert variables == []
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "match"),
+    [
+        ({"nodes": [0, 0]}, ValueError, "distinct"),
+        ({"parents": [[]]}, ValueError, "one parent list per node"),
+        ({"parents": [[], [1]]}, ValueError, "own parents"),
+        ({"nodes": [0, 5]}, ValueError, "nodes"),
+        ({"n_components": 0}, ValueError, "n_components"),
+        ({"starts": [np.zeros(10, dtype=int)]}, ValueError, "starts"),
+        ({"starts": [np.full(400, 2)]}, ValueError, "starts"),
+        ({"n_init": 10**9}, ValueError, "n_init"),
+    ],
+)
+def test_bad_input(kwargs, error, match):
+    X, _ = _two_node_data()
+    args = {"nodes": [0, 1], "parents": [[], [0]], "n_components": 2} | kwargs
+    with pytest.raises(error, match=match):
+        fit_joint_mixture(X, args.pop("nodes"), args.pop("parents"), args.pop("n_components"), **args)
+
+
+def test_bad_data():
+    X, _ = _two_node_data()
+    X[3, 1] = np.nan
+    with pytest.raises(ValueError, match="X"):
+        fit_joint_mixture(X, [0, 1], [[], [0]], 2)
