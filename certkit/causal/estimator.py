@@ -20,14 +20,17 @@ from certkit._validation import (
     seed_from_rng,
 )
 from certkit.causal.equivalence import cpdag, identified_orientations
-from certkit.causal.joint import node_mechanism
-from certkit.causal.mixing import find_mixing_sets, form_mixing_variables
+from certkit.causal.joint import JointMixtureResult, node_mechanism
+from certkit.causal.mixing import _link_sets, form_mixing_variables
 from certkit.causal.mixture_regression import MixtureRegressionResult, n_mixture_parameters
 from certkit.causal.score import LatentBIC, ScoreSettings, fit_node
 from certkit.causal.search import topic_search
 from certkit.parallel import resolve_executor
 
 __all__ = ["CausalMixtureModel", "check_data"]
+
+#: Most EM starts per fit: every start costs a full pass over the data per iteration.
+MAX_STARTS = 1000
 
 
 def check_data(X: Any, name: str = "X") -> tuple[np.ndarray, tuple[str, ...] | None]:
@@ -179,7 +182,7 @@ class CausalMixtureModel(BaseEstimator):
             )
         return ScoreSettings(
             max_components=k,
-            n_init=check_integer(self.n_init, "n_init", minimum=1),
+            n_init=check_integer(self.n_init, "n_init", minimum=1, maximum=MAX_STARTS),
             max_iter=check_integer(self.max_iter, "max_iter", minimum=1),
             tol=check_positive(self.tol, "tol"),
             min_variance=check_positive(self.min_variance, "min_variance"),
@@ -248,18 +251,22 @@ class CausalMixtureModel(BaseEstimator):
         self.order_ = tuple(int(v) for v in order)
         search_fits = [fit_node(X, j, np.flatnonzero(adjacency[:, j]), settings) for j in range(d)]
         self.node_scores_ = np.array([m.bic for m in search_fits])
-        seeds, _, self.mixing_ami_ = find_mixing_sets(
+        seeds, _, self.mixing_ami_ = _link_sets(
             np.column_stack([m.labels for m in search_fits]),
             np.array([m.n_components for m in search_fits]),
-            threshold=mixing_threshold,
+            mixing_threshold,
         )
-        self.mixing_variables_, invariant = form_mixing_variables(
-            X,
-            [np.flatnonzero(adjacency[:, j]) for j in range(d)],
-            seeds,
-            settings,
-            hints={j: m.responsibilities for j, m in enumerate(search_fits) if m.n_components > 1},
-        )
+        parents = [np.flatnonzero(adjacency[:, j]) for j in range(d)]
+        hints = {j: m.responsibilities for j, m in enumerate(search_fits) if m.n_components > 1}
+        # Two starts of the set search, the lower total BIC wins: the nodes' own linked labels, and
+        # one latent over every node (pruned by the search when only some nodes change).
+        best_total = np.inf
+        for seed_sets in (seeds, [range(d)]):
+            variables, fits = form_mixing_variables(X, parents, seed_sets, settings, hints=hints)
+            total = _total_score(variables, fits)
+            if total < best_total:
+                best_total, self.mixing_variables_, invariant = total, variables, fits
+        self.score_ = float(best_total)
         self.mixing_sets_ = [frozenset(v.nodes) for v in self.mixing_variables_]
         self.group_labels_ = np.zeros((n, len(self.mixing_variables_)), dtype=np.int64)
         mechanisms = [node_mechanism(invariant[j], 0, X) for j in range(d)]
@@ -271,16 +278,22 @@ class CausalMixtureModel(BaseEstimator):
         self.n_components_ = np.array([m.n_components for m in mechanisms], dtype=np.int64)
         self.labels_ = np.column_stack([m.labels for m in mechanisms]).astype(np.int64)
         self.responsibilities_ = [m.responsibilities for m in mechanisms]
-        grouped = {j for variable in self.mixing_variables_ for j in variable.nodes}
-        self.score_ = float(
-            sum(v.bic for v in self.mixing_variables_)
-            + sum(invariant[j].bic for j in range(d) if j not in grouped)
-        )
         self.cpdag_ = cpdag(adjacency, mixing_sets=self.mixing_sets_)
         self.identified_ = identified_orientations(adjacency, self.cpdag_)
         self.feature_names_in_ = names if names is not None else tuple(f"x{j}" for j in range(d))
         self.n_features_in_ = d
         return self
+
+    def __getattr__(self, name: str) -> Any:
+        # Only reached when normal lookup fails: a fitted attribute read before fit() gets sklearn's
+        # NotFittedError (an AttributeError, so hasattr() stays False) instead of a bare AttributeError.
+        if name.endswith("_") and not name.startswith("_"):
+            from sklearn.exceptions import NotFittedError
+
+            raise NotFittedError(
+                f"This CausalMixtureModel instance is not fitted yet; call fit(X) before reading {name}"
+            )
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     def edges(self) -> list[tuple[str, str]]:
         """The edges as (cause, effect) name pairs."""
@@ -339,6 +352,13 @@ class CausalMixtureModel(BaseEstimator):
             + (", ".join(open_edges) or "none")
         )
         return "\n".join(lines)
+
+
+def _total_score(variables: list[JointMixtureResult], invariant: list[JointMixtureResult]) -> float:
+    """Joint BIC of every mixing variable plus the ``K = 1`` BIC of every node outside them."""
+    grouped = {j for variable in variables for j in variable.nodes}
+    rest = sum(fit.bic for j, fit in enumerate(invariant) if j not in grouped)
+    return float(sum(variable.bic for variable in variables) + rest)
 
 
 def _topological_order(adjacency: np.ndarray) -> tuple[int, ...]:

@@ -174,7 +174,9 @@ def _em(
             resp = resp[:, live]
             if resp.shape[1] == 0:
                 raise ValueError("every group was retired (too few samples per group); use fewer groups")
-            resp = resp / resp.sum(axis=1, keepdims=True)
+            total = resp.sum(axis=1, keepdims=True)
+            # A sample held only by retired groups (hard starts) restarts uniform over the live ones.
+            resp = np.where(total > 0.0, resp / np.where(total > 0.0, total, 1.0), 1.0 / resp.shape[1])
         coefs, variances, logdens = _m_step(Y, designs, terms, resp, floors)
         weights = resp.sum(axis=0) / n
         logp = np.log(weights) + logdens

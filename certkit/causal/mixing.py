@@ -6,6 +6,7 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
+from certkit._validation import check_array, check_nonnegative
 from certkit.causal.joint import JointMixtureResult, default_starts, joint_em, joint_parameters
 from certkit.causal.score import ScoreSettings
 
@@ -40,6 +41,25 @@ def find_mixing_sets(
     ami : ndarray (d, d)
         Pairwise AMI between the labels of nodes with ``K > 1`` (0 elsewhere).
     """
+    labels = check_array(labels, "labels", ndim=2, dtype=int)
+    n_components = check_array(n_components, "n_components", ndim=1, dtype=int)
+    threshold = check_nonnegative(threshold, "threshold")
+    d = labels.shape[1]
+    if n_components.shape != (d,):
+        raise ValueError(
+            f"n_components must hold one K per column of labels ({d}), got shape {n_components.shape}"
+        )
+    if np.any(n_components < 1):
+        raise ValueError(f"n_components must be >= 1 for every node, got {n_components.tolist()}")
+    if np.any(labels < 0) or np.any(labels >= n_components):
+        raise ValueError("labels must lie in 0 .. n_components[j] - 1 in every column j")
+    return _link_sets(labels, n_components, threshold)
+
+
+def _link_sets(
+    labels: np.ndarray, n_components: np.ndarray, threshold: float
+) -> tuple[list[frozenset[int]], np.ndarray, np.ndarray]:
+    """``find_mixing_sets`` on validated input."""
     from scipy.sparse.csgraph import connected_components
     from sklearn.metrics import adjusted_mutual_info_score
 

@@ -113,6 +113,10 @@ def test_sklearn_clone_and_not_fitted():
     assert clone(model).get_params() == model.get_params()
     with pytest.raises(NotFittedError):
         model.summary()
+    for name in ("adjacency_", "mixing_sets_", "identified_"):  # issue 23: was a bare AttributeError
+        with pytest.raises(NotFittedError, match=f"call fit\\(X\\) before reading {name}"):
+            getattr(model, name)
+    assert not hasattr(model, "adjacency_")
 
 
 @pytest.mark.parametrize(
@@ -131,6 +135,8 @@ def test_sklearn_clone_and_not_fitted():
         ({"refine_threshold": -1.0}, None, ValueError, "refine_threshold must be >= 0"),
         ({"rng": -1}, None, ValueError, "rng seed must be >= 0"),
         ({"search_samples": 3}, None, ValueError, "search_samples must be >="),
+        ({"n_init": 10**9}, None, ValueError, "n_init must be <= 1000"),
+        ({"mixing_threshold": float("nan")}, None, ValueError, "mixing_threshold"),
         ({"executor": "many"}, None, TypeError, "executor must be"),
         ({"progress": 3}, None, TypeError, "progress must be"),
     ],

@@ -171,3 +171,35 @@ def test_bad_data():
     X[3, 1] = np.nan
     with pytest.raises(ValueError, match="X"):
         fit_joint_mixture(X, [0, 1], [[], [0]], 2)
+
+
+@pytest.mark.parametrize(
+    ("labels", "n_components", "threshold", "error", "match"),
+    [
+        (np.zeros((10, 2), int), [1, 1], float("nan"), ValueError, "threshold"),
+        (np.zeros((0, 2), int), [1, 1], 0.03, ValueError, "labels must not be empty"),
+        (np.zeros((10, 2), int), [0, 1], 0.03, ValueError, "n_components must be >= 1"),
+        (np.zeros((10, 2), int), [1, 1, 2], 0.03, ValueError, "one K per column"),
+        (np.zeros(10, int), [2], 0.03, ValueError, "labels must be 2-D"),
+        (np.full((10, 2), 2), [2, 2], 0.03, ValueError, "labels must lie in"),
+        (np.zeros((10, 2)) + 0.5, [2, 2], 0.03, TypeError, "labels must contain integers"),
+    ],
+)
+def test_find_mixing_sets_bad_input(labels, n_components, threshold, error, match):
+    """Issue 23: these were accepted silently or failed with an IndexError."""
+    from certkit.causal import find_mixing_sets
+
+    with pytest.raises(error, match=match):
+        find_mixing_sets(labels, np.asarray(n_components), threshold=threshold)
+
+
+def test_a_group_too_small_for_its_regressions_is_retired():
+    from certkit.causal.joint import joint_em
+
+    X, _ = _two_node_data()
+    start = np.zeros((X.shape[0], 2))
+    start[:, 0] = 1.0
+    start[:2] = [0.0, 1.0]  # two samples: fewer than the 3 parameters + 1 of x1's regression
+    fit = joint_em(X, [0, 1], [[], [0]], 2, [start])
+    assert fit.n_components == 1 and np.all(fit.responsibilities == 1.0)
+    assert np.isfinite(fit.loglik)
