@@ -230,6 +230,7 @@ def plot_causal_graph(
     names: Sequence[str] | None = None,
     edge_values: Any = None,
     true_adjacency: Any = None,
+    identified: Any = None,
     highlight: Sequence[int] = (),
     ax: Any = None,
     title: str | None = None,
@@ -247,6 +248,9 @@ def plot_causal_graph(
     true_adjacency : array-like (d, d) of 0/1, optional
         Reference graph: drawn edges that are in it are thick, the others thin, and its edges missing
         from ``adjacency`` are drawn as thin dashed grey arrows.
+    identified : array-like (d, d) of bool, optional
+        Which orientations the data identify (``CausalMixtureModel.identified_``): an edge whose
+        orientation is not identified is drawn as a plain line without an arrowhead.
     highlight : sequence of int
         Nodes drawn in orange (e.g. nodes whose mechanism changes).
     ax : matplotlib Axes, optional
@@ -267,6 +271,9 @@ def plot_causal_graph(
     truth = None
     if true_adjacency is not None:
         truth = check_array(true_adjacency, "true_adjacency", shape=(d, d), dtype=None)
+    oriented = np.ones((d, d), dtype=bool)
+    if identified is not None:
+        oriented = check_array(identified, "identified", shape=(d, d), dtype=bool)
     plt = _pyplot()
     from matplotlib import cm, colors
 
@@ -282,11 +289,12 @@ def plot_causal_graph(
     for i, j in zip(*np.nonzero(A)):
         color = "black" if values is None else cmap(norm(values[i, j]))
         width = 1.1 if truth is not None and truth[i, j] == 0 else 2.8
+        style = {} if oriented[i, j] else {"arrowstyle": "-"}
         ax.annotate(
             "",
             pos[j],
             pos[i],
-            arrowprops={**arrow, "color": color, "lw": width, "connectionstyle": "arc3,rad=.08"},
+            arrowprops={**arrow, **style, "color": color, "lw": width, "connectionstyle": "arc3,rad=.08"},
         )
     for j in range(d):
         face = "#f5a142" if j in set(highlight) else "white"

@@ -86,6 +86,7 @@ def main() -> None:
         names=names,
         edge_values=stability.edge_frequency,
         true_adjacency=A,
+        identified=model.identified_,
         highlight=[j for j in range(len(names)) if model.n_components_[j] > 1],
         ax=ax,
         title="Sachs: causal mixture model, edges coloured by subsample stability",
@@ -94,7 +95,7 @@ def main() -> None:
         0.02,
         0.02,
         "thick: in the consensus graph; thin: not in it; grey dashed: consensus edge missed; "
-        "orange: mechanism changes (K > 1)",
+        "no arrowhead: orientation not identified; orange: mechanism changes (K > 1)",
         fontsize=7.5,
     )
     fig.tight_layout(rect=(0, 0.04, 1, 1))

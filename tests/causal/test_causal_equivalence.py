@@ -133,3 +133,21 @@ def test_the_estimator_reports_identified_orientations():
     assert model.adjacency_[0, 1] + model.adjacency_[1, 0] == 1
     assert not model.identified_[0, 1] and not model.identified_[1, 0]
     assert "identified" in model.summary()
+
+
+def test_plot_draws_unidentified_orientations_without_arrowheads():
+    matplotlib = pytest.importorskip("matplotlib")
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from certkit.plot import plot_causal_graph
+
+    chain = np.array([[0, 1, 0], [0, 0, 1], [0, 0, 0]])
+    ident = identified_orientations(chain, cpdag(chain, mixing_sets=[{2}]))  # only 1 -> 2
+    fig, ax = plt.subplots()
+    plot_causal_graph(chain, identified=ident, ax=ax)
+    styles = [type(t.arrow_patch.get_arrowstyle()).__name__ for t in ax.texts if t.get_text() == ""]
+    assert styles == ["Curve", "CurveFilledB"]  # 0 - 1 a plain line, 1 -> 2 an arrow
+    plt.close(fig)
+    with pytest.raises(ValueError, match="identified"):
+        plot_causal_graph(chain, identified=np.ones((2, 2), bool))
