@@ -32,6 +32,9 @@ __all__ = ["CausalMixtureModel", "check_data"]
 #: Most EM starts per fit: every start costs a full pass over the data per iteration.
 MAX_STARTS = 1000
 
+#: Most groups of one mixing variable (each group fits a regression per node of the set).
+MAX_GROUPS = 100
+
 
 def check_data(X: Any, name: str = "X") -> tuple[np.ndarray, tuple[str, ...] | None]:
     """Validate the (n, d) data matrix; returns it as float64 and the column names of a DataFrame."""
@@ -96,7 +99,11 @@ class CausalMixtureModel(BaseEstimator):
         when ``n`` is larger: the search cost is linear in ``n``. The mechanisms, labels and mixing sets
         are always fitted on all rows. None (default) searches on all rows.
     mixing_threshold : float
-        Minimum adjusted mutual information of two nodes' labels to put them in one mixing set.
+        Minimum adjusted mutual information of two nodes' labels to link them in the initial mixing
+        sets (the set search then grows, prunes and merges the sets by the total BIC).
+    max_groups : int, optional
+        Largest number of groups of one mixing variable (its joint fit); default ``max_components``.
+        A latent shared by many nodes can support more groups than one node's mixture.
     n_init, max_iter, tol, min_variance
         EM options (see ``fit_mixture_regression``).
     standardize : bool
@@ -147,6 +154,7 @@ class CausalMixtureModel(BaseEstimator):
         max_parents: int | None = None,
         search_samples: int | None = None,
         mixing_threshold: float = 0.03,
+        max_groups: int | None = None,
         n_init: int = 3,
         max_iter: int = 100,
         tol: float = 1e-5,
@@ -163,6 +171,7 @@ class CausalMixtureModel(BaseEstimator):
         self.max_parents = max_parents
         self.search_samples = search_samples
         self.mixing_threshold = mixing_threshold
+        self.max_groups = max_groups
         self.n_init = n_init
         self.max_iter = max_iter
         self.tol = tol
@@ -218,6 +227,11 @@ class CausalMixtureModel(BaseEstimator):
             None if self.max_parents is None else check_integer(self.max_parents, "max_parents", minimum=0)
         )
         mixing_threshold = check_nonnegative(self.mixing_threshold, "mixing_threshold")
+        max_groups = (
+            settings.max_components
+            if self.max_groups is None
+            else check_integer(self.max_groups, "max_groups", minimum=1, maximum=MAX_GROUPS)
+        )
         progress = check_progress(self.progress)
         if not isinstance(self.standardize, (bool, np.bool_)):
             raise TypeError(f"standardize must be True or False, got {type(self.standardize).__name__}")
@@ -262,7 +276,9 @@ class CausalMixtureModel(BaseEstimator):
         # one latent over every node (pruned by the search when only some nodes change).
         best_total = np.inf
         for seed_sets in (seeds, [range(d)]):
-            variables, fits = form_mixing_variables(X, parents, seed_sets, settings, hints=hints)
+            variables, fits = form_mixing_variables(
+                X, parents, seed_sets, settings, hints=hints, max_groups=max_groups
+            )
             total = _total_score(variables, fits)
             if total < best_total:
                 best_total, self.mixing_variables_, invariant = total, variables, fits

@@ -91,8 +91,10 @@ class _SetFitter:
         parents: Sequence[Sequence[int]],
         settings: ScoreSettings,
         hints: dict[int, np.ndarray],
+        max_groups: int,
     ) -> None:
         self.X = X
+        self.max_groups = max_groups
         self.parents = [tuple(int(p) for p in pa) for pa in parents]
         self.settings = settings
         self.hints = hints  # per node with K > 1 alone: its own responsibilities (n, K_j)
@@ -116,7 +118,7 @@ class _SetFitter:
         return self._em(sorted(nodes), 1, [np.ones((self.n, 1))])
 
     def best(self, nodes: Iterable[int], warm: Sequence[np.ndarray] = ()) -> JointMixtureResult:
-        """The joint fit with the lowest BIC over ``K = 1 .. max_components`` (greedy in ``K`` if set)."""
+        """The joint fit with the lowest BIC over ``K = 1 .. max_groups`` (greedy in ``K`` if set)."""
         nodes = sorted(nodes)
         key = frozenset(nodes)
         if key in self._best:
@@ -126,7 +128,7 @@ class _SetFitter:
         designs = [np.column_stack([np.ones(self.n), self.X[:, list(self.parents[v])]]) for v in nodes]
         best = self.invariant(nodes)
         hints = [*warm, *(self.hints[v] for v in nodes if v in self.hints)]
-        for K in range(2, s.max_components + 1):
+        for K in range(2, self.max_groups + 1):
             if not self._fits(nodes, K):
                 break
             rng = np.random.default_rng([s.seed, 17, K, len(nodes), *nodes])
@@ -164,6 +166,7 @@ def form_mixing_variables(
     settings: ScoreSettings,
     *,
     hints: dict[int, np.ndarray] | None = None,
+    max_groups: int | None = None,
     max_rounds: int | None = None,
 ) -> tuple[list[JointMixtureResult], list[JointMixtureResult]]:
     """Mixing variables by joint fits, grown, pruned and merged while the total BIC decreases.
@@ -194,6 +197,10 @@ def form_mixing_variables(
         EM options, ``max_components`` and the seed.
     hints : dict, optional
         Extra EM starts per node: responsibilities (n, K) of its own mixture.
+    max_groups : int, optional
+        Largest number of groups of a mixing variable (default ``settings.max_components``).
+    max_rounds : int, optional
+        Most moves (default ``4 d``).
 
     Returns
     -------
@@ -203,7 +210,8 @@ def form_mixing_variables(
         Each node's ``K = 1`` fit given its parents (its invariant mechanism and BIC).
     """
     d = X.shape[1]
-    fitter = _SetFitter(X, parents, settings, dict(hints or {}))
+    groups = settings.max_components if max_groups is None else max_groups
+    fitter = _SetFitter(X, parents, settings, dict(hints or {}), groups)
     invariant_fits = [fitter.invariant([v]) for v in range(d)]
     invariant = np.array([fit.bic for fit in invariant_fits])
     current: list[JointMixtureResult] = []

@@ -136,6 +136,8 @@ def test_sklearn_clone_and_not_fitted():
         ({"rng": -1}, None, ValueError, "rng seed must be >= 0"),
         ({"search_samples": 3}, None, ValueError, "search_samples must be >="),
         ({"n_init": 10**9}, None, ValueError, "n_init must be <= 1000"),
+        ({"max_groups": 0}, None, ValueError, "max_groups must be >= 1"),
+        ({"max_groups": 2.0}, None, TypeError, "max_groups must be an integer"),
         ({"mixing_threshold": float("nan")}, None, ValueError, "mixing_threshold"),
         ({"executor": "many"}, None, TypeError, "executor must be"),
         ({"progress": 3}, None, TypeError, "progress must be"),

@@ -203,3 +203,19 @@ def test_a_group_too_small_for_its_regressions_is_retired():
     fit = joint_em(X, [0, 1], [[], [0]], 2, [start])
     assert fit.n_components == 1 and np.all(fit.responsibilities == 1.0)
     assert np.isfinite(fit.loglik)
+
+
+def test_max_groups_lets_a_shared_latent_have_more_groups_than_one_node():
+    """Four groups, each node shifted by one step: max_components=2 per node, max_groups=4 jointly."""
+    from certkit.causal import CausalMixtureModel
+
+    gen = np.random.default_rng(0)
+    n = 1200
+    z = gen.integers(0, 4, n)
+    X = np.column_stack([3.0 * z + gen.standard_normal(n) for _ in range(3)])
+    two = CausalMixtureModel(max_components=2, rng=0).fit(X)
+    four = CausalMixtureModel(max_components=2, max_groups=4, rng=0).fit(X)
+    assert [v.n_components for v in two.mixing_variables_] == [2]
+    assert [v.n_components for v in four.mixing_variables_] == [4]
+    assert ari(z, four.group_labels_[:, 0]) > 0.9 > ari(z, two.group_labels_[:, 0])
+    assert four.score_ < two.score_
