@@ -9,6 +9,7 @@
 #include <string>
 
 #include "checks.hpp"
+#include "mixjoint.hpp"
 #include "mixreg.hpp"
 
 namespace py = pybind11;
@@ -97,6 +98,84 @@ py::dict em(const py::object& y_in, const py::object& design_in, const py::objec
     return result;
 }
 
+py::dict joint_em(const py::object& Y_in, const py::list& designs_in, const py::object& resp0_in,
+                  const py::object& max_iter_in, const py::object& tol_in, const py::object& ridge_in,
+                  const py::object& min_variance_in) {
+    const DoubleArray Y = real_array_arg(Y_in, "Y");
+    const DoubleArray resp0 = real_array_arg(resp0_in, "resp0");
+    const DoubleArray floors = real_array_arg(min_variance_in, "min_variance");
+    const std::int64_t max_iter = int_arg(max_iter_in, "max_iter", 0, std::numeric_limits<std::int64_t>::max());
+    const double tol = real_arg(tol_in, "tol");
+    const double ridge = real_arg(ridge_in, "ridge");
+    require(Y.ndim() == 2, "Y must be 2-D (n, m), got " + show(Y.ndim()) + " dimensions");
+    require(resp0.ndim() == 2, "resp0 must be 2-D (n, K), got " + show(resp0.ndim()) + " dimensions");
+    const std::int64_t n = Y.shape(0), m = Y.shape(1), K = resp0.shape(1);
+    require(n >= 1 && m >= 1, "Y must not be empty");
+    require(static_cast<std::int64_t>(designs_in.size()) == m,
+            "designs must hold one design per column of Y (" + show(m) + "), got " + show(designs_in.size()));
+    require(resp0.shape(0) == n, "resp0 must have one row per row of Y (n = " + show(n) + "), got " +
+                                     show(resp0.shape(0)) + " rows");
+    require(K >= 1, "resp0 must have at least one column (one per group)");
+    require(floors.ndim() == 1 && floors.shape(0) == m, "min_variance must hold one floor per column of Y");
+    require(std::isfinite(tol) && tol >= 0.0, "tol must be finite and >= 0, got " + show(tol));
+    require(std::isfinite(ridge) && ridge >= 0.0, "ridge must be finite and >= 0, got " + show(ridge));
+    for (std::int64_t j = 0; j < m; ++j) {
+        require(std::isfinite(floors.data()[j]) && floors.data()[j] > 0.0, "min_variance must be finite and > 0");
+    }
+    require(all_bounded(Y), "Y must be finite with magnitudes <= 1e100 (found NaN, inf or a larger value)");
+    std::vector<DoubleArray> designs;
+    std::vector<const double*> pointers;
+    std::vector<std::int64_t> ps;
+    for (std::int64_t j = 0; j < m; ++j) {
+        designs.push_back(real_array_arg(designs_in[static_cast<std::size_t>(j)], "designs"));
+        const DoubleArray& d = designs.back();
+        require(d.ndim() == 2 && d.shape(0) == n && d.shape(1) >= 1,
+                "designs[" + show(j) + "] must be 2-D with n = " + show(n) + " rows and at least one column");
+        require(all_bounded(d), "designs must be finite with magnitudes <= 1e100");
+        pointers.push_back(d.data());
+        ps.push_back(d.shape(1));
+    }
+    const double* r0 = resp0.data();
+    for (std::int64_t i = 0; i < n; ++i) {
+        double total = 0.0;
+        for (std::int64_t k = 0; k < K; ++k) {
+            const double value = r0[i * K + k];
+            require(std::isfinite(value) && value >= 0.0,
+                    "resp0 must hold finite responsibilities >= 0, got " + show(value) + " in row " + show(i));
+            total += value;
+        }
+        require(std::abs(total - 1.0) <= 1e-6,
+                "resp0 rows must sum to 1 (responsibilities), row " + show(i) + " sums to " + show(total));
+    }
+
+    py::array_t<double> resp({static_cast<py::ssize_t>(n), static_cast<py::ssize_t>(K)});
+    mixjoint::JointOutput out;
+    {
+        py::gil_scoped_release release;
+        out = mixjoint::fit_joint(Y.data(), pointers, ps, n, K, r0, resp.mutable_data(), max_iter, tol, ridge,
+                                  floors.data());
+    }
+    require(out.ok, "every group was retired (fewer than p + 1 effective samples each) or a weighted Gram "
+                    "matrix was singular; use fewer groups");
+    py::list coef;
+    for (std::int64_t j = 0; j < m; ++j) {
+        py::array_t<double> c({static_cast<py::ssize_t>(K), static_cast<py::ssize_t>(ps[static_cast<std::size_t>(j)])});
+        std::copy(out.coef[static_cast<std::size_t>(j)].begin(), out.coef[static_cast<std::size_t>(j)].end(),
+                  c.mutable_data());
+        coef.append(c);
+    }
+    py::array_t<double> variance({static_cast<py::ssize_t>(m), static_cast<py::ssize_t>(K)});
+    std::copy(out.variance.begin(), out.variance.end(), variance.mutable_data());
+    py::dict result;
+    result["coef"] = coef;
+    result["variance"] = variance;
+    result["weights"] = py::array_t<double>(static_cast<py::ssize_t>(K), out.weight.data());
+    result["responsibilities"] = resp;
+    result["loglik_trace"] = py::array_t<double>(static_cast<py::ssize_t>(out.trace.size()), out.trace.data());
+    result["converged"] = out.converged;
+    return result;
+}
+
 }  // namespace
 
 void register_mixreg(py::module_& parent) {
@@ -106,6 +185,12 @@ void register_mixreg(py::module_& parent) {
           "EM for a mixture of K linear regressions started from the responsibilities resp0 (n, K); returns a "
           "dict with coef (K, p), variance (K,), weights (K,), responsibilities (n, K), loglik_trace and "
           "converged.");
+    m.def("joint_em", &joint_em, py::arg("Y"), py::arg("designs"), py::arg("resp0"), py::kw_only(),
+          py::arg("max_iter"), py::arg("tol"), py::arg("ridge"), py::arg("min_variance"),
+          "Joint EM of one latent with K groups over the m columns of Y (n, m), node j regressed on "
+          "designs[j] (n, p_j), from responsibilities resp0 (n, K); min_variance (m,) per-node variance "
+          "floors. Returns a dict with coef (list of (K, p_j)), variance (m, K), weights (K,) (0 for a "
+          "retired group), responsibilities (n, K), loglik_trace and converged.");
 }
 
 }  // namespace certkit

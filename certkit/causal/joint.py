@@ -111,89 +111,34 @@ def joint_parameters(n_components: int, n_regressors: Sequence[int]) -> int:
     return sum(n_components * (p + 1) for p in n_regressors) + n_components - 1
 
 
-def _node_terms(Y: np.ndarray, designs: Sequence[np.ndarray]) -> list[tuple[np.ndarray, np.ndarray]]:
-    """Per node, the rows of ``phi phi'`` (n, p*p) and ``y phi`` (n, p): the M-step is two products."""
-    return [
-        ((d[:, :, None] * d[:, None, :]).reshape(d.shape[0], -1), Y[:, [j]] * d)
-        for j, d in enumerate(designs)
-    ]
-
-
-def _m_step(
-    Y: np.ndarray,
-    designs: Sequence[np.ndarray],
-    terms: Sequence[tuple[np.ndarray, np.ndarray]],
-    resp: np.ndarray,
-    floors: np.ndarray,
-) -> tuple[list[np.ndarray], np.ndarray, np.ndarray]:
-    """Weighted least squares per node and group; returns coefficients, variances and log-densities.
-
-    ``G_k = sum_i r_ik phi_i phi_i'`` plus the relative ridge ``RIDGE * G_k[a, a]`` of the single-node
-    kernel, ``beta_k = G_k^{-1} sum_i r_ik y_i phi_i``, ``var_k = max(sum_i r_ik e_ik^2 / N_k, floor)``.
-    """
-    n, K = resp.shape
-    count = resp.sum(axis=0)
-    coefs, variances = [], np.empty((Y.shape[1], K))
-    logdens = np.zeros((n, K))
-    for j, (design, (outer, ydesign)) in enumerate(zip(designs, terms)):
-        p = design.shape[1]
-        gram = (resp.T @ outer).reshape(K, p, p)
-        diag = np.einsum("kaa->ka", gram)
-        gram[:, np.arange(p), np.arange(p)] += RIDGE * np.where(diag > 0.0, diag, 1.0)
-        coef = np.linalg.solve(gram, (resp.T @ ydesign)[:, :, None])[:, :, 0]
-        resid = Y[:, [j]] - design @ coef.T
-        variance = np.maximum((resp * resid**2).sum(axis=0) / count, floors[j])
-        coefs.append(coef)
-        variances[j] = variance
-        logdens -= 0.5 * (np.log(variance) + _LOG_2PI + resid**2 / variance)
-    return coefs, variances, logdens
-
-
 def _em(
     Y: np.ndarray,
     designs: Sequence[np.ndarray],
-    terms: Sequence[tuple[np.ndarray, np.ndarray]],
     resp: np.ndarray,
     floors: np.ndarray,
     *,
     max_iter: int,
     tol: float,
 ) -> dict[str, Any]:
-    """EM from the responsibilities ``resp``: M-step, then E-step, until ``|ΔL| <= tol * n``.
+    """EM from the responsibilities ``resp`` in C++ (``certkit._core.mixreg.joint_em``).
 
-    Groups with fewer effective samples than the largest regression has parameters plus one are
-    retired (dropped) before the M-step, as the single-node kernel does.
+    Each iteration retires groups with fewer effective samples than the largest regression has
+    parameters plus one, runs the M-step (weighted least squares per node and group) and the E-step,
+    and stops when ``|ΔL| <= tol * n``; retired groups are dropped from the result.
     """
-    n = resp.shape[0]
-    need = max(d.shape[1] for d in designs) + 1
-    trace: list[float] = []
-    converged = False
-    for it in range(max_iter + 1):
-        live = resp.sum(axis=0) >= need
-        if not live.all():
-            resp = resp[:, live]
-            if resp.shape[1] == 0:
-                raise ValueError("every group was retired (too few samples per group); use fewer groups")
-            total = resp.sum(axis=1, keepdims=True)
-            # A sample held only by retired groups (hard starts) restarts uniform over the live ones.
-            resp = np.where(total > 0.0, resp / np.where(total > 0.0, total, 1.0), 1.0 / resp.shape[1])
-        coefs, variances, logdens = _m_step(Y, designs, terms, resp, floors)
-        weights = resp.sum(axis=0) / n
-        logp = np.log(weights) + logdens
-        lse = logsumexp(logp, axis=1)
-        resp = np.exp(logp - lse[:, None])
-        trace.append(float(lse.sum()))
-        if it > 0 and abs(trace[-1] - trace[-2]) <= tol * n:
-            converged = True
-            break
+    from certkit._core import mixreg
+
+    out = mixreg.joint_em(
+        Y, list(designs), resp, max_iter=max_iter, tol=tol, ridge=RIDGE, min_variance=floors
+    )
+    live = out["weights"] > 0.0
     return {
-        "coef": coefs,
-        "variance": variances,
-        "weights": weights,
-        "responsibilities": resp,
-        "logdens": logdens,
-        "trace": np.asarray(trace),
-        "converged": converged,
+        "coef": [c[live] for c in out["coef"]],
+        "variance": out["variance"][:, live],
+        "weights": out["weights"][live],
+        "responsibilities": np.ascontiguousarray(out["responsibilities"][:, live]),
+        "trace": out["loglik_trace"],
+        "converged": out["converged"],
     }
 
 
@@ -228,7 +173,10 @@ def default_starts(
     points = _residual_points(Y, designs)
     starts = [np.asarray(s, dtype=np.float64) for s in extra]
     gmm = GaussianMixture(
-        n_components, covariance_type="diag", n_init=1, random_state=int(rng.integers(2**31 - 1))
+        n_components,
+        covariance_type="diag",
+        init_params="k-means++",
+        random_state=int(rng.integers(2**31 - 1)),
     )
     starts.append(gmm.fit(points).predict_proba(points))
     n = points.shape[0]
@@ -261,12 +209,11 @@ def joint_em(
     Y = X[:, list(nodes)]
     designs = [np.column_stack([np.ones(n), X[:, list(pa)]]) for pa in parents]
     floors = min_variance * Y.var(axis=0)
-    terms = _node_terms(Y, designs)
     burn_in = min(BURN_IN, max_iter) if len(starts) > 1 else max_iter
     best = None
     for resp0 in starts:
         try:
-            out = _em(Y, designs, terms, resp0, floors, max_iter=burn_in, tol=tol)
+            out = _em(Y, designs, resp0, floors, max_iter=burn_in, tol=tol)
         except ValueError:
             continue
         if best is None or out["trace"][-1] > best["trace"][-1]:
@@ -278,7 +225,7 @@ def joint_em(
     n_iter = best["trace"].size - 1
     if not best["converged"] and n_iter < max_iter:
         more = max_iter - n_iter - 1
-        rest = _em(Y, designs, terms, best["responsibilities"], floors, max_iter=more, tol=tol)
+        rest = _em(Y, designs, best["responsibilities"], floors, max_iter=more, tol=tol)
         rest["trace"] = np.concatenate([best["trace"], rest["trace"]])
         best = rest
     return _result(best, nodes, parents, designs, n)

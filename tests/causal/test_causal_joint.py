@@ -219,3 +219,73 @@ def test_max_groups_lets_a_shared_latent_have_more_groups_than_one_node():
     assert [v.n_components for v in four.mixing_variables_] == [4]
     assert ari(z, four.group_labels_[:, 0]) > 0.9 > ari(z, two.group_labels_[:, 0])
     assert four.score_ < two.score_
+
+
+def _kernel_case(seed, K, retire=False):
+    gen = np.random.default_rng(seed)
+    n, m = 300, 3
+    X = gen.standard_normal((n, 2))
+    shifted = X @ gen.standard_normal(2) + 2.0 * gen.integers(0, K, n)
+    Y = np.column_stack([shifted, *gen.standard_normal((m - 1, n))])
+    designs = [np.column_stack([np.ones(n), X[:, : j % 3]]) for j in range(m)]
+    resp = gen.dirichlet(np.ones(K), size=n)
+    if retire:  # group K-1 starts with two samples only: retired at the first iteration
+        resp = np.zeros((n, K))
+        resp[np.arange(n), gen.integers(0, K - 1, n)] = 1.0
+        resp[:2] = 0.0
+        resp[:2, K - 1] = 1.0
+    floors = 1e-3 * Y.var(axis=0)
+    return Y, designs, resp, floors
+
+
+@pytest.mark.parametrize(("seed", "K", "retire"), [(0, 2, False), (1, 3, False), (2, 4, False), (3, 3, True)])
+def test_joint_kernel_equals_the_numpy_reference(seed, K, retire):
+    from _reference_joint_em import reference_joint_em
+
+    from certkit._core import mixreg
+
+    Y, designs, resp, floors = _kernel_case(seed, K, retire)
+    for max_iter, tol in [(0, 1e-5), (7, 0.0), (200, 1e-9)]:
+        ref = reference_joint_em(Y, designs, resp, floors, max_iter=max_iter, tol=tol)
+        out = mixreg.joint_em(Y, designs, resp, max_iter=max_iter, tol=tol, ridge=RIDGE, min_variance=floors)
+        live = out["weights"] > 0
+        assert live.sum() == (K - 1 if retire else K)
+        np.testing.assert_allclose(out["weights"][live], ref["weights"], rtol=1e-10)
+        np.testing.assert_allclose(out["responsibilities"][:, live], ref["responsibilities"], atol=1e-9)
+        np.testing.assert_allclose(out["loglik_trace"], ref["trace"], rtol=1e-10)
+        np.testing.assert_allclose(out["variance"][:, live], ref["variance"], rtol=1e-8)
+        for c, r in zip(out["coef"], ref["coef"]):
+            np.testing.assert_allclose(c[live], r, rtol=1e-7, atol=1e-9)
+        assert out["converged"] == ref["converged"]
+
+
+@pytest.mark.parametrize(
+    ("change", "match"),
+    [
+        ("designs", "one design per column of Y"),
+        ("rows", "resp0 must have one row per row of Y"),
+        ("sum", "resp0 rows must sum to 1"),
+        ("nan", "Y must be finite"),
+        ("floors", "min_variance must hold one floor per column"),
+        ("design_rows", "designs\\[0\\] must be 2-D with n = 300 rows"),
+    ],
+)
+def test_joint_kernel_rejects_bad_arguments(change, match):
+    from certkit._core import mixreg
+
+    Y, designs, resp, floors = _kernel_case(0, 2)
+    if change == "designs":
+        designs = designs[:2]
+    elif change == "rows":
+        resp = resp[:10]
+    elif change == "sum":
+        resp = resp * 2
+    elif change == "nan":
+        Y = Y.copy()
+        Y[0, 0] = np.nan
+    elif change == "floors":
+        floors = floors[:2]
+    elif change == "design_rows":
+        designs = [designs[0][:5], *designs[1:]]
+    with pytest.raises(ValueError, match=match):
+        mixreg.joint_em(Y, designs, resp, max_iter=5, tol=1e-5, ridge=RIDGE, min_variance=floors)
