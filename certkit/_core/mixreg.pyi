@@ -67,3 +67,55 @@ def em(
     ValueError
         If an argument is out of range or shapes disagree, or if every component was retired.
     """
+
+class JointEmResult(TypedDict):
+    coef: list[npt.NDArray[np.float64]]
+    variance: npt.NDArray[np.float64]
+    weights: npt.NDArray[np.float64]
+    responsibilities: npt.NDArray[np.float64]
+    loglik_trace: npt.NDArray[np.float64]
+    converged: bool
+
+def joint_em(
+    Y: npt.ArrayLike,
+    designs: list[npt.ArrayLike],
+    resp0: npt.ArrayLike,
+    *,
+    max_iter: int,
+    tol: float,
+    ridge: float,
+    min_variance: npt.ArrayLike,
+) -> JointEmResult:
+    """Joint EM of one latent over m nodes (kernel: csrc/mixjoint.hpp; ``certkit.causal.fit_joint_mixture``).
+
+    ``p(x_i) = sum_k w_k prod_j N(Y_ij; designs[j]_i' beta_jk, var_jk)``. Each iteration retires the
+    groups with fewer than ``max_j p_j + 1`` effective samples (their samples' responsibility moves to the
+    live groups; a sample held only by retired groups becomes uniform), runs the M-step per node and
+    group (``beta = (G + diag(ridge * G_aa))^{-1} b``, ``var = max(sum r e^2 / N_k, min_variance[j])``,
+    ``w_k = N_k / n``) and the log-space E-step, and stops after the iteration whose log-likelihood changed
+    by at most ``tol * n``. Single-threaded, deterministic, GIL released.
+
+    Parameters
+    ----------
+    Y : array_like of float64, shape (n, m)
+        One column per node (finite).
+    designs : list of array_like of float64, shapes (n, p_j)
+        Node j's regressors including the intercept column.
+    resp0 : array_like of float64, shape (n, K)
+        Starting responsibilities (>= 0, rows summing to 1 within 1e-6).
+    max_iter, tol, ridge
+        As in ``em``.
+    min_variance : array_like of float64, shape (m,)
+        Per-node variance floors (> 0).
+
+    Returns
+    -------
+    dict
+        ``coef`` (list of (K, p_j)), ``variance`` (m, K), ``weights`` (K,) with 0 for a retired group,
+        ``responsibilities`` (n, K), ``loglik_trace``, ``converged``.
+
+    Raises
+    ------
+    ValueError
+        If an argument is out of range or shapes disagree, or if every group was retired.
+    """
