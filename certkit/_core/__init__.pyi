@@ -4,7 +4,7 @@ One submodule per domain, each registered by `register_<domain>` in `csrc/<domai
 
 | submodule | kernels |
 |---|---|
-| `certkit._core.mixreg` | EM for mixtures of linear regressions (fused weighted Gram + log-space E-step); joint EM of one latent over several nodes |
+| `certkit._core.mixreg` | EM for mixtures of linear regressions; joint EM of one latent over several nodes |
 | `certkit._core.rng` | `random_uint64`: raw draws of the counter-based generator |
 | `certkit._core.subsample` | `indices`, `deletion_masks`: the subsamples of the subsampling certificates |
 | `certkit._core.votes` | `subsample`, `partition`: inclusion votes of a score rule over subsamples / parts |
