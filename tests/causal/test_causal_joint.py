@@ -289,3 +289,22 @@ def test_joint_kernel_rejects_bad_arguments(change, match):
         designs = [designs[0][:5], *designs[1:]]
     with pytest.raises(ValueError, match=match):
         mixreg.joint_em(Y, designs, resp, max_iter=5, tol=1e-5, ridge=RIDGE, min_variance=floors)
+
+
+@pytest.mark.slow
+def test_no_false_mixing_in_20_runs_without_a_latent():
+    """Issue 22 acceptance: linear-Gaussian data with no mixture never gets a mixing variable."""
+    from certkit.causal import CausalMixtureModel
+
+    reported = []
+    for seed in range(20):
+        gen = np.random.default_rng([seed, 22])
+        d, n = 6, 600
+        X = np.zeros((n, d))
+        for j in range(d):  # a random DAG in column order, weights +-U[0.5, 1.2]
+            parents = np.flatnonzero(gen.uniform(size=j) < 0.4)
+            weights = gen.choice([-1.0, 1.0], parents.size) * gen.uniform(0.5, 1.2, parents.size)
+            X[:, j] = X[:, parents] @ weights + gen.uniform(0.5, 1.0) * gen.standard_normal(n)
+        model = CausalMixtureModel(rng=seed).fit(X)
+        reported.append(int(model.n_components_.max()))
+    assert reported == [1] * 20
