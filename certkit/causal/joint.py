@@ -13,6 +13,7 @@ the labels of one node.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -166,19 +167,27 @@ def default_starts(
     rng: np.random.Generator,
     extra: Sequence[np.ndarray] = (),
 ) -> list[np.ndarray]:
-    """Starting responsibilities: ``extra`` (e.g. labels of single nodes, a warm start), a Gaussian
-    mixture on the set's standardised residuals, then ``n_init - 1`` random anchor partitions of them."""
+    """Starting responsibilities: ``extra`` (e.g. labels of single nodes, a warm start), a diagonal
+    Gaussian mixture on the set's standardised least-squares residuals, a full-covariance Gaussian
+    mixture on the standardised columns of the set and its parents, then ``n_init - 1`` random anchor
+    partitions of the residuals."""
+    from sklearn.exceptions import ConvergenceWarning
     from sklearn.mixture import GaussianMixture
 
     points = _residual_points(Y, designs)
+    columns = np.unique(np.column_stack([Y, *(d[:, 1:] for d in designs)]), axis=1)
+    columns = (columns - columns.mean(axis=0)) / columns.std(axis=0)
     starts = [np.asarray(s, dtype=np.float64) for s in extra]
-    gmm = GaussianMixture(
-        n_components,
-        covariance_type="diag",
-        init_params="k-means++",
-        random_state=int(rng.integers(2**31 - 1)),
-    )
-    starts.append(gmm.fit(points).predict_proba(points))
+    for data, covariance in ((points, "diag"), (columns, "full")):
+        gmm = GaussianMixture(
+            n_components,
+            covariance_type=covariance,
+            init_params="k-means++",
+            random_state=int(rng.integers(2**31 - 1)),
+        )
+        with warnings.catch_warnings():  # an unconverged start is still a start: EM continues from it
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            starts.append(gmm.fit(data).predict_proba(data))
     n = points.shape[0]
     for _ in range(n_init - 1):
         anchors = points[rng.choice(n, size=n_components, replace=False)]
