@@ -71,11 +71,13 @@ class CausalMixtureModel(BaseEstimator):
     Each node $X_j$ is a mixture of $K_j$ linear-Gaussian regressions on its parents
     ($K_j = 1$: an invariant mechanism). The local score is the BIC of the best mixture over
     $K = 1, \\dots,$ ``max_components`` (EM in C++), the graph comes from a TOPIC-style
-    topological-order search (or GES with the same score), and nodes whose mixture labels share
-    information are grouped into mixing variables.
+    topological-order search (or GES with the same score). Each mixing variable is one latent fitted
+    jointly over the nodes it switches (one EM whose likelihood is the product of their per-group
+    regressions), and its set is grown, pruned and merged while the total BIC decreases.
 
-    Directions between $K = 1$ nodes are not identified by the linear-Gaussian BIC (score-equivalent
-    graphs): ties are broken by column index, so those orientations are arbitrary, and
+    Directions between $K = 1$ nodes with no v-structure nearby are not identified by the
+    linear-Gaussian BIC (score-equivalent graphs): ties are broken by column index, so those
+    orientations are arbitrary (``identified_`` says which are not), and
     ``max_components=1`` is a greedy search, not a guaranteed BIC optimum. EM local optima, non-Gaussian
     noise (which inflates $K$) and the mixing threshold have measured limits listed in docs/causal.md.
 
@@ -123,21 +125,36 @@ class CausalMixtureModel(BaseEstimator):
     order_ : tuple of int
         Topological order found by the search.
     n_components_ : ndarray (d,) of int
-        Number of mechanisms per node.
+        Number of mechanisms per node: the ``K`` of its mixing variable, 1 outside every set.
     labels_ : ndarray (n, d) of int
-        Per-node hard labels (all 0 for ``K = 1``).
+        Per-node hard labels: those of the node's mixing variable (all 0 for an invariant node).
     responsibilities_ : list of ndarray
-        Per node, the soft labels (n, K_j).
+        Per node, the soft labels (n, K_j) of its mixing variable.
     mechanisms_ : list of MixtureRegressionResult
-        The fitted mixture of every node given its parents.
+        Every node's mechanism given its parents: the per-group coefficients and scales of its mixing
+        variable's joint fit (``loglik``/``bic``: the node's own mixture likelihood under them), or
+        the least-squares fit of an invariant node.
+    mixing_variables_ : list of JointMixtureResult
+        One joint fit per mixing variable (nodes, parents, per-group mechanisms, weights,
+        responsibilities, labels, joint BIC).
     mixing_sets_ : list of frozenset
-        Nodes switched by the same latent variable.
+        Nodes switched by the same latent variable (``mixing_variables_[m].nodes``).
     group_labels_ : ndarray (n, len(mixing_sets_)) of int
-        Per-sample group of each mixing variable.
+        Per-sample group of each mixing variable (group 0 the largest).
     mixing_ami_ : ndarray (d, d)
-        Adjusted mutual information between node labels.
+        Adjusted mutual information between the labels of the nodes fitted alone (the seeds of the
+        set search).
+    cpdag_ : ndarray (d, d) of int
+        The orientations the data identify: ``cpdag_[i, j] = 1, cpdag_[j, i] = 0`` for an identified
+        ``i -> j``, both 1 for an edge either orientation fits (see ``certkit.causal.cpdag``).
+    identified_ : ndarray (d, d) of bool
+        True for each edge of ``adjacency_`` whose orientation is identified (by v-structures or
+        mixing variables, propagated by Meek's rules); other orientations are arbitrary.
     node_scores_ : ndarray (d,)
-        Local BIC of each node given its parents; ``score_`` is their sum.
+        Local BIC of each node fitted alone given its parents (the search's score).
+    score_ : float
+        Total BIC of the model: the joint BIC of every mixing variable plus the ``K = 1`` BIC of
+        every other node.
     n_scores_ : int
         Number of distinct local scores computed.
     feature_names_in_ : tuple of str
