@@ -20,7 +20,7 @@ from certkit._validation import (
     seed_from_rng,
 )
 from certkit.causal.equivalence import cpdag, identified_orientations
-from certkit.causal.joint import JointMixtureResult, node_mechanism
+from certkit.causal.joint import node_mechanism
 from certkit.causal.mixing import _link_sets, form_mixing_variables
 from certkit.causal.mixture_regression import MixtureRegressionResult, n_mixture_parameters
 from certkit.causal.score import LatentBIC, ScoreSettings, fit_node
@@ -291,15 +291,9 @@ class CausalMixtureModel(BaseEstimator):
         hints = {j: m.responsibilities for j, m in enumerate(search_fits) if m.n_components > 1}
         # Two starts of the set search, the lower total BIC wins: the nodes' own linked labels, and
         # one latent over every node (pruned by the search when only some nodes change).
-        best_total = np.inf
-        for seed_sets in (seeds, [range(d)]):
-            variables, fits = form_mixing_variables(
-                X, parents, seed_sets, settings, hints=hints, max_groups=max_groups
-            )
-            total = _total_score(variables, fits)
-            if total < best_total:
-                best_total, self.mixing_variables_, invariant = total, variables, fits
-        self.score_ = float(best_total)
+        self.mixing_variables_, invariant, self.score_ = form_mixing_variables(
+            X, parents, [seeds, [range(d)]], settings, hints=hints, max_groups=max_groups
+        )
         self.mixing_sets_ = [frozenset(v.nodes) for v in self.mixing_variables_]
         self.group_labels_ = np.zeros((n, len(self.mixing_variables_)), dtype=np.int64)
         mechanisms = [node_mechanism(invariant[j], 0, X) for j in range(d)]
@@ -385,13 +379,6 @@ class CausalMixtureModel(BaseEstimator):
             + (", ".join(open_edges) or "none")
         )
         return "\n".join(lines)
-
-
-def _total_score(variables: list[JointMixtureResult], invariant: list[JointMixtureResult]) -> float:
-    """Joint BIC of every mixing variable plus the ``K = 1`` BIC of every node outside them."""
-    grouped = {j for variable in variables for j in variable.nodes}
-    rest = sum(fit.bic for j, fit in enumerate(invariant) if j not in grouped)
-    return float(sum(variable.bic for variable in variables) + rest)
 
 
 def _topological_order(adjacency: np.ndarray) -> tuple[int, ...]:

@@ -159,67 +159,22 @@ class _SetFitter:
         return self._warm[key]
 
 
-def form_mixing_variables(
-    X: np.ndarray,
-    parents: Sequence[Sequence[int]],
-    seeds: Sequence[Iterable[int]],
-    settings: ScoreSettings,
-    *,
-    hints: dict[int, np.ndarray] | None = None,
-    max_groups: int | None = None,
-    max_rounds: int | None = None,
-) -> tuple[list[JointMixtureResult], list[JointMixtureResult]]:
-    """Mixing variables by joint fits, grown, pruned and merged while the total BIC decreases.
+def _total(variables: Sequence[JointMixtureResult], invariant: np.ndarray) -> float:
+    grouped = {v for fit in variables for v in fit.nodes}
+    rest = sum(bic for v, bic in enumerate(invariant) if v not in grouped)
+    return float(sum(fit.bic for fit in variables) + rest)
 
-    The total score is the joint BIC of every mixing set (one latent per set, see
-    ``fit_joint_mixture``) plus the BIC of every other node's invariant (``K = 1``) mechanism.
-    Starting from ``seeds`` (each fitted jointly with ``K`` by BIC; a set whose best ``K`` is 1
-    dissolves), each round applies the single move that lowers the total score most:
 
-    * add a node outside every set to a set (its mechanism conditioned on that latent; a node whose
-      own BIC chose ``K = 1`` can join),
-    * remove a node from a set (it becomes invariant),
-    * merge two sets into one latent,
-
-    where a candidate is fitted from the current responsibilities, and the changed set is then refitted
-    with ``K`` by BIC. It stops at a fixed point (no move lowers the score) or after ``max_rounds``
-    (default ``4 d``) rounds; the score decreases at every round, so it cannot cycle.
-
-    Parameters
-    ----------
-    X : ndarray (n, d)
-        Validated float64 data.
-    parents : sequence of sequence of int
-        The parents of every node (the fitted graph).
-    seeds : sequence of iterable of int
-        Initial disjoint sets (e.g. ``find_mixing_sets`` on the nodes' own labels).
-    settings : ScoreSettings
-        EM options, ``max_components`` and the seed.
-    hints : dict, optional
-        Extra EM starts per node: responsibilities (n, K) of its own mixture.
-    max_groups : int, optional
-        Largest number of groups of a mixing variable (default ``settings.max_components``).
-    max_rounds : int, optional
-        Most moves (default ``4 d``).
-
-    Returns
-    -------
-    variables : list of JointMixtureResult
-        The mixing variables, ordered by their smallest node.
-    invariant : list of JointMixtureResult
-        Each node's ``K = 1`` fit given its parents (its invariant mechanism and BIC).
-    """
-    d = X.shape[1]
-    groups = settings.max_components if max_groups is None else max_groups
-    fitter = _SetFitter(X, parents, settings, dict(hints or {}), groups)
-    invariant_fits = [fitter.invariant([v]) for v in range(d)]
-    invariant = np.array([fit.bic for fit in invariant_fits])
+def _set_search(
+    fitter: _SetFitter, seeds: Sequence[Iterable[int]], invariant: np.ndarray, rounds: int
+) -> list[JointMixtureResult]:
+    """The add / remove / merge search from one seed grouping (see ``form_mixing_variables``)."""
+    d = invariant.size
     current: list[JointMixtureResult] = []
     for seed in seeds:
         fit = fitter.best(seed)
         if fit.n_components > 1:
             current.append(fit)
-    rounds = 4 * d if max_rounds is None else max_rounds
     for _ in range(rounds):
         taken = {v for fit in current for v in fit.nodes}
         # (change of the total score, indices of the sets replaced, the candidate fit)
@@ -256,4 +211,75 @@ def form_mixing_variables(
         if refit.n_components > 1:
             current.append(refit)
     current.sort(key=lambda fit: fit.nodes[0])
-    return current, invariant_fits
+    return current
+
+
+def form_mixing_variables(
+    X: np.ndarray,
+    parents: Sequence[Sequence[int]],
+    starts: Sequence[Sequence[Iterable[int]]],
+    settings: ScoreSettings,
+    *,
+    hints: dict[int, np.ndarray] | None = None,
+    max_groups: int | None = None,
+    max_rounds: int | None = None,
+) -> tuple[list[JointMixtureResult], list[JointMixtureResult], float]:
+    """Mixing variables by joint fits, grown, pruned and merged while the total BIC decreases.
+
+    The total score is the joint BIC of every mixing set (one latent per set, see
+    ``fit_joint_mixture``) plus the BIC of every other node's invariant (``K = 1``) mechanism.
+    From each seed grouping in ``starts`` (its sets fitted jointly with ``K`` by BIC; a set whose best
+    ``K`` is 1 dissolves), each round applies the single move that lowers the total score most:
+
+    * add a node outside every set to a set (its mechanism conditioned on that latent; a node whose
+      own BIC chose ``K = 1`` can join),
+    * remove a node from a set (it becomes invariant),
+    * merge two sets into one latent,
+
+    where a candidate is fitted from the current responsibilities, and the changed set is then refitted
+    with ``K`` by BIC. A search stops at a fixed point (no move lowers the score) or after
+    ``max_rounds`` (default ``4 d``) rounds; the score decreases at every round, so it cannot cycle.
+    The result of the start with the lowest total score is returned (the first on ties); the starts
+    share their fits (memoised on the node set).
+
+    Parameters
+    ----------
+    X : ndarray (n, d)
+        Validated float64 data.
+    parents : sequence of sequence of int
+        The parents of every node (the fitted graph).
+    starts : sequence of seed groupings
+        Each a sequence of disjoint node sets (e.g. ``find_mixing_sets`` on the nodes' own labels, or
+        one set of every node).
+    settings : ScoreSettings
+        EM options, ``max_components`` and the seed.
+    hints : dict, optional
+        Extra EM starts per node: responsibilities (n, K) of its own mixture.
+    max_groups : int, optional
+        Largest number of groups of a mixing variable (default ``settings.max_components``).
+    max_rounds : int, optional
+        Most moves per start (default ``4 d``).
+
+    Returns
+    -------
+    variables : list of JointMixtureResult
+        The mixing variables, ordered by their smallest node.
+    invariant : list of JointMixtureResult
+        Each node's ``K = 1`` fit given its parents (its invariant mechanism and BIC).
+    score : float
+        The total score of ``variables``.
+    """
+    d = X.shape[1]
+    groups = settings.max_components if max_groups is None else max_groups
+    fitter = _SetFitter(X, parents, settings, dict(hints or {}), groups)
+    invariant_fits = [fitter.invariant([v]) for v in range(d)]
+    invariant = np.array([fit.bic for fit in invariant_fits])
+    rounds = 4 * d if max_rounds is None else max_rounds
+    best: list[JointMixtureResult] = []
+    best_score = _total(best, invariant)
+    for seeds in starts:
+        variables = _set_search(fitter, seeds, invariant, rounds)
+        score = _total(variables, invariant)
+        if score < best_score:
+            best, best_score = variables, score
+    return best, invariant_fits, best_score

@@ -120,7 +120,8 @@ def test_a_node_whose_own_bic_chose_one_mechanism_joins_the_set():
     parents = [[], [0], [], []]
     settings = ScoreSettings(max_components=3)
     assert fit_node(X, 2, [], settings).n_components == 1  # its own BIC prefers one mechanism
-    variables, invariant = form_mixing_variables(X, parents, [{0, 1}], settings)
+    variables, invariant, score = form_mixing_variables(X, parents, [[{0, 1}]], settings)
+    assert score == pytest.approx(variables[0].bic + invariant[3].bic)
     assert [v.nodes for v in variables] == [(0, 1, 2)]
     assert variables[0].n_components == 2
     without = fit_joint_mixture(X, [0, 1], [[], [0]], 2, rng=0)
@@ -133,7 +134,7 @@ def test_two_seeds_of_one_latent_merge_and_a_false_member_leaves():
     n = 1000
     z = gen.integers(0, 2, n)
     X = np.column_stack([3.0 * z + gen.standard_normal(n) for _ in range(3)] + [gen.standard_normal(n)])
-    variables, _ = form_mixing_variables(X, [[], [], [], []], [{0}, {1, 3}, {2}], ScoreSettings())
+    variables, _, _ = form_mixing_variables(X, [[], [], [], []], [[{0}, {1, 3}, {2}]], ScoreSettings())
     assert [v.nodes for v in variables] == [(0, 1, 2)]
     assert ari(z, variables[0].labels) > 0.95
 
@@ -142,8 +143,10 @@ def test_no_mixing_set_survives_without_a_latent():
     gen = np.random.default_rng(4)
     X = gen.standard_normal((800, 3))
     X[:, 1] += 0.5 * X[:, 0]
-    variables, _ = form_mixing_variables(X, [[], [0], []], [{0, 1, 2}], ScoreSettings())
+    variables, _, score = form_mixing_variables(X, [[], [0], []], [[{0, 1, 2}], [{0}, {1}]], ScoreSettings())
     assert variables == []
+    invariant = [fit_joint_mixture(X, [j], [pa], 1).bic for j, pa in enumerate([[], [0], []])]
+    assert score == pytest.approx(sum(invariant))
 
 
 @pytest.mark.parametrize(
