@@ -21,16 +21,16 @@ def _vector(text: str) -> np.ndarray:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of the subcommand."""
-    d = argparse.ArgumentDefaultsHelpFormatter
-    parser.formatter_class = d
     parser.add_argument(
         "--data",
         metavar="FILE.npz",
-        help="logged data: x_pre, x_post, moved, action, reward, pscore arrays (default: simulate)",
+        help="logged data: a NumPy .npz archive (numpy.savez) of the arrays x_pre, x_post, moved, action, "
+        "reward, pscore (default: simulate)",
     )
     parser.add_argument("--n", type=int, default=4000, help="simulated logged agents (default %(default)s)")
     parser.add_argument(
-        "--logging-theta", type=_vector, default="1,1", help="logging policy θ (default %(default)s)"
+        "--logging-theta", type=_vector, default="1,1",
+        help="logging policy θ, one entry per covariate (default %(default)s)",
     )
     parser.add_argument(
         "--logging-tau", type=float, default=1.0, help="logging policy τ (default %(default)s)"
@@ -62,6 +62,48 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--confidence-level", type=float, default=0.95, help="confidence level (default %(default)s)"
     )
     parser.add_argument("--seed", type=int, default=0, help="random seed (default %(default)s)")
+
+
+_NPZ_KEYS = "x_pre, x_post, moved, action, reward, pscore"
+
+
+def _load(path: str):
+    """The logged data in `path`, a .npz archive; ValueError naming --data and the accepted format."""
+    import zipfile
+
+    from certkit.ope import StrategicData
+
+    want = f"a NumPy .npz archive (numpy.savez) of the arrays {_NPZ_KEYS}"
+    try:
+        loaded = np.load(path, allow_pickle=False)
+    except (ValueError, EOFError, zipfile.BadZipFile):
+        raise ValueError(f"data: {path} is not {want}") from None
+    if not isinstance(loaded, np.lib.npyio.NpzFile):
+        raise ValueError(f"data: {path} holds a single array; expected {want}")
+    with loaded as f:
+        missing = [k for k in _NPZ_KEYS.split(", ") if k not in f.files]
+        if missing:
+            raise ValueError(f"data: {path} lacks the arrays {missing}; expected {want}")
+        return StrategicData(**{k: f[k] for k in f.files})
+
+
+def _check_thetas(args: argparse.Namespace, n_features: int | None) -> None:
+    """--logging-theta and --target-theta have one entry per covariate (ValueError naming the option)."""
+    lt, tt = args.logging_theta.size, args.target_theta.size
+    if n_features is not None:
+        for dest, size in (("logging_theta", lt), ("target_theta", tt)):
+            if size != n_features:
+                raise ValueError(
+                    f"{dest} has {size} entries; the data have {n_features} covariates (one entry each)"
+                )
+    elif lt != tt:
+        # Lead with the option whose length differs from the defaults' (two covariates).
+        first, second = ("target_theta", "logging_theta") if lt == 2 else ("logging_theta", "target_theta")
+        sizes = {"logging_theta": lt, "target_theta": tt}
+        raise ValueError(
+            f"{first} has {sizes[first]} entries and --{second.replace('_', '-')} {sizes[second]}; both need "
+            "one entry per covariate"
+        )
 
 
 def _policies(args: argparse.Namespace):
@@ -100,15 +142,15 @@ def _table(data, pi, pi0, resp, *, bootstrap=None, cross_fit=None, level=0.95, r
 
 def run(args: argparse.Namespace) -> int:
     """Fit the response model, run every estimator and print the comparison."""
-    from certkit.ope import LogNormalCostResponse, StrategicData, StrategicSimulator
+    from certkit.cli import _error_message
+    from certkit.ope import LogNormalCostResponse, StrategicSimulator
 
     try:
+        data = _load(args.data) if args.data else None
+        _check_thetas(args, None if data is None else data.x_pre.shape[1])
         pi0, pi = _policies(args)
         sim = None
-        if args.data:
-            with np.load(args.data) as f:
-                data = StrategicData(**{k: f[k] for k in f.files})
-        else:
+        if data is None:
             sim = StrategicSimulator(n_features=pi0.theta.size, benefit=args.benefit)
             data = sim.sample(pi0, args.n, rng=args.seed)
         start = time.perf_counter()
@@ -126,7 +168,12 @@ def run(args: argparse.Namespace) -> int:
         )
         elapsed = time.perf_counter() - start
     except (ValueError, TypeError, OSError, KeyError) as exc:
-        print(f"certkit ope: error: {exc}", file=sys.stderr)
+        parser = argparse.ArgumentParser()
+        add_arguments(parser)  # to write a leading argument name as its flag (n=... -> --n=...)
+        text = _error_message(exc, parser)
+        if not args.data and text.startswith("--data:"):  # the simulated data, not a --data file
+            text = "simulated data:" + text[len("--data:"):]
+        print(f"certkit ope: error: {text}", file=sys.stderr)
         return 2
     print(
         f"logging policy {pi0}\ntarget policy  {pi}\n{data.n} logged agents, {int(data.moved.sum())} moved\n"

@@ -19,6 +19,7 @@ from scipy.stats import norm
 from certkit._results import ConfidenceInterval, ResultMixin, format_table
 from certkit._typing import ExecutorArg, Progress, RNGLike
 from certkit._validation import (
+    check_allocation,
     check_array,
     check_in_options,
     check_integer,
@@ -52,6 +53,10 @@ __all__ = [
 ]
 
 _STRATEGIC = ("dr", "ipw", "dm")
+#: Largest work accepted in one call, in row evaluations (about 1 µs each; 1e10 is hours of computing).
+_MAX_WORK = 1e10
+#: Fixed cost of one replicate or grid point (refits, set-up), in row evaluations.
+_ITEM_OVERHEAD = 2e4
 _NAMES = {
     "dr": "strategic DR",
     "ipw": "strategic IPW",
@@ -216,6 +221,29 @@ def _same_rows(response: Any, data: StrategicData) -> bool:
     return equal(response._fit_x, data.x_pre)
 
 
+def _check_work(count: int, name: str, n: int, *, what: str) -> None:
+    """Raise ValueError naming `name` before `count` repetitions of a pass over `n` rows that would take hours
+    (or whose bookkeeping would not fit in memory)."""
+    operations = float(count) * (float(n) + _ITEM_OVERHEAD)
+    if operations > _MAX_WORK:
+        raise ValueError(
+            f"{name}={count} is too large: {count} {what} of n = {n} rows would need about "
+            f"{operations:.2g} row evaluations (more than {_MAX_WORK:.0e}, hours of computing); reduce {name}"
+        )
+    check_allocation(200.0 * count, name, count, what=f"{count} {what}")
+
+
+def _check_finite(value: float, se: float, data: StrategicData, estimator: str) -> None:
+    """Raise ValueError naming `reward` when the estimate or its standard error overflowed float64."""
+    if np.isfinite(value) and np.isfinite(se):
+        return
+    raise ValueError(
+        f"reward: the {_NAMES.get(estimator, estimator)} estimate overflowed float64 (value {value}, std. "
+        f"error {se}; |reward| up to {float(np.max(np.abs(data.reward))):.3g}); rescale the rewards (e.g. "
+        "divide them by their largest magnitude: the value scales with them)"
+    )
+
+
 def _weight_diagnostics(weight: np.ndarray) -> tuple[float, float]:
     """(max weight, Kish effective sample size (Σw)²/Σw²); ESS is 0 when every weight is 0."""
     total_sq = float(np.sum(weight**2))
@@ -360,6 +388,10 @@ def _validate(
             "data.pscore does not equal logging_policy's probability of the logged action at x_post; "
             "the data were logged under another policy"
         )
+    if data.n < 2:
+        raise ValueError(
+            f"data must have at least 2 rows (a standard error needs two), got {data.n}"
+        )
     if cross_fit is not None:
         cross_fit = check_integer(cross_fit, "cross_fit", minimum=2, maximum=data.n)
     return _Problem(kind, data, target_policy, logging_policy, response, outcome_model, cross_fit)
@@ -451,6 +483,19 @@ def _bootstrap_replicate(prob: _Problem, seed: int) -> float:
     return _estimate(replicate, rng, with_se=False)[0]
 
 
+def _as_estimates(results: list[Any]) -> np.ndarray:
+    """The bootstrap replicates' results as floats; anything else means the executor lost them."""
+    out = np.empty(len(results))
+    for i, r in enumerate(results):
+        if isinstance(r, (bool, np.bool_)) or not isinstance(r, (float, int, np.floating, np.integer)):
+            raise TypeError(
+                f"executor: bootstrap replicate {i} came back as {type(r).__name__}, not a float; the "
+                "executor's futures must return the submitted function's result (future.result())"
+            )
+        out[i] = float(r)
+    return out
+
+
 def _run(
     kind: str,
     data: Any,
@@ -472,7 +517,10 @@ def _run(
     gen = check_rng(rng)
     if bootstrap is not None:
         bootstrap = check_integer(bootstrap, "bootstrap", minimum=2)
-    value, se, resp_se, weight = _estimate(prob, gen)
+        _check_work(bootstrap, "bootstrap", prob.data.n, what="bootstrap replicates")
+    with np.errstate(over="ignore", invalid="ignore"):  # overflow is reported below, naming reward
+        value, se, resp_se, weight = _estimate(prob, gen)
+    _check_finite(value, se, prob.data, kind)
     diagnostics: dict[str, float] = {}
     if weight is not None:
         max_w, ess = _weight_diagnostics(weight)
@@ -481,11 +529,13 @@ def _run(
     boot = None
     if bootstrap is not None:
         seeds = [int(s) for s in gen.integers(0, 2**63 - 1, size=bootstrap, dtype=np.int64)]
-        boot = np.asarray(
+        boot = _as_estimates(
             parallel_map(
                 functools.partial(_bootstrap_replicate, prob), seeds, executor=executor, progress=progress
             )
         )
+        if np.any(np.isinf(boot)):
+            _check_finite(float(boot[np.isinf(boot)][0]), se, prob.data, kind)
         failures = int(np.sum(np.isnan(boot)))
         if failures > 0.1 * bootstrap or bootstrap - failures < 2:
             raise ValueError(
@@ -679,6 +729,8 @@ def plain_dr(reward: Any, action: Any, pscore: Any, action_dist: Any, q_hat: Any
         ("action_dist", action_dist),
         ("q_hat", q_hat),
     )
+    if n < 2:
+        raise ValueError(f"reward must have at least 2 entries (a standard error needs two), got {n}")
     k = action_dist.shape[1]
     if np.any((action < 0) | (action >= k)):
         raise ValueError(f"action must lie in {{0, ..., {k - 1}}} (the columns of action_dist)")
@@ -695,9 +747,16 @@ def plain_dr(reward: Any, action: Any, pscore: Any, action_dist: Any, q_hat: Any
         )
     rows = np.arange(n)
     weight = action_dist[rows, action] / pscore
-    terms = np.sum(action_dist * q_hat, axis=1) + weight * (reward - q_hat[rows, action])
-    value = float(np.mean(terms))
-    se = float(np.std(terms, ddof=1) / np.sqrt(n)) if n > 1 else float("nan")
+    with np.errstate(over="ignore", invalid="ignore"):  # overflow is reported below, naming reward
+        terms = np.sum(action_dist * q_hat, axis=1) + weight * (reward - q_hat[rows, action])
+        value = float(np.mean(terms))
+        se = float(np.std(terms, ddof=1) / np.sqrt(n))
+    if not (np.isfinite(value) and np.isfinite(se)):
+        raise ValueError(
+            f"reward: the plain DR estimate overflowed float64 (value {value}, std. error {se}; |reward| up "
+            f"to {float(np.max(np.abs(reward))):.3g}, |q_hat| up to {float(np.max(np.abs(q_hat))):.3g}); "
+            "rescale reward and q_hat (e.g. divide both by the largest magnitude: the value scales with them)"
+        )
     max_w, ess = _weight_diagnostics(weight)
     _warn_weights("plain_dr", n, max_w, ess, stacklevel=2)
     return OPEResult("plain_dr", value, se, n, max_weight=max_w, effective_sample_size=ess)

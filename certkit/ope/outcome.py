@@ -111,6 +111,11 @@ class GLMOutcome:
 def _resolve(outcome_model: Any) -> Any:
     if outcome_model is None:
         return GLMOutcome()
+    if isinstance(outcome_model, type):
+        raise TypeError(
+            f"outcome_model must be an estimator instance, got the class {outcome_model.__name__}; pass "
+            f"{outcome_model.__name__}() (with its parameters)"
+        )
     if isinstance(outcome_model, str):
         return GLMOutcome(check_in_options(outcome_model, "outcome_model", ("auto", "ols", "logit")))
     if not (

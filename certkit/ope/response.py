@@ -88,7 +88,8 @@ def move_threshold(
     dist = np.sqrt(np.sum((x_cf - x_pre) ** 2, axis=1))
     accepted = dist == 0.0
     with np.errstate(divide="ignore"):
-        c = np.where(accepted, np.nan, np.log(2.0 * benefit) - 2.0 * np.log(np.where(accepted, 1.0, dist)))
+        log_2b = np.log(2.0) + np.log(benefit)  # log(2B) without overflowing 2B
+        c = np.where(accepted, np.nan, log_2b - 2.0 * np.log(np.where(accepted, 1.0, dist)))
     return x_cf, c, accepted
 
 
@@ -107,6 +108,13 @@ def _check_disclosure(
             "data were logged under another policy"
         )
     if not np.allclose(data.x_post[data.moved], x_cf[data.moved], rtol=1e-9, atol=1e-9):
+        eps32 = float(np.finfo(np.float32).eps)
+        if np.allclose(data.x_post[data.moved], x_cf[data.moved], rtol=4 * eps32, atol=4 * eps32):
+            raise ValueError(
+                f"data: the movers' x_post differs from the counterfactual explanation disclosed by {name} "
+                "only by float32 rounding; pass x_pre and x_post as float64 arrays (float32 data cannot be "
+                "matched to the explanations)"
+            )
         raise ValueError(
             f"data: the movers' x_post is not the counterfactual explanation disclosed by {name}; the data "
             "were logged under another policy (or agents do not follow the explanation exactly)"
@@ -171,6 +179,13 @@ class _GaussianLogCost:
         out = np.zeros(x_pre.shape[0])
         out[~accepted] = ndtr(self._z(c[~accepted], x_pre[~accepted]))
         return out
+
+    def __repr__(self) -> str:
+        params = [f"benefit={self.benefit!r}"]
+        for name, default in (("max_iter", 100), ("tol", 1e-10)):
+            if hasattr(self, name) and getattr(self, name) != default:
+                params.append(f"{name}={getattr(self, name)!r}")
+        return f"{type(self).__name__}({', '.join(params)})"
 
     def _dz(self, c: np.ndarray, x_pre: np.ndarray) -> np.ndarray:
         """∂z/∂η = [c, 1, x₀], shape (n, k)."""
@@ -369,7 +384,10 @@ class LogNormalCostResponse(_GaussianLogCost):
             raise ValueError("data: no agent moved; the response model is not identified (all agents stayed)")
         if np.all(yb):
             raise ValueError(
-                "data: every agent below the threshold moved; the response model is not identified"
+                "data: every agent below the threshold moved, so the response model is not identified; the "
+                f"move thresholds log(2B/d²) reach {float(np.max(cb)):.3g} with benefit={self.benefit:g}: "
+                "a benefit far above the agents' costs makes every agent move (B must be on the scale of "
+                "the cost (γ/2)·d²)"
             )
         w = np.column_stack([cb, np.ones_like(cb), xb])
         if np.ptp(cb) <= 1e-12 * (1.0 + np.max(np.abs(cb))) or np.linalg.matrix_rank(w) < w.shape[1]:
@@ -478,6 +496,11 @@ class ObservedCostResponse(_GaussianLogCost):
         x_pre = check_array(x_pre, "x_pre", ndim=2)
         x_post = check_array(x_post, "x_post", ndim=2, shape=x_pre.shape)
         g = check_array(direction, "direction", ndim=(1, 2))
+        if g.ndim == 1 and g.shape[0] != x_pre.shape[1]:
+            raise ValueError(
+                f"direction must have shape ({x_pre.shape[1]},) or {x_pre.shape} (one entry per column of "
+                f"x_pre), got {g.shape}"
+            )
         g = np.broadcast_to(g, x_pre.shape) if g.ndim == 1 else g
         if g.shape != x_pre.shape:
             raise ValueError(f"direction must have shape ({x_pre.shape[1]},) or {x_pre.shape}, got {g.shape}")
@@ -519,9 +542,15 @@ class ObservedCostResponse(_GaussianLogCost):
         resid = y - design @ beta
         dof = n - k
         s2 = float(resid @ resid / dof)
-        if s2 <= 0:
-            raise ValueError("gamma: log γ is an exact linear function of x_pre; the scale s is 0")
         s = np.sqrt(s2)
+        # Residuals at rounding level (relative to log γ's magnitude) are a scale of 0, not an estimate.
+        resolution = np.sqrt(np.finfo(np.float64).eps) * max(1.0, float(np.max(np.abs(y))))
+        if s <= resolution:
+            raise ValueError(
+                f"gamma: log γ is an exact linear function of x_pre (residual scale s = {s:.3g}, below the "
+                f"rounding level {resolution:.3g} of log γ); the scale s is 0 to working precision and the "
+                "response model is degenerate"
+            )
         cov = np.zeros((k + 1, k + 1))
         cov[:k, :k] = s2 * xtx_inv
         cov[k, k] = s2 / (2.0 * dof)

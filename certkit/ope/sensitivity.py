@@ -11,7 +11,7 @@ from scipy.stats import norm
 from certkit._results import ResultMixin, format_table
 from certkit._typing import RNGLike
 from certkit._validation import check_array, check_in_options, check_integer, check_level, check_rng
-from certkit.ope.estimators import _NAMES, _estimate, _validate
+from certkit.ope.estimators import _NAMES, _check_work, _estimate, _validate
 from certkit.ope.outcome import fit_outcome
 from certkit.ope.policies import ExplainingPolicy
 from certkit.ope.response import _GaussianLogCost
@@ -107,6 +107,7 @@ def sensitivity(
     if not 0 < lo < hi:
         raise ValueError(f"scale_range must satisfy 0 < low < high, got ({lo}, {hi})")
     n_points = check_integer(n_points, "n_points", minimum=2)
+    _check_work(n_points, "n_points", prob.data.n, what="grid points")
     gen = check_rng(rng)
     q_hat = None
     if estimator != "ipw":

@@ -8,7 +8,7 @@ import numpy as np
 from scipy.special import expit, ndtr
 
 from certkit._typing import RNGLike
-from certkit._validation import check_array, check_integer, check_positive, check_rng
+from certkit._validation import check_allocation, check_array, check_integer, check_positive, check_rng
 from certkit.ope._data import StrategicData
 from certkit.ope.policies import ExplainingPolicy
 from certkit.ope.response import LogNormalCostResponse, _require_explaining, move_threshold
@@ -94,9 +94,14 @@ class StrategicSimulator:
             return self.features[rng.integers(0, self.features.shape[0], n)]
         return self.feature_mean + rng.standard_normal((n, self.n_features))
 
+    def _check_size(self, n: int) -> None:
+        # x_pre, x_cf, x_post and their temporaries (n, d), plus about ten vectors of length n.
+        check_allocation(8.0 * n * (4.0 * self.n_features + 10.0), "n", n, what=f"{n} simulated agents")
+
     def sample_costs(self, n: int, rng: RNGLike = None) -> tuple[np.ndarray, np.ndarray]:
         """Agents and their cost sensitivities: (x_pre (n, d), γ (n,)) — data for `ObservedCostResponse`."""
         n = check_integer(n, "n", minimum=1)
+        self._check_size(n)
         gen = check_rng(rng)
         x0 = self._agents(n, gen)
         log_gamma = self.coef[0] + x0 @ self.coef[1:] + self.scale * gen.standard_normal(n)
@@ -106,6 +111,7 @@ class StrategicSimulator:
         """Log `n` agents under `policy`: responses, decisions a ~ π(· | x'), rewards, propensities."""
         _require_explaining(policy, "policy")
         n = check_integer(n, "n", minimum=1)
+        self._check_size(n)
         gen = check_rng(rng)
         x0 = self._agents(n, gen)
         log_gamma = self.coef[0] + x0 @ self.coef[1:] + self.scale * gen.standard_normal(n)
