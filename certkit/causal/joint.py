@@ -176,7 +176,8 @@ def default_starts(
 
     points = _residual_points(Y, designs)
     columns = np.unique(np.column_stack([Y, *(d[:, 1:] for d in designs)]), axis=1)
-    columns = (columns - columns.mean(axis=0)) / columns.std(axis=0)
+    spread = columns.std(axis=0)
+    columns = (columns - columns.mean(axis=0)) / np.where(spread > 0.0, spread, 1.0)
     starts = [np.asarray(s, dtype=np.float64) for s in extra]
     for data, covariance in ((points, "diag"), (columns, "full")):
         gmm = GaussianMixture(

@@ -311,3 +311,17 @@ def test_no_false_mixing_in_20_runs_without_a_latent():
         model = CausalMixtureModel(rng=seed).fit(X)
         reported.append(int(model.n_components_.max()))
     assert reported == [1] * 20
+
+
+def test_starts_survive_tied_rows_and_a_constant_parent_column():
+    """Duplicated rows (tight clusters) and a parent constant within the data give finite starts."""
+    from certkit.causal.joint import default_starts
+
+    gen = np.random.default_rng(0)
+    Y = np.repeat(gen.normal(size=(5, 2)), 40, axis=0)
+    designs = [np.column_stack([np.ones(200), np.full(200, 3.0)]), np.ones((200, 1))]
+    starts = default_starts(Y, designs, 4, 3, gen)
+    assert len(starts) == 4  # diagonal GMM, full GMM, two random partitions
+    for s in starts:
+        assert s.shape == (200, 4) and np.all(np.isfinite(s))
+        np.testing.assert_allclose(s.sum(axis=1), 1.0)
