@@ -63,24 +63,60 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--weight-norm",
         type=float,
-        default=5.0,
-        help="a priori bound on ||theta||_2 for kind=rademacher (default 5)",
+        default=None,
+        help=f"a priori bound on ||(theta, b)||_2 for kind=rademacher (default {_WEIGHT_NORM:g})",
     )
     for key, value in _PAPER.items():
+        kinds = {"model_lipschitz": "thm3.13", "wasserstein_constant": "thm3.15"}.get(key, "thm3.13/3.15")
         parser.add_argument(
             f"--{key.replace('_', '-')}",
             type=float,
-            default=value,
-            help=f"Thm constant (default {value:.6g}, the paper's study)",
+            default=None,
+            help=f"{kinds} constant (default {value:.6g}, the paper's study)",
         )
 
 
-def _bound_kwargs(args: argparse.Namespace, n: int, X, y, theta, D_Z: float) -> dict:
+_WEIGHT_NORM = 5.0
+#: The options each kind uses (the others are rejected when given, rather than silently ignored).
+_USES = {
+    "thm3.13": {"n", "diameter", "loss_lipschitz", "model_lipschitz", "entropy_integral", "loss_range"},
+    "thm3.15": {"n", "diameter", "loss_lipschitz", "wasserstein_constant", "entropy_integral", "loss_range"},
+    "rademacher": {"weight_norm"},
+}
+
+
+def _check_options(args: argparse.Namespace) -> None:
+    """ValueError naming the given options that `args.kind` does not use; fill in the others' defaults."""
+    optional = {"n", "weight_norm", *_PAPER}
+    unused = sorted(k for k in optional - _USES[args.kind] if getattr(args, k) is not None)
+    if unused:
+        flags = ", ".join(f"--{k.replace('_', '-')}" for k in unused)
+        it = "it" if len(unused) == 1 else "them"
+        raise ValueError(f"--kind {args.kind} does not use {flags}; leave {it} out")
+    for key, value in _PAPER.items():
+        if getattr(args, key) is None:
+            setattr(args, key, value)
+    if args.weight_norm is None:
+        args.weight_norm = _WEIGHT_NORM
+
+
+def _shares(text: str) -> list[float]:
+    try:
+        shares = [float(s) for s in text.split(",") if s.strip()]
+    except ValueError:
+        raise ValueError(f"shares must be comma-separated numbers, got {text!r}") from None
+    if not shares:
+        raise ValueError(f"shares must list at least one share m/n of affected units, got {text!r}")
+    return shares
+
+
+def _bound_kwargs(args: argparse.Namespace, n: int, X, y, theta, D_Z: float, b: float = 0.0) -> dict:
     common = {"p": args.p, "confidence_level": args.confidence_level}
     if args.kind == "rademacher":
         return {
             **common,
             "theta": theta,
+            "intercept": b,
             "X": X,
             "y": y,
             "loss": "logistic",
@@ -93,18 +129,24 @@ def _bound_kwargs(args: argparse.Namespace, n: int, X, y, theta, D_Z: float) -> 
     return {**common, "n": n, **{k: getattr(args, k) for k in names}}
 
 
+def _parser() -> argparse.ArgumentParser:
+    """The subcommand's options, to write a leading argument name of an error as its flag."""
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    return parser
+
+
 def run(args: argparse.Namespace) -> int:
     """Print the bound term by term against the share, the Wasserstein risks behind it and the inverse."""
     from certkit._results import format_table
+    from certkit.cli import _error_message
     from certkit.performative import flip_radius, generalization_bound, max_affected_share, wasserstein_risk
 
     try:
-        shares = [float(s) for s in args.shares.split(",") if s.strip()]
-    except ValueError:
-        print(
-            f"certkit performative: error: --shares must be comma-separated numbers, got {args.shares!r}",
-            file=sys.stderr,
-        )
+        shares = _shares(args.shares)
+        _check_options(args)
+    except ValueError as exc:
+        print(f"certkit performative: error: {_error_message(exc, _parser())}", file=sys.stderr)
         return 2
     start = time.perf_counter()
     X, y, theta, b = lalonde_model()
@@ -112,7 +154,7 @@ def run(args: argparse.Namespace) -> int:
     D_Z = float(2.0 * np.abs(margins).max() / np.linalg.norm(theta))  # largest label flip, as a move of x
     n = args.n if args.n is not None else X.shape[0]
     try:
-        kwargs = _bound_kwargs(args, n, X, y, theta, D_Z)
+        kwargs = _bound_kwargs(args, n, X, y, theta, D_Z, b)
         bounds = [generalization_bound(kind=args.kind, share=r, **kwargs) for r in shares]
         risks = []
         for r in shares:
@@ -126,7 +168,7 @@ def run(args: argparse.Namespace) -> int:
             risks.append((r, radius, lo, hi))
         share = None if args.target is None else max_affected_share(args.target, kind=args.kind, **kwargs)
     except (ValueError, TypeError) as exc:
-        print(f"certkit performative: error: {exc}", file=sys.stderr)
+        print(f"certkit performative: error: {_error_message(exc, _parser())}", file=sys.stderr)
         return 2
     names = list(bounds[0].terms)
     rows = [[r, *(bd.terms[k] for k in names), bd.total] for r, bd in zip(shares, bounds)]
@@ -137,6 +179,12 @@ def run(args: argparse.Namespace) -> int:
             title=f"{args.kind} bound, p = {args.p:g}, confidence {args.confidence_level:g}",
         )
     )
+    vacuous = [r for r, bd in zip(shares, bounds) if bd.vacuous]
+    if vacuous:
+        print(
+            f"vacuous (total above the loss range {bounds[0].loss_range:g}) at shares "
+            + ", ".join(f"{r:g}" for r in vacuous)
+        )
     print()
     print(
         format_table(

@@ -40,7 +40,8 @@ class BoundResult(ResultMixin):
     Attributes
     ----------
     total : float
-        The bound: the sum of `terms` (``inf`` when a term is unbounded, e.g. a zero radius with $p > 1$).
+        The bound: the sum of `terms` (always finite: a bound that would be infinite or overflow, e.g. at a
+        zero radius with $p > 1$, raises ValueError instead).
     terms : dict of str to float
         Each additive term by name (``"complexity"``, ``"sampling"``, ``"performative"``, ...).
     assumptions : dict of str to object
@@ -51,18 +52,67 @@ class BoundResult(ResultMixin):
     terms: Mapping[str, float]
     assumptions: Mapping[str, Any]
 
+    @property
+    def loss_range(self) -> float | None:
+        """The range of the loss the bound assumes (F or M), None when the bound does not fix one."""
+        for key in _RANGE_KEYS:
+            if key in self.assumptions:
+                return float(self.assumptions[key])
+        return None
+
+    @property
+    def vacuous(self) -> bool:
+        """Whether the bound exceeds the loss range: a gap above it holds for every loss with values in that
+        range, so the bound says nothing."""
+        return self.loss_range is not None and self.total > self.loss_range
+
     def summary(self) -> str:
         """The terms, the total and the assumptions as plain text."""
         rows = [[name, value] for name, value in self.terms.items()] + [["total", self.total]]
         lines = [format_table(["term", "value"], rows, title=self.assumptions.get("bound", "bound"))]
+        if self.vacuous:
+            lines.append(
+                f"vacuous: the total {self.total:.4g} exceeds the loss range {self.loss_range:g}, which "
+                "bounds every gap of a loss with values in that range"
+            )
         lines.append("assumptions:")
         lines.extend(f"  {k}: {v}" for k, v in self.assumptions.items() if k != "bound")
         return "\n".join(lines)
 
 
-def _result(terms: dict[str, float], assumptions: dict[str, Any]) -> BoundResult:
-    total = math.fsum(terms.values()) if all(np.isfinite(v) for v in terms.values()) else float("inf")
+_RANGE_KEYS = ("F (loss range)", "loss_bound M")
+
+
+class _ZeroRadius(ValueError):
+    """A Thm 3.13 (p > 1) / 3.15 bound at radius R = 0, where its complexity term is infinite."""
+
+
+def _result(terms: dict[str, float], assumptions: dict[str, Any], *, culprits: str) -> BoundResult:
+    """The result with the total; ValueError naming `culprits` when a term or the total overflows float64."""
+    try:
+        total = math.fsum(terms.values()) if all(np.isfinite(v) for v in terms.values()) else math.inf
+    except OverflowError:  # finite terms whose sum overflows
+        total = math.inf
+    if not math.isfinite(total):
+        big = ", ".join(f"{k} = {v:.3g}" for k, v in terms.items())
+        raise ValueError(
+            f"{culprits}: the bound overflows float64 ({big}); it is vacuous at this scale - rescale the "
+            "problem (e.g. the data space to a unit diameter)"
+        )
     return BoundResult(total=float(total), terms=dict(terms), assumptions=dict(assumptions))
+
+
+def _overflow_guard(fn: Callable[[], float], culprits: str) -> float:
+    """`fn()` with Python's OverflowError (from ** and math functions) turned into a ValueError naming
+    `culprits`."""
+    try:
+        with np.errstate(over="ignore"):
+            return fn()
+    except OverflowError:
+        raise ValueError(
+            f"{culprits}: a term of the bound overflows float64; it is vacuous at this scale - rescale the "
+            "problem (e.g. the data space to a unit diameter)"
+        ) from None
 
 
 def notebook_radius(share: float, n: int, diameter: float, p: float, confidence_level: float) -> float:
@@ -88,15 +138,24 @@ def _thm_terms(
     confidence_level: float,
 ) -> BoundResult:
     delta = 1.0 - confidence_level
-    R = notebook_radius(share, n, diameter, p, confidence_level)
+    culprits = f"diameter={diameter!r}, loss_lipschitz={loss_lipschitz!r}"
+    R = _overflow_guard(lambda: notebook_radius(share, n, diameter, p, confidence_level), culprits)
+    if R == 0 and (kind == "thm3.15" or p > 1.0):
+        zero = "share=0" if share == 0 else "diameter=0"
+        term = "L_loss L_f D_Z^p / R^(p-1)" if kind == "thm3.13" else "B 2^(p-1) (1 + D_Z/R)^p"
+        raise _ZeroRadius(
+            f"{zero} gives the radius R = 0, where the Thm {kind[3:]} complexity term {term} is infinite: "
+            "the bound is vacuous; give share > 0 and diameter > 0"
+            + (" (or p=1)" if kind == "thm3.13" else "")
+        )
     if kind == "thm3.13":
-        extra = (
-            (loss_lipschitz * model_lipschitz * diameter**p / R ** (p - 1.0))
-            if (R > 0 or p == 1.0)
-            else float("inf")
+        extra = _overflow_guard(
+            lambda: loss_lipschitz * model_lipschitz * diameter**p / R ** (p - 1.0), culprits
         )
     else:
-        extra = wasserstein_constant * 2.0 ** (p - 1.0) * (1.0 + diameter / R) ** p if R > 0 else float("inf")
+        extra = _overflow_guard(
+            lambda: wasserstein_constant * 2.0 ** (p - 1.0) * (1.0 + diameter / R) ** p, culprits
+        )
     terms = {
         "complexity": 48.0 / math.sqrt(n) * (entropy_integral + extra),
         "sampling": loss_range * math.sqrt(2.0 * math.log(2.0 / delta) / n),
@@ -120,7 +179,7 @@ def _thm_terms(
         assumptions["L_f (model Lipschitz)"] = model_lipschitz
     else:
         assumptions["B (Wasserstein constant)"] = wasserstein_constant
-    return _result(terms, assumptions)
+    return _result(terms, assumptions, culprits=culprits)
 
 
 def generalization_bound(
@@ -145,6 +204,7 @@ def generalization_bound(
     loss_bound: float | None = None,
     radius_population: float | None = None,
     radius_sample: float | None = None,
+    intercept: float | None = None,
 ) -> BoundResult:
     r"""Performative generalization bound $R(\mathcal D_{perf}, \theta) - \hat R(S_{perf}, \theta) \le$ total.
 
@@ -178,7 +238,11 @@ def generalization_bound(
     Required: ``theta``, ``X``, ``y``, ``weight_norm`` $\Lambda$ and ``feature_norm`` $X$ (a priori bounds,
     not fitted to the sample), and either both radii or ``share`` and ``diameter`` (then $\rho_D = \rho_S =
     r^{1/p} D_Z$, the `flip_radius`). ``loss_bound`` $M$ defaults to the loss's maximum over the class:
-    $1 + \Lambda X$ (hinge), $\log(1 + e^{\Lambda X})$ (logistic).
+    $1 + \Lambda X$ (hinge), $\log(1 + e^{\Lambda X})$ (logistic). ``intercept`` $b$ (e.g. a fitted
+    scikit-learn model's ``intercept_``) makes the class affine, $x \mapsto \theta^\top x + b$: then
+    $\Lambda$ bounds $\|(\theta, b)\|_2$ and $X$ is replaced by $\sqrt{X^2 + 1}$ (the features augmented by a
+    constant 1) in the complexity term and the default $M$; $b$ does not move with $x$, so the performative
+    terms keep their form.
 
     Returns
     -------
@@ -206,6 +270,7 @@ def generalization_bound(
             "radius_sample": radius_sample,
             "loss_lipschitz": loss_lipschitz,
             "n": n,
+            "intercept": intercept,
         }.items()
         if v is not None
     }
@@ -236,6 +301,7 @@ def generalization_bound(
             diameter=diameter,
             p=p,
             confidence_level=confidence_level,
+            intercept=intercept,
         )
     specific = "model_lipschitz" if kind == "thm3.13" else "wasserstein_constant"
     _reject(
@@ -250,6 +316,7 @@ def generalization_bound(
             "loss_bound",
             "radius_population",
             "radius_sample",
+            "intercept",
             "wasserstein_constant" if kind == "thm3.13" else "model_lipschitz",
         ),
     )
@@ -305,6 +372,7 @@ def _rademacher(
     diameter,
     p,
     confidence_level,
+    intercept,
 ) -> BoundResult:
     loss = check_in_options(loss, "loss", ("hinge", "logistic"))
     for name, value in (
@@ -318,19 +386,26 @@ def _rademacher(
             raise TypeError(f"generalization_bound(kind='rademacher') needs {name}")
     Lam = check_nonnegative(weight_norm, "weight_norm")
     Xb = check_nonnegative(feature_norm, "feature_norm")
-    thetas, X_arr, y_arr, _, batch = check_problem(theta, X, y, loss)
+    if intercept is not None and np.ndim(intercept) != 0:
+        raise ValueError(f"intercept must be a scalar for kind='rademacher', got shape {np.shape(intercept)}")
+    b_in = 0.0 if intercept is None else intercept
+    thetas, X_arr, y_arr, bs, batch = check_problem(theta, X, y, loss, b_in)
     if batch:
         raise ValueError(f"theta must be 1-D for kind='rademacher', got shape {thetas.shape}")
-    theta_arr = thetas[0]
-    if np.linalg.norm(theta_arr) > Lam * (1 + 1e-12):
+    theta_arr, b = thetas[0], float(bs[0])
+    affine = intercept is not None
+    weight = float(np.hypot(np.linalg.norm(theta_arr), b))  # ||(theta, b)||_2 (= ||theta||_2 without b)
+    if weight > Lam * (1 + 1e-12):
+        what = "||(theta, intercept)||_2" if affine else "||theta||_2"
         raise ValueError(
-            f"||theta||_2 = {np.linalg.norm(theta_arr):.6g} exceeds weight_norm = {Lam:g}; the class "
-            "bound covers only ||theta||_2 <= weight_norm"
+            f"{what} = {weight:.6g} exceeds weight_norm = {Lam:g}; the class bound covers only "
+            f"{what} <= weight_norm"
         )
     if np.linalg.norm(X_arr, axis=1).max() > Xb * (1 + 1e-12):
         raise ValueError(
             "some rows of X have ||x||_2 > feature_norm; feature_norm must bound every feature vector"
         )
+    Xc = math.hypot(Xb, 1.0) if affine else Xb  # bound on ||(x, 1)||_2 for the affine class
     both_radii = radius_population is not None and radius_sample is not None
     if both_radii and (share is not None or diameter is not None):
         raise TypeError(
@@ -347,16 +422,18 @@ def _rademacher(
     rho_d = check_nonnegative(radius_population, "radius_population")
     rho_s = check_nonnegative(radius_sample, "radius_sample")
     if loss_bound is None:
-        loss_bound = 1.0 + Lam * Xb if loss == "hinge" else float(np.logaddexp(0.0, Lam * Xb))
+        loss_bound = 1.0 + Lam * Xc if loss == "hinge" else float(np.logaddexp(0.0, Lam * Xc))
     M = check_nonnegative(loss_bound, "loss_bound")
     n = X_arr.shape[0]
-    empirical = float(loss_values(loss, y_arr * (X_arr @ theta_arr)).mean())
-    best = wasserstein_risk(theta_arr, X_arr, y_arr, loss=loss, radius=rho_s, p=p, norm=2, direction="inf")
+    empirical = float(loss_values(loss, y_arr * (X_arr @ theta_arr + b)).mean())
+    best = wasserstein_risk(
+        theta_arr, X_arr, y_arr, loss=loss, radius=rho_s, p=p, norm=2, direction="inf", intercept=b
+    )
     # population term: the W_1 excess rho_D ||theta||_2, exact on every distribution, bounds the W_p excess
     population = rho_d * float(np.linalg.norm(theta_arr)) * (1.0 + 1e-12)
     delta = 1.0 - confidence_level
     terms = {
-        "complexity": 2.0 * 1.0 * Lam * Xb / math.sqrt(n),
+        "complexity": 2.0 * 1.0 * Lam * Xc / math.sqrt(n),
         "sampling": M * math.sqrt(math.log(1.0 / delta) / (2.0 * n)),
         "population_performative": population,
         "sample_performative": empirical - best,
@@ -367,6 +444,7 @@ def _rademacher(
         "loss": f"{loss} (1-Lipschitz in the margin)",
         "weight_norm Lambda": Lam,
         "feature_norm X": Xb,
+        "intercept b": b if affine else "none (linear class)",
         "loss_bound M": M,
         "p": p,
         "radius_population": rho_d,
@@ -375,9 +453,10 @@ def _rademacher(
         "empirical_risk": empirical,
         "conditions": "i.i.d. sample; ||theta||_2 <= Lambda and ||x||_2 <= X fixed before seeing the data; "
         "loss in [0, M]; W_p(D_perf, D) <= radius_population, W_p(S_perf, S) <= radius_sample (l2 "
-        "transport, labels fixed); population term = its distribution-free W_1 bound",
+        "transport, labels fixed); population term = its distribution-free W_1 bound"
+        + ("; affine class: ||(theta, b)||_2 <= Lambda, features augmented by 1" if affine else ""),
     }
-    return _result(terms, assumptions)
+    return _result(terms, assumptions, culprits="weight_norm, feature_norm, loss_bound or the radii")
 
 
 def retraining_bound(
@@ -458,7 +537,7 @@ def retraining_bound(
     delta = 1.0 - check_level(confidence_level)
     if not np.isfinite(empirical_risk):
         raise ValueError("empirical_risk must be finite")
-    accumulation = L * math.fsum(kappa**j for j in range(T - 1))
+    accumulation = L * _geometric_sum(kappa, T - 1)
     terms = {
         "empirical_risk": float(empirical_risk),
         "sampling": L * max(math.log(Ca / delta) / (Cb * n), 0.0) ** (p / nu),
@@ -480,7 +559,26 @@ def retraining_bound(
         "conditions": "repeated risk minimisation; each round affects m of n units; loss L-Lipschitz; "
         "W_p concentration P(W_p > t) <= C_a exp(-C_b n t^(nu/p))",
     }
-    return _result(terms, assumptions)
+    return _result(terms, assumptions, culprits=f"n_rounds={T}, contraction={kappa!r}, diameter={diameter!r}")
+
+
+def _geometric_sum(kappa: float, count: int) -> float:
+    """Σ_{j < count} κ^j: summed exactly (fsum) up to 10,000 terms, in closed form beyond; ValueError naming
+    n_rounds when it overflows float64."""
+    if count == 0:
+        return 0.0
+    if kappa == 1.0:
+        return float(count)
+    log_top = (count - 1) * math.log(kappa)  # log of the largest term when κ > 1
+    if kappa > 1.0 and log_top > 700.0:
+        raise ValueError(
+            f"n_rounds={count + 1} is too large for contraction={kappa!r}: the accumulation term grows like "
+            f"kappa^(T - 1) = e^{log_top:.4g}, beyond float64; the bound is vacuous long before (reduce "
+            "n_rounds or use contraction <= 1)"
+        )
+    if count <= 10_000:
+        return math.fsum(kappa**j for j in range(count))
+    return math.expm1(count * math.log(kappa)) / (kappa - 1.0)
 
 
 def max_affected_share(target: float, *, kind: str, **kwargs: Any) -> float:
@@ -534,7 +632,10 @@ def max_affected_share(target: float, *, kind: str, **kwargs: Any) -> float:
     def total(m: int) -> float:
         if kind == "retraining":
             return retraining_bound(share=m / n, **kwargs).total
-        return generalization_bound(kind=kind, share=m / n, **kwargs).total
+        try:
+            return generalization_bound(kind=kind, share=m / n, **kwargs).total
+        except _ZeroRadius:  # share 0: the complexity term is infinite, never the best share
+            return math.inf
 
     if kind in ("thm3.13", "thm3.15") and n < _BRUTE_FORCE_BELOW:
         # R(r) is increasing (so the bound unimodal in r) only when n exceeds q^2; small n: check every m

@@ -129,15 +129,25 @@ def wasserstein_risk(
     norm = check_norm(norm)
     direction = check_in_options(direction, "direction", DIRECTIONS)
     method = resolve_method(loss, p, direction, check_in_options(method, "method", METHODS))
-    ks = dual_norm(theta, norm)
+    with np.errstate(over="ignore"):  # an infinite norm is reported by _check_scale
+        ks = dual_norm(theta, norm)
     out = np.empty(theta.shape[0])
     for j in range(theta.shape[0]):
         C = float(ks[j]) * radius
-        scores = X @ theta[j] + intercept[j]  # one matrix-vector product per row: a batch equals single calls
-        u = scores - y if loss == "squared" else y * scores
+        with np.errstate(over="ignore", invalid="ignore"):  # overflow is reported by _check_scale
+            linear = X @ theta[j]
+            scores = linear + intercept[j]  # one matrix-vector product per row: a batch equals single calls
+            u = scores - y if loss == "squared" else y * scores
+        if not np.all(np.isfinite(u)):
+            raise _overflow(u, C, linear, float(intercept[j]), p, radius)
         if method in ("closed_form", "dual"):
             solve = closed_form_risk if method == "closed_form" else dual_risk
-            out[j] = _pad(solve(loss, u, C, p, direction), loss, direction)
+            with np.errstate(over="ignore", invalid="ignore"):  # an overflow is reported below
+                value = solve(loss, u, C, p, direction)
+            unbounded = loss == "squared" and direction == "sup" and p < 2  # documented +inf
+            if not np.isfinite(value) and not (unbounded and value == np.inf):
+                raise _overflow(u, C, linear, float(intercept[j]), p, radius)
+            out[j] = _pad(value, loss, direction)
         else:
             out[j] = lp_risk(
                 theta[j],
@@ -152,6 +162,23 @@ def wasserstein_risk(
                 purpose=f"loss={loss!r}, direction={direction!r}, p={p:g} (solved by cvxpy)",
             )
     return out if batch else float(out[0])
+
+
+def _overflow(
+    u: np.ndarray, C: float, linear: np.ndarray, intercept: float, p: float, radius: float
+) -> ValueError:
+    """The error for a risk that overflowed float64 (inf or NaN), naming the argument that made it large."""
+    largest = float(np.max(np.abs(u))) if np.all(np.isfinite(u)) else np.inf
+    if np.isfinite(largest) and largest < 1e100:
+        lead = f"radius={radius!r} is too large"
+    elif np.isfinite(intercept) and abs(intercept) >= 1e100 and abs(intercept) >= np.max(np.abs(linear)):
+        lead = f"intercept={intercept!r} is too large"
+    else:
+        lead = "theta and X are too large"
+    return ValueError(
+        f"{lead}: the risk overflows float64 (margins up to {largest:.3g}, margin budget radius * "
+        f"||theta||_* = {C:.3g}, p = {p:g}); rescale theta, X and intercept (or the radius)"
+    )
 
 
 def _pad(value: float, loss: str, direction: str) -> float:

@@ -84,9 +84,10 @@ def test_bound_result_is_frozen_and_summarises_every_term():
     assert set(b.to_dict()) == {"total", "terms", "assumptions"}
 
 
-def test_zero_share_with_p_above_one_gives_an_infinite_complexity_term():
-    b = generalization_bound(kind="thm3.13", share=0.0, n=1000, model_lipschitz=0.25, **NOTEBOOK)
-    assert b.terms["complexity"] == math.inf and b.total == math.inf
+def test_zero_share_with_p_above_one_is_an_error_not_an_infinite_bound():
+    # issue 23: the complexity term is infinite at R = 0; say so instead of returning inf
+    with pytest.raises(ValueError, match=r"share=0 gives the radius R = 0.*vacuous"):
+        generalization_bound(kind="thm3.13", share=0.0, n=1000, model_lipschitz=0.25, **NOTEBOOK)
 
 
 CLASS = {"kind": "rademacher", "weight_norm": 1.0, "feature_norm": 3.0}  # ||theta|| <= 1, ||x|| <= 3
@@ -219,8 +220,8 @@ def _largest_feasible(totals, target):
 def test_max_affected_share_matches_brute_force_for_the_theorem_bounds(kind):
     n = 2000
     extra = {"model_lipschitz": 0.25} if kind == "thm3.13" else {"wasserstein_constant": 0.001}
-    totals = [
-        generalization_bound(kind=kind, share=m / n, n=n, **extra, **NOTEBOOK).total for m in range(n + 1)
+    totals = [math.inf] + [  # share 0 (R = 0) is an error: an infinite bound
+        generalization_bound(kind=kind, share=m / n, n=n, **extra, **NOTEBOOK).total for m in range(1, n + 1)
     ]
     lowest = float(np.min(totals))
     for target in (lowest * 1.01, lowest * 1.3, lowest * 3.0):
@@ -233,7 +234,8 @@ def test_max_affected_share_matches_brute_force_for_the_theorem_bounds(kind):
 def test_max_affected_share_small_n_where_the_radius_is_not_monotone():
     # n = 10 < q^2 at confidence 0.9999 (q = 3.89): R(r) falls for some r > 1/2, so the bound is not unimodal
     kw = {**NOTEBOOK, "confidence_level": 0.9999, "model_lipschitz": 0.25, "n": 10}
-    totals = [generalization_bound(kind="thm3.13", share=m / 10, **kw).total for m in range(11)]
+    totals = [math.inf]  # share 0: R = 0, an error (an infinite bound)
+    totals += [generalization_bound(kind="thm3.13", share=m / 10, **kw).total for m in range(1, 11)]
     for target in sorted(totals)[:-1]:
         assert max_affected_share(target, kind="thm3.13", **kw) == _largest_feasible(totals, target) / 10
 

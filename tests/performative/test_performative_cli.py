@@ -42,7 +42,7 @@ def test_cli_errors_are_one_line_and_exit_2(capsys):
     )
     assert _cli.run(_args("--p", "0.5")) == 2
     err = capsys.readouterr().err
-    assert err.startswith("certkit performative: error: p must be") and err.count("\n") == 1
+    assert err.startswith("certkit performative: error: --p must be") and err.count("\n") == 1
     assert _cli.run(_args("--shares", "1.5")) == 2
     assert "share must lie in [0, 1]" in capsys.readouterr().err
 
