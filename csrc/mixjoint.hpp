@@ -214,11 +214,10 @@ inline JointOutput fit_joint(const double* Y, const std::vector<const double*>& 
         }
         std::fill(total.begin(), total.end(), 0.0);
         for (std::int64_t k = 0; k < K; ++k) {
-            double* r = resp.data() + k * n;
             if (!alive[static_cast<std::size_t>(k)]) {
-                std::fill(r, r + n, 0.0);
-                continue;
+                continue;  // its responsibilities were zeroed when it was retired
             }
+            double* r = resp.data() + k * n;
             const double* lp = logp.data() + k * n;
             for (std::int64_t i = 0; i < n; ++i) {
                 r[i] = mixreg::detail::exp_nonpositive(lp[i] - top[static_cast<std::size_t>(i)]);

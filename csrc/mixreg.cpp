@@ -33,6 +33,22 @@ bool all_bounded(const DoubleArray& values) {
     return true;
 }
 
+// resp0 (n, K): finite, >= 0, rows summing to 1 within 1e-6.
+void check_responsibilities(const DoubleArray& resp0, std::int64_t n, std::int64_t K) {
+    const double* r0 = resp0.data();
+    for (std::int64_t i = 0; i < n; ++i) {
+        double total = 0.0;
+        for (std::int64_t k = 0; k < K; ++k) {
+            const double value = r0[i * K + k];
+            require(std::isfinite(value) && value >= 0.0,
+                    "resp0 must hold finite responsibilities >= 0, got " + show(value) + " in row " + show(i));
+            total += value;
+        }
+        require(std::abs(total - 1.0) <= 1e-6,
+                "resp0 rows must sum to 1 (responsibilities), row " + show(i) + " sums to " + show(total));
+    }
+}
+
 py::dict em(const py::object& y_in, const py::object& design_in, const py::object& resp0_in,
             const py::object& max_iter_in, const py::object& tol_in, const py::object& ridge_in,
             const py::object& min_variance_in) {
@@ -63,18 +79,7 @@ py::dict em(const py::object& y_in, const py::object& design_in, const py::objec
 
     require(all_bounded(y), "y must be finite with magnitudes <= 1e100 (found NaN, inf or a larger value)");
     require(all_bounded(design), "design must be finite with magnitudes <= 1e100 (found NaN, inf or a larger value)");
-    const double* r0 = resp0.data();
-    for (std::int64_t i = 0; i < n; ++i) {
-        double total = 0.0;
-        for (std::int64_t k = 0; k < K; ++k) {
-            const double value = r0[i * K + k];
-            require(std::isfinite(value) && value >= 0.0,
-                    "resp0 must hold finite responsibilities >= 0, got " + show(value) + " in row " + show(i));
-            total += value;
-        }
-        require(std::abs(total - 1.0) <= 1e-6,
-                "resp0 rows must sum to 1 (responsibilities), row " + show(i) + " sums to " + show(total));
-    }
+    check_responsibilities(resp0, n, K);
 
     py::array_t<double> resp({static_cast<py::ssize_t>(n), static_cast<py::ssize_t>(K)});
     mixreg::EmOutput out;
@@ -135,24 +140,13 @@ py::dict joint_em(const py::object& Y_in, const py::list& designs_in, const py::
         pointers.push_back(d.data());
         ps.push_back(d.shape(1));
     }
-    const double* r0 = resp0.data();
-    for (std::int64_t i = 0; i < n; ++i) {
-        double total = 0.0;
-        for (std::int64_t k = 0; k < K; ++k) {
-            const double value = r0[i * K + k];
-            require(std::isfinite(value) && value >= 0.0,
-                    "resp0 must hold finite responsibilities >= 0, got " + show(value) + " in row " + show(i));
-            total += value;
-        }
-        require(std::abs(total - 1.0) <= 1e-6,
-                "resp0 rows must sum to 1 (responsibilities), row " + show(i) + " sums to " + show(total));
-    }
+    check_responsibilities(resp0, n, K);
 
     py::array_t<double> resp({static_cast<py::ssize_t>(n), static_cast<py::ssize_t>(K)});
     mixjoint::JointOutput out;
     {
         py::gil_scoped_release release;
-        out = mixjoint::fit_joint(Y.data(), pointers, ps, n, K, r0, resp.mutable_data(), max_iter, tol, ridge,
+        out = mixjoint::fit_joint(Y.data(), pointers, ps, n, K, resp0.data(), resp.mutable_data(), max_iter, tol, ridge,
                                   floors.data());
     }
     require(out.ok, "every group was retired (fewer than p + 1 effective samples each) or a weighted Gram "
