@@ -258,7 +258,27 @@ class _SingleSampleClassifier(_ClassifierBase):
         self.threshold_ = lower_conformal_threshold(self.calibration_scores_, alpha_adj)
         if self.threshold_ == -math.inf:
             warn_small_calibration(self.n_calibration_, alpha_adj, "prediction set", self._detail(params))
+        elif params.get("sigma") is not None:
+            self._warn_uninformative(X, scores, params["sigma"])
         return self
+
+    def _warn_uninformative(self, X: np.ndarray, scores: np.ndarray, sigma: float) -> None:
+        """Warn when the calibrated sets hold (nearly) every label because the noise drowns the input."""
+        n_classes = scores.shape[1]
+        sizes = (scores >= self.threshold_).sum(axis=1)
+        scale = float(np.std(X))
+        if sizes.mean() < 0.8 * n_classes or not sigma > scale:
+            return
+        warnings.warn(
+            f"{type(self).__name__}: the calibrated prediction sets hold {sizes.mean():.1f} of {n_classes} "
+            f"labels on average ({np.mean(sizes == n_classes):.0%} hold every label; threshold "
+            f"{self.threshold_:.3g}): sigma={sigma:g} does not suit the feature scale (the inputs' standard "
+            f"deviation is {scale:.3g}), so the noisy inputs carry little of x and the sets little "
+            "information. Use a sigma below the feature scale (or rescale X), with a model trained on "
+            "inputs with noise of that sigma.",
+            UserWarning,
+            stacklevel=3,
+        )
 
     def conformity_scores(self, X: Any) -> np.ndarray:
         """Conformity scores of every label at one fresh noisy copy of each input, shape ``(n, K)``."""

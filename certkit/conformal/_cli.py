@@ -72,6 +72,7 @@ def compare(*, sigma: float, radius: float, confidence_level: float, methods: tu
     A method whose every clean prediction set holds all labels is marked trivial (``*`` and a note
     under the table); without torch the attack is skipped and a note says what torch would add.
     """
+    from certkit._validation import check_integer, check_level, check_nonnegative, check_positive
     from certkit.conformal import (
         BinCPClassifier,
         RCP1Classifier,
@@ -82,6 +83,12 @@ def compare(*, sigma: float, radius: float, confidence_level: float, methods: tu
     )
     from certkit.conformal.attacks import smoothed_pgd
 
+    # validate the options before the data, the model and the attack (seconds of work)
+    check_positive(sigma, "sigma")
+    check_nonnegative(radius, "radius")
+    check_level(confidence_level)
+    check_integer(n_samples, "n_samples", minimum=1)
+    check_integer(attack_steps, "attack_steps", minimum=0)
     coef, intercept, (X_cal, y_cal), (X_test, y_test) = _digits_model(sigma, rng)
     model, is_torch = _linear_model(coef, intercept)
     common = {"score": score, "confidence_level": confidence_level, "output": "logits", "rng": rng}

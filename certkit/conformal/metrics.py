@@ -24,12 +24,21 @@ __all__ = [
 ]
 
 
-def _check_sets(sets: Any) -> np.ndarray:
+def _check_sets(sets: Any, y: Any = None) -> np.ndarray:
+    arr = np.asarray(sets) if isinstance(sets, (list, tuple, np.ndarray)) else None
+    if y is not None and arr is not None and arr.ndim == 1 and np.ndim(y) == 2:
+        raise ValueError(
+            "sets must be 2-D, got a 1-D array and a 2-D y: the arguments look swapped; the order is "
+            "coverage(sets, y), predictions first and labels last as in evaluate_sets(estimator, X, y)"
+        )
     return check_array(sets, "sets", ndim=2, dtype=bool)
 
 
 def coverage(sets: Any, y: Any) -> float:
     """Fraction of inputs whose label is in its prediction set.
+
+    Predictions first, labels last, as in ``evaluate_sets(estimator, X, y)`` and ``interval_coverage(lower,
+    upper, y)``.
 
     Parameters
     ----------
@@ -42,7 +51,7 @@ def coverage(sets: Any, y: Any) -> float:
     -------
     float
     """
-    sets = _check_sets(sets)
+    sets = _check_sets(sets, y)
     y = check_array(y, "y", ndim=1, dtype=int)
     check_same_length(("sets", sets), ("y", y))
     if y.min() < 0 or y.max() >= sets.shape[1]:
@@ -121,7 +130,8 @@ class SetEvaluation(ResultMixin):
                 self.forward_passes, 1e3 * self.seconds_per_input]
 
     def summary(self) -> str:
-        return format_table(EVALUATION_HEADERS, [self.row()])
+        """One row of `evaluation_table` (without the attacked columns when no attacked inputs were given)."""
+        return evaluation_table([self])
 
 
 #: Column names of `SetEvaluation.row` (and of `evaluation_table`).
