@@ -114,7 +114,10 @@ def run(args: argparse.Namespace) -> int:
     elapsed = time.perf_counter() - start
     print(res.summary())
     radii = sorted({0, 1, 2, 5, 10, args.radius})
-    rows = [[r, *(int(v.sum()) for v in res.at_radius(r))] for r in radii]
+    rows = []
+    for r in radii:
+        at = res.at_radius(r)
+        rows.append([r, int(at.included.sum()), int(at.excluded.sum()), int(at.abstained.sum())])
     print()
     print(format_table(["radius", "included", "excluded", "abstained"], rows, title="Decisions by radius"))
     print(f"\n{res.n_runs} subsamples x {scores.shape[1]} components certified in {elapsed:.2f} s")
@@ -138,6 +141,8 @@ def demo(rng: np.random.Generator) -> str:
         "abstained",
     ]
     for r in (2, 5):
-        inc, _, abst = res.at_radius(r)
-        lines.append(f"at edit distance {r}: {int(inc.sum())} included, {int(abst.sum())} abstained")
+        at = res.at_radius(r)
+        lines.append(
+            f"at edit distance {r}: {int(at.included.sum())} included, {int(at.abstained.sum())} abstained"
+        )
     return "\n".join(lines)

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+import warnings
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -103,9 +104,36 @@ class CircuitCertificate(ResultMixin):
         """Indices of the certified-included components."""
         return np.flatnonzero(self.included)
 
-    def at_radius(self, radius: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """``(included, excluded, abstained)`` at another radius (no new runs needed)."""
-        return decide(self.certified_radius, self.lower, check_integer(radius, "radius", minimum=0))
+    def at_radius(self, radius: int) -> CircuitCertificate:
+        """The certificate at another radius (no new runs needed): the same runs and bounds, with the
+        decisions ``included``, ``excluded``, ``abstained`` and ``radius`` of that radius, and its own
+        `summary`.
+
+        Unpacking it as the tuple ``(included, excluded, abstained)`` that earlier versions returned still
+        works but is deprecated: use the attributes.
+        """
+        radius = check_integer(radius, "radius", minimum=0)
+        included, excluded, abstained = decide(self.certified_radius, self.lower, radius)
+        return dataclasses.replace(
+            self, radius=radius, included=included, excluded=excluded, abstained=abstained
+        )
+
+    def _as_tuple(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        warnings.warn(
+            "at_radius(r) returns a CircuitCertificate: unpacking or indexing it as the tuple (included, "
+            "excluded, abstained) is deprecated; use .included, .excluded and .abstained",
+            DeprecationWarning,
+            stacklevel=3,
+        )
+        return self.included, self.excluded, self.abstained
+
+    def __iter__(self) -> Iterator[np.ndarray]:
+        """Deprecated: the tuple ``(included, excluded, abstained)`` that `at_radius` returned before."""
+        return iter(self._as_tuple())
+
+    def __getitem__(self, index: int) -> np.ndarray:
+        """Deprecated: ``(included, excluded, abstained)[index]``, as `at_radius` returned before."""
+        return self._as_tuple()[index]
 
     def summary(self) -> str:
         """A table of the decisions and of the certified radii."""

@@ -209,7 +209,7 @@ def _one_set(
         return masks
     res = certify_circuit(target, data, radius=0, rng=seed, progress=False, executor=None, **options)
     masks.append(np.asarray(res.smoothed, dtype=bool))
-    masks.extend(np.asarray(res.at_radius(r)[0], dtype=bool) for r in radii)
+    masks.extend(np.asarray(res.at_radius(r).included, dtype=bool) for r in radii)
     return masks
 
 

@@ -19,7 +19,9 @@ generator across workers).
 
 from __future__ import annotations
 
+import ast
 import contextlib
+import io
 import multiprocessing
 import numbers
 import os
@@ -28,6 +30,7 @@ import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
+from types import FunctionType
 from typing import Any, TypeVar
 
 from certkit._typing import ExecutorArg, ExecutorLike, Progress
@@ -122,6 +125,51 @@ def resolve_executor(
     yield executor
 
 
+class _MainReferences(pickle.Pickler):
+    """A pickler that records the functions and classes it pickles by reference to ``__main__``."""
+
+    def __init__(self, file: Any) -> None:
+        super().__init__(file)
+        self.main_objects: list[Any] = []
+
+    def reducer_override(self, obj: Any) -> Any:
+        if isinstance(obj, (type, FunctionType)) and getattr(obj, "__module__", None) == "__main__":
+            self.main_objects.append(obj)
+        return NotImplemented
+
+
+def _guarded_names(path: str) -> set[str]:
+    """Names the script at ``path`` defines only inside ``if __name__ == "__main__":`` blocks (worker
+    processes import the script without running those blocks, so they cannot find these names)."""
+    try:
+        with open(path, encoding="utf-8") as fh:
+            tree = ast.parse(fh.read(), filename=path)
+    except (OSError, SyntaxError, UnicodeDecodeError, ValueError):
+        return set()
+
+    def is_main_guard(node: ast.stmt) -> bool:
+        if not isinstance(node, ast.If):
+            return False
+        test = ast.unparse(node.test)
+        return "__name__" in test and "__main__" in test
+
+    def defined(nodes: Iterable[ast.AST]) -> set[str]:
+        names: set[str] = set()
+        for node in nodes:
+            for sub in ast.walk(node):
+                if isinstance(sub, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                    names.add(sub.name)
+                elif isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Store):
+                    names.add(sub.id)
+        return names
+
+    guards = [node for node in tree.body if is_main_guard(node)]
+    others = [node for node in tree.body if not is_main_guard(node)]
+    # names defined at module level outside the guards (function bodies' locals do not count there, but a
+    # superset only makes the check more lenient)
+    return defined(guards) - defined(others)
+
+
 def _check_sendable(fn: Callable[..., Any]) -> None:
     """``fn`` can reach a worker process by pickle (standard-library pools pickle by reference)."""
     target = getattr(fn, "func", fn)  # functools.partial
@@ -132,13 +180,25 @@ def _check_sendable(fn: Callable[..., Any]) -> None:
             "worker processes cannot import; move it to a module (or use executor=None, a "
             "ThreadPoolExecutor or a dask.distributed.Client, which pickles by value)"
         )
+    pickler = _MainReferences(io.BytesIO())
     try:
-        pickle.dumps(fn)
+        pickler.dump(fn)
     except Exception as exc:
         raise TypeError(
             "fn must be picklable to run in worker processes (a module-level function or a "
             f"functools.partial of one; lambdas and nested functions are not): {exc}"
         ) from None
+    path = getattr(main, "__file__", None)
+    if pickler.main_objects and path:
+        guarded = _guarded_names(path)
+        hidden = [obj.__qualname__ for obj in pickler.main_objects if obj.__qualname__ in guarded]
+        if hidden:
+            raise TypeError(
+                f"{hidden[0]!r} is defined inside the `if __name__ == \"__main__\":` block of {path}; worker "
+                "processes import the script without running that block, so they cannot find it. Define "
+                f"{hidden[0]!r} at module level, above the block (keep only the calls under it), or use "
+                "executor=None"
+            )
 
 
 def _progress_bar(total: int, progress: Progress) -> Any:
@@ -213,8 +273,9 @@ def parallel_map(
                 except BrokenProcessPool as exc:
                     raise BrokenProcessPool(
                         "a worker process died while starting or running fn. Worker processes start from a "
-                        "fresh interpreter that imports your main script: put the script's code under "
-                        "`if __name__ == \"__main__\":`. Otherwise the process ran out of memory or fn "
+                        "fresh interpreter that imports your main script: put the script's calls under "
+                        "`if __name__ == \"__main__\":` and define the functions they pass to certkit at "
+                        "module level, above that block. Otherwise the process ran out of memory or fn "
                         "crashed it."
                     ) from exc
                 if bar is not None:

@@ -121,14 +121,15 @@ def test_radius_zero_is_majority_vote_and_radii_nested():
     assert not res.abstained.any()
     assert np.array_equal(res.smoothed, res.vote_fraction > 0.5)
     # nested: certified at r implies certified at every r' < r
-    prev_in, prev_out, _ = res.at_radius(0)
+    prev_in, prev_out = res.at_radius(0).included, res.at_radius(0).excluded
     for r in range(1, 12):
-        inc, exc, abst = res.at_radius(r)
+        at = res.at_radius(r)
+        inc, exc, abst = at.included, at.excluded, at.abstained
         assert np.all(inc <= prev_in) and np.all(exc <= prev_out)
         assert np.array_equal(inc | exc | abst, np.ones(20, bool)) and not np.any(inc & exc)
         prev_in, prev_out = inc, exc
     r1 = certify_circuit(ScoreRule(scores, threshold=1.5), radius=2, **kw)
-    assert np.array_equal(r1.included, res.at_radius(2)[0])
+    assert np.array_equal(r1.included, res.at_radius(2).included)
     # in general (noisy votes) radius-0 decisions agree with the majority vote wherever they are made
     noisy = certify_circuit(
         ScoreRule(rng.random((60, 40)), top_k=20), subsample_size=10, n_subsamples=200, radius=0, rng=0
