@@ -9,9 +9,11 @@ gigabytes or fail with another exception.  Examples are bounded and derandomised
 under a minute.
 
 The targets cover the statistics, the conformal estimators, `parallel_map`, the compiled kernels
-(`certkit._core.*`, called directly) and the circuit certificates built on them (radii, edit bounds,
-`certify_circuit*`, `example_parts`).  Huge sizes are not avoided: the library refuses them up front
-(memory estimates, the vote kernel's work estimate) or computes in closed form (Poisson radii), and
+(`certkit._core.*`, called directly), the circuit certificates built on them (radii, edit bounds,
+`certify_circuit*`, `example_parts`) and the size arguments of certkit.ope and certkit.performative
+(bootstrap replicates, sensitivity grid, simulated agents, retraining rounds; issue 23).  Huge sizes
+are not avoided: the library refuses them up front (memory estimates, the vote kernel's and the OPE
+estimators' work estimates) or computes in closed form (Poisson radii), and
 this file checks that it does.  No per-example deadline (no timed assertions): a slow call shows up
 as a slow file, and ``--durations`` names it.
 """
@@ -32,7 +34,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from scipy import special
 
-from certkit import _core, circuits, conformal, mibp, stats
+from certkit import _core, circuits, conformal, mibp, ope, performative, stats
 from certkit.circuits import ScoreRule
 from certkit.parallel import parallel_map
 
@@ -485,6 +487,85 @@ MIBP_TARGETS = [
            {"rng": 0, "vertex": False}, _dataset),
 ]
 TARGETS += MIBP_TARGETS
+
+
+# ------------------------------------------------------------ size caps of ope and performative (issue 23)
+# Each target fuzzes only its size argument: huge values must be refused up front (a work or memory
+# estimate), small ones give a valid result.
+OPE_SIM = ope.StrategicSimulator()
+OPE_PI0 = ope.LinearThresholdPolicy([1.0, 1.0], 1.0, temperature=1.0)
+OPE_PI = ope.LinearThresholdPolicy([1.0, 0.0], 1.0, temperature=0.5)
+OPE_DATA = OPE_SIM.sample(OPE_PI0, 300, rng=0)
+OPE_RESPONSE = ope.LogNormalCostResponse().fit(OPE_DATA, policy=OPE_PI0)
+
+
+def _ope_result(result: Any) -> None:
+    assert np.isfinite(result.value) and np.isfinite(result.std_error) and result.n == OPE_DATA.n
+    if result.bootstrap_estimates is not None:
+        assert np.all(np.isfinite(result.bootstrap_estimates))
+
+
+def _sensitivity(result: Any) -> None:
+    assert np.all(np.isfinite(result.values)) and np.all(result.std_errors > 0)
+
+
+def _logged(result: Any) -> None:
+    assert isinstance(result, ope.StrategicData) and result.n >= 1
+
+
+def _bound(result: Any) -> None:
+    assert np.isfinite(result.total) and result.total >= 0
+
+
+def _ope_target(name: str, strategic: bool) -> Target:
+    fn = getattr(ope, name)
+    extra = {"response": OPE_RESPONSE} if strategic else {}
+    return Target(f"ope.{name}(bootstrap)",
+                  lambda bootstrap: fn(OPE_DATA, target_policy=OPE_PI, logging_policy=OPE_PI0,
+                                       bootstrap=bootstrap, rng=0, **extra),
+                  {"bootstrap": 3}, _ope_result)
+
+
+CAP_TARGETS = [
+    *(_ope_target(name, strategic) for name, strategic in (
+        ("strategic_dr", True), ("strategic_ipw", True), ("direct_method", True), ("naive_dr", False),
+        ("naive_ipw", False))),
+    Target("ope.sensitivity(n_points)",
+           lambda n_points: ope.sensitivity(OPE_DATA, target_policy=OPE_PI, logging_policy=OPE_PI0,
+                                            response=OPE_RESPONSE, n_points=n_points, rng=0),
+           {"n_points": 3}, _sensitivity),
+    Target("ope.StrategicSimulator.sample(n)", lambda n: OPE_SIM.sample(OPE_PI0, n, rng=0), {"n": 50},
+           _logged),
+    Target("ope.StrategicSimulator.sample_costs(n)", lambda n: OPE_SIM.sample_costs(n, rng=0)[0], {"n": 50},
+           lambda x: np.testing.assert_array_equal(np.isfinite(x), True)),
+    Target("performative.retraining_bound(n_rounds)",
+           lambda n_rounds: performative.retraining_bound(
+               n=100, share=0.1, diameter=1.0, loss_lipschitz=1.0, contraction=1.5, n_rounds=n_rounds,
+               map_lipschitz=1.0, dimension=2.0),
+           {"n_rounds": 3}, _bound),
+]
+TARGETS += CAP_TARGETS
+
+
+@pytest.mark.parametrize("target", CAP_TARGETS, ids=lambda t: t.name)
+@pytest.mark.parametrize("huge", HUGE_INTS)
+def test_huge_sizes_are_refused_up_front(target: Target, huge: int) -> None:
+    (arg,) = target.arguments()
+    with pytest.raises(ValueError, match=rf"^{arg}={huge} is too large"):
+        target.call(**{arg: huge})
+
+
+@pytest.mark.parametrize(
+    ("argv", "flag"),
+    [(["ope", "--n", "10000000000"], "--n"),
+     (["ope", "--n", "300", "--bootstrap", "1000000000"], "--bootstrap")],
+)
+def test_cli_huge_sizes_are_one_line_errors(capsys: Any, argv: list[str], flag: str) -> None:
+    from certkit import cli
+
+    assert cli.main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"certkit ope: error: {flag}=") and "is too large" in err and err.count("\n") == 1
 
 
 def _names_argument(message: str, names: tuple[str, ...]) -> bool:
