@@ -84,7 +84,11 @@ def _load(path: str):
         missing = [k for k in _NPZ_KEYS.split(", ") if k not in f.files]
         if missing:
             raise ValueError(f"data: {path} lacks the arrays {missing}; expected {want}")
-        return StrategicData(**{k: f[k] for k in f.files})
+        try:
+            arrays = {k: f[k] for k in f.files}
+        except ValueError:  # object arrays, which are not read without allow_pickle
+            raise ValueError(f"data: {path} holds arrays of Python objects; expected {want}") from None
+        return StrategicData(**arrays)
 
 
 def _check_thetas(args: argparse.Namespace, n_features: int | None) -> None:

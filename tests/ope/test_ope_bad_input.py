@@ -170,6 +170,10 @@ def test_cli_data_not_npz_says_which_format(capsys, tmp_path):
     npy = tmp_path / "x.npy"
     np.save(npy, np.zeros(3))
     assert ".npz archive" in _run(capsys, "--data", str(npy))
+    objects = tmp_path / "objects.npz"
+    np.savez(objects, x_pre=np.array([[1, "a"]], dtype=object))
+    err = _run(capsys, "--data", str(objects))
+    assert "arrays of Python objects" in err and "allow_pickle" not in err
 
 
 @pytest.mark.parametrize("flag", ["--logging-theta", "--target-theta"])
