@@ -171,7 +171,8 @@ def test_cli_data_not_npz_says_which_format(capsys, tmp_path):
     np.save(npy, np.zeros(3))
     assert ".npz archive" in _run(capsys, "--data", str(npy))
     objects = tmp_path / "objects.npz"
-    np.savez(objects, x_pre=np.array([[1, "a"]], dtype=object))
+    keys = ("x_pre", "x_post", "moved", "action", "reward", "pscore")
+    np.savez(objects, **{k: np.array([[1, "a"]], dtype=object) for k in keys})
     err = _run(capsys, "--data", str(objects))
     assert "arrays of Python objects" in err and "allow_pickle" not in err
 
