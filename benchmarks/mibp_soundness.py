@@ -1,6 +1,6 @@
 """Soundness sweep of MIBP certified training: random tiny configurations, every backend × formulation ×
 perturbation type, each result attacked by projected gradient ascent through the unrolled training
-(`certkit.mibp._attack.attack_violation`) and by vertex/uniform samples of the perturbation.
+(`certkit.mibp.attack.attack_violation`) and by vertex/uniform samples of the perturbation.
 
 The backends and formulations come from `certkit.mibp.BACKENDS` / `certkit.mibp.FORMULATIONS`, so a new
 formulation joins the sweep once it is in the library.  Every solve runs under a time limit (a solve
@@ -37,7 +37,7 @@ import numpy as np
 
 from certkit._results import format_table
 from certkit.mibp import BACKENDS, FORMULATIONS, GurobiLicenseError, UnsoundBoundError, certified_training
-from certkit.mibp._attack import PERTURBATION_KINDS, attack_violation, random_case
+from certkit.mibp.attack import PERTURBATION_KINDS, attack_violation, random_case
 
 #: optional module each program backend needs
 _MODULES = {"gurobi": "gurobipy", "scip": "pyscipopt", "milp": "highspy", "lp": "highspy"}

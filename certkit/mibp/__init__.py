@@ -18,9 +18,9 @@ Examples
 >>> cert = certify_predictions(res, X)
 """
 
-from certkit.mibp._certify import PredictionCertificate, certify_predictions
-from certkit.mibp._mlp import MLP
-from certkit.mibp._perturbation import (
+from certkit.mibp.certify import PredictionCertificate, certify_predictions
+from certkit.mibp.mlp import MLP
+from certkit.mibp.perturbation import (
     Budget,
     Compose,
     FeatureBox,
@@ -30,15 +30,15 @@ from certkit.mibp._perturbation import (
     OrdinalShift,
     Perturbation,
 )
-from certkit.mibp._selection import EpochSelection, select_epoch
-from certkit.mibp._training import (
+from certkit.mibp.selection import EpochSelection, select_epoch
+from certkit.mibp.solvers import MAX_SCALE, GurobiLicenseError, SolveStats, UnsoundBoundError
+from certkit.mibp.training import (
     BACKENDS,
     CARRIES,
     FORMULATIONS,
     CertifiedTrainingResult,
     certified_training,
 )
-from certkit.mibp.solvers import MAX_SCALE, GurobiLicenseError, SolveStats, UnsoundBoundError
 
 __all__ = [
     "BACKENDS",

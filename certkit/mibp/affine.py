@@ -22,7 +22,7 @@ with the smallest ``‖g‖₁ - ‖g‖∞`` are boxed) to at most ``max_genera
 
 Floating point: every operation adds to ``r`` a bound on the rounding error of computing the
 form and of the float evaluation of the operation by `MLP.train` (in any summation order, as in
-`certkit.mibp._interval`), so the zonotope contains the float trajectory.  Decisions (ReLU and
+`certkit.mibp.interval`), so the zonotope contains the float trajectory.  Decisions (ReLU and
 hinge sides) use the form's range intersected with the interval bounds over the current box.
 """
 
@@ -30,8 +30,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from certkit.mibp._interval import interval_forward, interval_loss_derivative
-from certkit.mibp._perturbation import InputSets
+from certkit.mibp.interval import interval_forward, interval_loss_derivative
+from certkit.mibp.perturbation import InputSets
 
 __all__ = ["CARRIES", "AffineCarry", "Zonotope"]
 

@@ -18,9 +18,9 @@ import numpy as np
 from certkit._optional import require
 from certkit._typing import RNGLike
 from certkit._validation import check_array, check_in_options, check_integer, check_positive, check_rng
-from certkit.mibp._mlp import LOSSES, MLP, check_labels
-from certkit.mibp._perturbation import InputSets, Perturbation
-from certkit.mibp._training import CertifiedTrainingResult
+from certkit.mibp.mlp import LOSSES, MLP, check_labels
+from certkit.mibp.perturbation import InputSets, Perturbation
+from certkit.mibp.training import CertifiedTrainingResult
 
 __all__ = ["attack_predictions", "attack_violation"]
 
@@ -285,8 +285,8 @@ def random_case(
     Returns the keyword arguments of `certified_training` except the backend and formulation
     (``model``, ``X``, ``y``, ``perturbation``, ``loss``, ``epochs``, ``learning_rate``).
     """
-    from certkit.mibp._mlp import MLP
-    from certkit.mibp._perturbation import Budget, FeatureBox, LabelFlips, MissingValues, OrdinalShift
+    from certkit.mibp.mlp import MLP
+    from certkit.mibp.perturbation import Budget, FeatureBox, LabelFlips, MissingValues, OrdinalShift
 
     d = int(gen.integers(1, 3))
     n = int(gen.integers(2, max_points + 1))

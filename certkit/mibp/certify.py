@@ -10,12 +10,12 @@ import numpy as np
 from certkit._results import ResultMixin, format_table
 from certkit._typing import ExecutorArg, Progress
 from certkit._validation import check_array, check_in_options, check_positive, check_progress
-from certkit.mibp._builder import build_output
-from certkit.mibp._interval import interval_margin
-from certkit.mibp._licence import check_gurobi_licence
-from certkit.mibp._mlp import MLP, check_labels
-from certkit.mibp._training import CertifiedTrainingResult, check_epoch
+from certkit.mibp.encoding import build_output
+from certkit.mibp.interval import interval_margin
+from certkit.mibp.licence import check_gurobi_licence
+from certkit.mibp.mlp import MLP, check_labels
 from certkit.mibp.solvers import BACKENDS, BackendOptions, check_backend, solve_program
+from certkit.mibp.training import CertifiedTrainingResult, check_epoch
 from certkit.parallel import parallel_map, resolve_executor
 
 __all__ = ["PredictionCertificate", "certify_predictions"]

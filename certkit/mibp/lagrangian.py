@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from certkit.mibp._mlp import MLP, loss_gradient_output
+from certkit.mibp.mlp import MLP, loss_gradient_output
 
 __all__ = ["centre_multipliers", "sample_jacobians", "zero_sum"]
 

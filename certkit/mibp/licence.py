@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from certkit.mibp._mlp import MLP
-from certkit.mibp.solvers import _gurobi, gurobi_too_big, license_error
+from certkit.mibp.mlp import MLP
+from certkit.mibp.solvers import gurobi, gurobi_too_big, license_error
 
 __all__ = ["check_gurobi_licence", "truncate_hidden"]
 
@@ -31,7 +31,7 @@ def check_gurobi_licence(
     truncated, to find the most hidden units that fit); ``decomposed()`` builds the per-sample program
     (offered when it fits and the formulation is joint).
     """
-    if not gurobi_too_big(program) or not _gurobi.gurobi_size_limited():
+    if not gurobi_too_big(program) or not gurobi.gurobi_size_limited():
         return
     fits: dict = {}
     if decomposed is not None and not gurobi_too_big(decomposed()):

@@ -3,7 +3,8 @@
 A `Program` has continuous and binary variables with finite bounds, linear constraints (``<=`` and
 ``==``), bilinear equalities ``s = a * b`` and a list of linear objectives (one per bound to compute).
 `Lin` is a linear expression whose folded constant carries a rounding-error record.  Nothing here knows
-a solver or the network: `certkit.mibp._builder` writes programs, `certkit.mibp.solvers` bounds them.
+a solver or the network: `certkit.mibp.builder` and `certkit.mibp.encoding` write programs,
+`certkit.mibp.solvers` bounds them.
 """
 
 from __future__ import annotations

@@ -10,9 +10,9 @@ import numpy as np
 from certkit._results import ResultMixin, format_table
 from certkit._typing import ExecutorArg, Progress
 from certkit._validation import check_array, check_progress
-from certkit.mibp._certify import certify_predictions
-from certkit.mibp._mlp import check_labels
-from certkit.mibp._training import CertifiedTrainingResult
+from certkit.mibp.certify import certify_predictions
+from certkit.mibp.mlp import check_labels
+from certkit.mibp.training import CertifiedTrainingResult
 from certkit.parallel import resolve_executor
 
 __all__ = ["EpochSelection", "select_epoch"]

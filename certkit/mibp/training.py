@@ -19,15 +19,15 @@ from certkit._validation import (
     check_positive,
     check_progress,
 )
-from certkit.mibp._affine import CARRIES, AffineCarry
-from certkit.mibp._builder import build_decomposed, build_joint
-from certkit.mibp._interval import interval_margin, interval_step, magnitude, pad, sum_with_budget
-from certkit.mibp._lagrangian import centre_multipliers
-from certkit.mibp._licence import check_gurobi_licence
-from certkit.mibp._mlp import LOSSES, MLP, check_labels
-from certkit.mibp._perturbation import InputSets, Perturbation
-from certkit.mibp._witnesses import Witnesses
+from certkit.mibp.affine import CARRIES, AffineCarry
+from certkit.mibp.encoding import build_decomposed, build_joint
+from certkit.mibp.interval import interval_margin, interval_step, magnitude, pad, sum_with_budget
+from certkit.mibp.lagrangian import centre_multipliers
+from certkit.mibp.licence import check_gurobi_licence
+from certkit.mibp.mlp import LOSSES, MLP, check_labels
+from certkit.mibp.perturbation import InputSets, Perturbation
 from certkit.mibp.solvers import BACKENDS, BackendOptions, SolveStats, check_backend, lp_bounds, solve_program
+from certkit.mibp.witnesses import Witnesses
 from certkit.parallel import parallel_map, resolve_executor
 
 __all__ = ["BACKENDS", "CARRIES", "FORMULATIONS", "CertifiedTrainingResult", "certified_training"]
@@ -218,7 +218,7 @@ def certified_training(
         a box, which forgets how the parameters depend on each other and on the perturbed inputs).
         ``affine``: additionally a zonotope ``c + G e`` over symbols for the perturbed inputs and for
         earlier remainders, advanced by affine arithmetic through the gradient (sound by
-        construction, see `certkit.mibp._affine`); each epoch's box is the box of ``backend`` /
+        construction, see `certkit.mibp.affine`); each epoch's box is the box of ``backend`` /
         ``formulation`` intersected with the zonotope's interval hull, so it is never wider than
         with ``box``.  ``Budget`` is relaxed to the per-point hull inside the zonotope (the
         intersected box still uses it).
@@ -436,7 +436,7 @@ def _solve_epoch_joint(lower, upper, sets, y, loss, lr, options, executor, desc,
 
 def _solve_epoch_decomposed(lower, upper, sets, y, loss, lr, options, executor, desc, witness, mu=None):
     """Per-sample programs summed; ``mu`` (array ``(n, m, m)``, zero-sum over the samples): Lagrangian
-    multipliers, ``mu[k, p] · θ`` added to sample ``k``'s objective ``p`` (`certkit.mibp._lagrangian`)."""
+    multipliers, ``mu[k, p] · θ`` added to sample ``k``'s objective ``p`` (`certkit.mibp.lagrangian`)."""
     m = lower.n_params
     n = len(y)
     tight = lp_bounds if options.tighten else None

@@ -7,8 +7,8 @@ import dataclasses
 
 import numpy as np
 
-from certkit.mibp._mlp import MLP
-from certkit.mibp._perturbation import InputSets
+from certkit.mibp.mlp import MLP
+from certkit.mibp.perturbation import InputSets
 from certkit.mibp.solvers import UnsoundBoundError
 
 __all__ = ["Witnesses"]

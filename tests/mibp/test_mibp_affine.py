@@ -8,8 +8,8 @@ import pytest
 from scipy.optimize import linprog
 
 from certkit.mibp import MLP, Budget, FeatureBox, LabelFlips, certified_training
-from certkit.mibp._affine import AffineCarry
-from certkit.mibp._attack import PERTURBATION_KINDS, attack_violation, random_case
+from certkit.mibp.affine import AffineCarry
+from certkit.mibp.attack import PERTURBATION_KINDS, attack_violation, random_case
 
 
 def _pure_zonotopes(model, X, y, perturbation, loss, lr, epochs):

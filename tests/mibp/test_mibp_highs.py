@@ -3,10 +3,10 @@
 import numpy as np
 import pytest
 
-import certkit.mibp.solvers._cvxpy as cvxpy_backend
-import certkit.mibp.solvers._highs as highs_backend
+import certkit.mibp.solvers.cvxpy as cvxpy_backend
+import certkit.mibp.solvers.highs as highs_backend
 from certkit.mibp import MLP, FeatureBox, certified_training
-from certkit.mibp._builder import build_decomposed, build_joint
+from certkit.mibp.encoding import build_decomposed, build_joint
 from certkit.mibp.solvers import BackendOptions, solve_program
 
 SOLVER_TOL = 1e-6

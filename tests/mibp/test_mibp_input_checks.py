@@ -13,7 +13,7 @@ from certkit.mibp import (
     certified_training,
     certify_predictions,
 )
-from certkit.mibp._program import Program
+from certkit.mibp.program import Program
 from certkit.mibp.solvers import BackendOptions, solve_program
 
 
@@ -74,7 +74,7 @@ def test_training_rejects_bool_and_complex_labels():
 
 def test_attack_checks_its_labels_and_options():
     pytest.importorskip("torch")
-    from certkit.mibp._attack import attack_violation
+    from certkit.mibp.attack import attack_violation
 
     X, y, res = _binary_case()
     box = FeatureBox(1e-3)
@@ -182,7 +182,7 @@ def test_overflowing_learning_rate_is_named():
 def _step_program() -> Program:
     """The second step's program of one training point (a 2-8-1 model on a non-trivial parameter box:
     Gurobi's presolve outlasts a 1e-6 s time limit, so it stops without any bound)."""
-    from certkit.mibp._builder import build_decomposed
+    from certkit.mibp.encoding import build_decomposed
 
     X, y, _ = _binary_case()
     X, y = X[:20], y[:20]
@@ -268,7 +268,7 @@ def test_cli_rejects_bad_options_in_one_line(capsys):
 def _badly_scaled_program() -> Program:
     """A joint 1-3-3 hinge program whose largest coefficient is moderate (under `MAX_SCALE`) but whose
     smallest are ~1e-14: SoPlex fails on it ("SCIP: error in LP solver!") with the pinned pyscipopt."""
-    from certkit.mibp._builder import build_joint
+    from certkit.mibp.encoding import build_joint
 
     model = MLP.random([1, 3, 3], rng=16)
     X = np.array([[-1.17], [0.64], [1.32]])
@@ -293,11 +293,11 @@ def test_scip_error_on_a_badly_scaled_program_keeps_the_interval_bound():
 
 def test_scip_errors_give_no_solver_bound(monkeypatch):
     pytest.importorskip("pyscipopt")
-    from certkit.mibp.solvers import _scip
+    from certkit.mibp.solvers import scip
 
     program = _step_program()
     tasks = [(j, s) for j in range(len(program.objectives)) for s in (1, -1)]
-    build = _scip.scip_model
+    build = scip.scip_model
 
     class Failing:
         """A SCIP model whose solve raises like PySCIPOpt on a SCIP error code."""
@@ -319,7 +319,7 @@ def test_scip_errors_give_no_solver_bound(monkeypatch):
         return make
 
     for message in ("SCIP: error in LP solver!", "not a SCIP error code"):
-        monkeypatch.setattr(_scip, "scip_model", failing_model(message))
+        monkeypatch.setattr(scip, "scip_model", failing_model(message))
         if message.startswith("SCIP"):
             out = solve_program(program, tasks, BackendOptions("scip"))
             interval = np.array([program.objective_bounds[j][0 if s > 0 else 1] for j, s in tasks])

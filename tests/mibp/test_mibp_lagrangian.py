@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 
 from certkit.mibp import MLP, Budget, FeatureBox, MissingValues, certified_training
-from certkit.mibp._lagrangian import centre_multipliers, sample_jacobians, zero_sum
-from certkit.mibp._mlp import check_labels
-from certkit.mibp._training import _solve_epoch_decomposed, _step
+from certkit.mibp.lagrangian import centre_multipliers, sample_jacobians, zero_sum
+from certkit.mibp.mlp import check_labels
 from certkit.mibp.solvers import BackendOptions
+from certkit.mibp.training import _solve_epoch_decomposed, _step
 
 _MODULES = {"scip": "pyscipopt", "gurobi": "gurobipy", "milp": "highspy", "lp": "highspy"}
 BACKENDS = [b for b, mod in _MODULES.items() if importlib.util.find_spec(mod) is not None]
@@ -246,13 +246,13 @@ def test_guard_raises_on_a_wrong_lagrangian_bound(monkeypatch):
     """Epoch 2 (a box with width, nonzero multipliers): a bound 0.05 too tight is caught by the guard,
     whose witness values include the multiplier terms (a correct run raises nothing)."""
     from certkit.mibp import UnsoundBoundError
-    from certkit.mibp.solvers import _highs
+    from certkit.mibp.solvers import highs
 
     X = np.array([[0.5, -0.2], [-0.3, 0.8], [0.1, 0.4]])
     y = np.array([1, -1, 1])
     kw = dict(perturbation=FeatureBox(0.1), epochs=2, backend="lp", formulation="lagrangian")
     certified_training(MLP.random([2, 3, 1], rng=0), X, y, **kw)
-    real, calls = _highs.solve_linear, []
+    real, calls = highs.solve_linear, []
 
     def wrong(program, tasks, options):
         values, flags = real(program, tasks, options)
@@ -261,7 +261,7 @@ def test_guard_raises_on_a_wrong_lagrangian_bound(monkeypatch):
             return values, flags
         return [v + 0.05 * s for v, (_, s) in zip(values, tasks)], flags
 
-    monkeypatch.setattr(_highs, "solve_linear", wrong)
+    monkeypatch.setattr(highs, "solve_linear", wrong)
     with pytest.raises(UnsoundBoundError) as info:
         certified_training(MLP.random([2, 3, 1], rng=0), X, y, **kw)
     assert info.value.program is not None and len(calls) > len(X)

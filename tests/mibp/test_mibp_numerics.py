@@ -8,9 +8,9 @@ import scipy.sparse as sp
 
 from certkit import datasets
 from certkit.mibp import MLP, FeatureBox, MissingValues, UnsoundBoundError, certified_training
-from certkit.mibp._builder import Builder
+from certkit.mibp.builder import Builder
 from certkit.mibp.solvers import MAX_SCALE, BackendOptions, program_scale, solve_program
-from certkit.mibp.solvers._safe_dual import safe_lp_bound
+from certkit.mibp.solvers.safe_dual import safe_lp_bound
 
 needs_scip = pytest.mark.skipif(importlib.util.find_spec("pyscipopt") is None, reason="needs pyscipopt")
 needs_gurobi = pytest.mark.skipif(importlib.util.find_spec("gurobipy") is None, reason="needs gurobipy")
@@ -99,7 +99,7 @@ def test_program_scale_threshold():
 
 
 def test_widened_boxes_are_counted():
-    from certkit.mibp._builder import build_decomposed
+    from certkit.mibp.encoding import build_decomposed
 
     m = MLP.random([2, 2, 1], rng=0)
     X, y = np.array([[0.3, -0.2]]), np.array([1.0])
@@ -118,17 +118,17 @@ def _relu_program():
 
 @pytest.mark.parametrize("backend", ["lp", "milp", *EXACT])
 def test_guard_raises_on_an_injected_wrong_bound(backend, monkeypatch):
-    from certkit.mibp.solvers import _gurobi, _highs, _scip
+    from certkit.mibp.solvers import gurobi, highs, scip
 
     program = _relu_program()
     witnesses = np.array([[4.0], [0.0]])  # values at x = 3 and x = -1
     ok = solve_program(program, [(0, -1), (0, 1)], BackendOptions(backend), witnesses)
     assert ok["bounds"][0] >= 4.0 and ok["bounds"][1] <= 0.0
     module, name = {
-        "lp": (_highs, "solve_linear"),
-        "milp": (_highs, "solve_linear"),
-        "scip": (_scip, "solve_scip"),
-        "gurobi": (_gurobi, "solve_gurobi"),
+        "lp": (highs, "solve_linear"),
+        "milp": (highs, "solve_linear"),
+        "scip": (scip, "solve_scip"),
+        "gurobi": (gurobi, "solve_gurobi"),
     }[backend]
     real = getattr(module, name)
 
@@ -143,15 +143,15 @@ def test_guard_raises_on_an_injected_wrong_bound(backend, monkeypatch):
 
 
 def test_guard_in_training_raises_on_an_injected_wrong_bound(monkeypatch):
-    from certkit.mibp.solvers import _highs
+    from certkit.mibp.solvers import highs
 
-    real = _highs.solve_linear
+    real = highs.solve_linear
 
     def wrong(program, tasks, options):
         values, flags = real(program, tasks, options)
         return [v + 0.05 * s for v, (_, s) in zip(values, tasks)], flags  # every bound 0.05 too tight
 
-    monkeypatch.setattr(_highs, "solve_linear", wrong)
+    monkeypatch.setattr(highs, "solve_linear", wrong)
     X = np.array([[0.5, -0.2], [-0.3, 0.8], [0.1, 0.4]])
     y = np.array([1, -1, 1])
     with pytest.raises(UnsoundBoundError) as info:
@@ -161,7 +161,7 @@ def test_guard_in_training_raises_on_an_injected_wrong_bound(monkeypatch):
 
 def test_guard_in_certify_predictions(monkeypatch):
     from certkit.mibp import certify_predictions
-    from certkit.mibp.solvers import _highs
+    from certkit.mibp.solvers import highs
 
     X = np.array([[0.5, -0.2], [-0.3, 0.8], [0.1, 0.4]])
     y = np.array([1, -1, 1])
@@ -176,13 +176,13 @@ def test_guard_in_certify_predictions(monkeypatch):
     for _ in range(50):  # certified predictions hold for parameters drawn from the box
         theta = MLP.from_vector(lo + gen.random(lo.size) * (hi - lo), res.nominal.sizes)
         assert np.all(theta.predict(X_test)[cert.certified] == cert.prediction[cert.certified])
-    real = _highs.solve_linear
+    real = highs.solve_linear
 
     def wrong(program, tasks, options):
         values, flags = real(program, tasks, options)
         return [v + 10.0 for v in values], flags  # every lower bound of a margin 10 too high
 
-    monkeypatch.setattr(_highs, "solve_linear", wrong)
+    monkeypatch.setattr(highs, "solve_linear", wrong)
     with pytest.raises(UnsoundBoundError):
         certify_predictions(res, X_test, backend="lp")
 
@@ -251,9 +251,9 @@ def _limited():
 def test_licence_advice_names_what_fits():
     _limited()
     from certkit.mibp import GurobiLicenseError
-    from certkit.mibp._builder import build_decomposed, build_joint
     from certkit.mibp._cli import load_data
-    from certkit.mibp._licence import truncate_hidden
+    from certkit.mibp.encoding import build_decomposed, build_joint
+    from certkit.mibp.licence import truncate_hidden
     from certkit.mibp.solvers import gurobi_too_big
 
     d = load_data("iris2", rng=0)

@@ -11,12 +11,12 @@ from certkit.mibp import (
     EpochSelection,
     FeatureBox,
     SolveStats,
-    _selection,
     certified_training,
     certify_predictions,
     select_epoch,
+    selection,
 )
-from certkit.mibp._attack import attack_predictions
+from certkit.mibp.attack import attack_predictions
 
 
 # ----------------------------------------------------------------------------- MLP.random(init=)
@@ -161,13 +161,13 @@ def test_select_epoch_reads_only_the_validation_split(monkeypatch):
     res = certified_training(MLP.random([2, 3, 1], init="torch", rng=0), X, y, perturbation=FeatureBox(0.01),
                              epochs=3, learning_rate=0.5)
     seen = []
-    real = _selection.certify_predictions
+    real = selection.certify_predictions
 
     def spy(result, X_arg, **kwargs):
         seen.append((np.array(X_arg), kwargs["epoch"]))
         return real(result, X_arg, **kwargs)
 
-    monkeypatch.setattr(_selection, "certify_predictions", spy)
+    monkeypatch.setattr(selection, "certify_predictions", spy)
     select_epoch(res, X_val, y_val)
     assert [t for _, t in seen] == [0, 1, 2, 3]
     for X_arg, _ in seen:

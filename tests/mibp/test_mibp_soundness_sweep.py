@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from certkit.mibp import certified_training
-from certkit.mibp._attack import PERTURBATION_KINDS, attack_violation, random_case
+from certkit.mibp.attack import PERTURBATION_KINDS, attack_violation, random_case
 
 pytest.importorskip("torch")
 

@@ -1,19 +1,19 @@
-"""Solver backends for MIBP step programs: one file per backend, the shared rules in `_common`.
+"""Solver backends for MIBP step programs: one file per backend, the shared rules in `common`.
 
 `solve_program` returns, for each objective and sense, a bound that the true optimum cannot beat (see
 docs/mibp.md, "Numerical contract of each backend").
 """
 
-from certkit.mibp.solvers._common import (
+from certkit.mibp.solvers.common import (
     MAX_SCALE,
     BackendOptions,
     GurobiLicenseError,
     UnsoundBoundError,
     program_scale,
 )
-from certkit.mibp.solvers._dispatch import BACKENDS, check_backend, lp_bounds, solve_program
-from certkit.mibp.solvers._gurobi import GUROBI_SIZE_LIMIT, gurobi_size_limited, gurobi_too_big, license_error
-from certkit.mibp.solvers._stats import SolveStats
+from certkit.mibp.solvers.dispatch import BACKENDS, check_backend, lp_bounds, solve_program
+from certkit.mibp.solvers.gurobi import GUROBI_SIZE_LIMIT, gurobi_size_limited, gurobi_too_big, license_error
+from certkit.mibp.solvers.stats import SolveStats
 
 __all__ = [
     "BACKENDS",

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from certkit.mibp._program import Program
+from certkit.mibp.program import Program
 
 __all__ = [
     "FEAS_TOL",

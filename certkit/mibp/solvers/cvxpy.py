@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 
 from certkit._optional import require
-from certkit.mibp._program import Program
-from certkit.mibp.solvers._common import (
+from certkit.mibp.program import Program
+from certkit.mibp.solvers.common import (
     FEAS_TOL,
     MILP_TOL,
     BackendOptions,
@@ -14,8 +14,8 @@ from certkit.mibp.solvers._common import (
     pad_bound,
     program_scale,
 )
-from certkit.mibp.solvers._mccormick import relaxation_rows
-from certkit.mibp.solvers._safe_dual import safe_lp_bound
+from certkit.mibp.solvers.mccormick import relaxation_rows
+from certkit.mibp.solvers.safe_dual import safe_lp_bound
 
 __all__ = ["solve_cvxpy"]
 

@@ -8,9 +8,9 @@ import time
 import numpy as np
 
 from certkit._optional import require
-from certkit.mibp._program import Program
-from certkit.mibp.solvers import _gurobi, _highs, _scip
-from certkit.mibp.solvers._common import (
+from certkit.mibp.program import Program
+from certkit.mibp.solvers import gurobi, highs, scip
+from certkit.mibp.solvers.common import (
     MAX_SCALE,
     BackendOptions,
     UnsoundBoundError,
@@ -34,10 +34,10 @@ _REQUIRES = {
 def _solver(backend: str):
     """The backend's solve function (looked up at call time)."""
     if backend == "scip":
-        return _scip.solve_scip
+        return scip.solve_scip
     if backend == "gurobi":
-        return _gurobi.solve_gurobi
-    return _highs.solve_linear
+        return gurobi.solve_gurobi
+    return highs.solve_linear
 
 
 def solve_program(

@@ -7,8 +7,8 @@ import functools
 import numpy as np
 
 from certkit._optional import require
-from certkit.mibp._program import Program
-from certkit.mibp.solvers._common import (
+from certkit.mibp.program import Program
+from certkit.mibp.solvers.common import (
     FEAS_TOL,
     BackendOptions,
     GurobiLicenseError,

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from certkit.mibp._program import Program
-from certkit.mibp.solvers._common import (
+from certkit.mibp.program import Program
+from certkit.mibp.solvers.common import (
     FEAS_TOL,
     MILP_TOL,
     BackendOptions,
@@ -13,9 +13,9 @@ from certkit.mibp.solvers._common import (
     pad_bound,
     program_scale,
 )
-from certkit.mibp.solvers._cvxpy import solve_cvxpy
-from certkit.mibp.solvers._mccormick import linear_rows
-from certkit.mibp.solvers._safe_dual import safe_lp_bound
+from certkit.mibp.solvers.cvxpy import solve_cvxpy
+from certkit.mibp.solvers.mccormick import linear_rows
+from certkit.mibp.solvers.safe_dual import safe_lp_bound
 
 __all__ = ["solve_highs", "solve_linear"]
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from certkit.mibp._program import Program
+from certkit.mibp.program import Program
 
 __all__ = ["linear_rows", "relaxation_rows"]
 

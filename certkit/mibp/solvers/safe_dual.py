@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from certkit.mibp._interval import pad
+from certkit.mibp.interval import pad
 
 __all__ = ["safe_lp_bound"]
 

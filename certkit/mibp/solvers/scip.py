@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 
 from certkit._optional import require
-from certkit.mibp._program import Program
-from certkit.mibp.solvers._common import (
+from certkit.mibp.program import Program
+from certkit.mibp.solvers.common import (
     SCIP_FEAS_TOL,
     BackendOptions,
     consistent,
