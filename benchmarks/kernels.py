@@ -13,12 +13,35 @@ fastest is the reference of the ratio:
 each followed by ``argpartition`` per row.  BLAS is limited to one thread for the one-thread comparison
 (threadpoolctl) and left at its default for the other column.
 
+Machine limit.  The script also measures one core's float64 add peak in the same run: a loop of 12
+independent 4-wide vector adds (``vaddpd`` on AVX2 registers: 48 float64 adds per iteration, no loads,
+no dependency shorter than 12 instructions, so it runs at the adder throughput) compiled on the fly
+with the system C compiler (``cc -O2``, inline assembly on x86-64, vector extensions elsewhere) and
+called through ``ctypes`` (which releases the GIL, so two threads run it at once for the two-core
+peak).  On CPUs with AVX-512 the 8-wide peak is printed too.  It then prints
+
+* the vote kernel's throughput, B·m·N float64 additions per second (the additions the floating-point
+  contract prescribes; selection and drawing are in the time but not in the count), as a fraction of
+  the 4-wide add peak (the width the kernel is compiled for), and its two-thread speedup next to the
+  peak loop's own two-thread speedup (below 2 when other jobs share the cores);
+* the EM kernel's (``mixreg.em``) throughput in float64 vector-lane operations per second, where a
+  fused multiply-add counts as one operation (the AVX2 clone fuses them; an FMA takes an adder slot)
+  and the count is the model in `em_operations`, as a fraction of the same peak.  EM runs on one
+  thread (it has no thread option; the causal search parallelises over candidate sets).
+
 Run: ``python benchmarks/kernels.py [--repeats 5]``.
 """
 
 from __future__ import annotations
 
 import argparse
+import ctypes
+import os
+import platform
+import subprocess
+import tempfile
+import threading
+import time
 from collections.abc import Callable
 
 import numpy as np
@@ -31,6 +54,87 @@ from certkit._results import format_table
 N_EXAMPLES, SUBSAMPLE, N_SUBSAMPLES, N_COMPONENTS, TOP_K = 1000, 100, 10_000, 512, 50
 DELETION_PROB = 0.9
 SEED = 1
+EM_SAMPLES, EM_DIM, EM_COMPONENTS, EM_ITERATIONS = 20_000, 4, 3, 30
+PEAK_ITERATIONS = 50_000_000
+
+PEAK_SOURCE = r"""
+#include <stdint.h>
+#if defined(__x86_64__)
+#define ADDS(R) \
+    "vaddpd %%" R "15,%%" R "0,%%" R "0\n vaddpd %%" R "15,%%" R "1,%%" R "1\n" \
+    "vaddpd %%" R "15,%%" R "2,%%" R "2\n vaddpd %%" R "15,%%" R "3,%%" R "3\n" \
+    "vaddpd %%" R "15,%%" R "4,%%" R "4\n vaddpd %%" R "15,%%" R "5,%%" R "5\n" \
+    "vaddpd %%" R "15,%%" R "6,%%" R "6\n vaddpd %%" R "15,%%" R "7,%%" R "7\n" \
+    "vaddpd %%" R "15,%%" R "8,%%" R "8\n vaddpd %%" R "15,%%" R "9,%%" R "9\n" \
+    "vaddpd %%" R "15,%%" R "10,%%" R "10\n vaddpd %%" R "15,%%" R "11,%%" R "11\n"
+#define CLOBBER "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9", \
+    "xmm10", "xmm11", "xmm15", "cc"
+/* iterations * 48 float64 adds (12 independent 4-wide adds per iteration). */
+__attribute__((target("avx2"))) void add_peak4(int64_t iterations) {
+    __asm__ volatile("vxorpd %%ymm15,%%ymm15,%%ymm15\n 1:\n" ADDS("ymm") "dec %0\n jnz 1b\n vzeroupper\n"
+                     : "+r"(iterations) : : CLOBBER);
+}
+/* iterations * 96 float64 adds (12 independent 8-wide adds per iteration). */
+__attribute__((target("avx512f"))) void add_peak8(int64_t iterations) {
+    __asm__ volatile("vxorpd %%zmm15,%%zmm15,%%zmm15\n 1:\n" ADDS("zmm") "dec %0\n jnz 1b\n vzeroupper\n"
+                     : "+r"(iterations) : : CLOBBER);
+}
+int has_avx512(void) { __builtin_cpu_init(); return __builtin_cpu_supports("avx512f"); }
+#else
+typedef double lanes __attribute__((vector_size(32)));
+double sink;
+void add_peak4(int64_t iterations) {
+    lanes a0 = {0}, a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0, a8 = a0, a9 = a0,
+          a10 = a0, a11 = a0, one = a0 + 1e-300;
+    for (int64_t i = 0; i < iterations; ++i) {
+        a0 += one; a1 += one; a2 += one; a3 += one; a4 += one; a5 += one;
+        a6 += one; a7 += one; a8 += one; a9 += one; a10 += one; a11 += one;
+    }
+    lanes s = a0 + a1 + a2 + a3 + a4 + a5 + a6 + a7 + a8 + a9 + a10 + a11;
+    sink = s[0];
+}
+void add_peak8(int64_t iterations) { (void)iterations; }
+int has_avx512(void) { return 0; }
+#endif
+"""
+
+
+def compile_peak() -> ctypes.CDLL:
+    """The add-peak loops of PEAK_SOURCE, compiled with the system C compiler into a temporary library."""
+    folder = tempfile.mkdtemp(prefix="certkit_peak_")
+    source, library = os.path.join(folder, "peak.c"), os.path.join(folder, "peak.so")
+    with open(source, "w") as fh:
+        fh.write(PEAK_SOURCE)
+    subprocess.run([os.environ.get("CC", "cc"), "-O2", "-shared", "-fPIC", source, "-o", library], check=True)
+    lib = ctypes.CDLL(library)
+    lib.add_peak4.argtypes = lib.add_peak8.argtypes = [ctypes.c_int64]
+    return lib
+
+
+def add_peak(fn: Callable[[int], None], adds_per_iteration: int, threads: int, repeats: int) -> float:
+    """Best float64 adds per second of ``fn(PEAK_ITERATIONS)`` run in ``threads`` threads at once."""
+    best = np.inf
+    for _ in range(repeats):
+        workers = [threading.Thread(target=fn, args=(PEAK_ITERATIONS,)) for _ in range(threads)]
+        start = time.perf_counter()
+        for worker in workers:
+            worker.start()
+        for worker in workers:
+            worker.join()
+        best = min(best, time.perf_counter() - start)
+    return threads * PEAK_ITERATIONS * adds_per_iteration / best
+
+
+def em_operations(n: int, p: int, k: int, passes: int) -> float:
+    """Float64 vector-lane operations of ``passes`` E-step passes of ``mixreg.em`` (an FMA counts as one).
+
+    Per sample and live component: the mean (p FMA), the log-density (3), exp (18: rounding 2,
+    reduction 2, degree-13 Horner 13, scaling 1), the posterior sum (1), the responsibility (1) and
+    the statistics (L = p(p+1)/2 + p + 2 FMA); per sample: the expanded row (L - 1 products), the
+    reciprocal (1) and the log-likelihood (2).  The M-steps (O(K p^3) per pass) are not counted.
+    """
+    stats = p * (p + 1) // 2 + p + 2
+    return float(passes) * n * (k * (p + 3 + 18 + 2 + stats) + stats - 1 + 3)
 
 
 def _top_k_counts(means: np.ndarray, k: int, counts: np.ndarray) -> None:
@@ -212,6 +316,8 @@ def main(argv: list[str] | None = None) -> None:
         ]
     )
 
+    machine_limit(scores, t_k1, t_k2, reps)
+
     print()
     print(
         format_table(
@@ -232,6 +338,47 @@ def main(argv: list[str] | None = None) -> None:
         "\nThe first row gives the numpy vote baselines the kernel's subsample indices (not timed);\n"
         "certkit's times always include drawing them (second row: numpy draws its own).\n"
         "The machine is shared, so absolute times are noisy; the ratios are from the same run."
+    )
+
+
+def machine_limit(scores: np.ndarray, t_votes1: float, t_votes2: float, reps: int) -> None:
+    """Prints the vote and EM kernels' throughput as a fraction of the add peak measured now."""
+    lib = compile_peak()
+    peak1 = add_peak(lib.add_peak4, 48, 1, reps)
+    peak2 = add_peak(lib.add_peak4, 48, 2, reps)
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    print(
+        f"\nadd peak ({platform.machine()}, 4-wide): {peak1 / 1e9:.2f} G float64 adds/s on one thread, "
+        f"{peak2 / 1e9:.2f} G on two ({peak2 / peak1:.2f}x); 1-min load average {load:.2f}"
+    )
+    if lib.has_avx512():
+        peak512 = add_peak(lib.add_peak8, 96, 1, reps)
+        print(f"add peak, 8-wide (AVX-512): {peak512 / 1e9:.2f} G float64 adds/s on one thread")
+    vote_adds = float(N_SUBSAMPLES) * SUBSAMPLE * N_COMPONENTS
+    rate1, rate2 = vote_adds / t_votes1, vote_adds / t_votes2
+    print(
+        f"votes.subsample: {rate1 / 1e9:.2f} G adds/s = {rate1 / peak1:.0%} of the 1-thread peak; "
+        f"2 threads {rate2 / 1e9:.2f} G adds/s = {t_votes1 / t_votes2:.2f}x "
+        f"({rate2 / peak2:.0%} of the 2-thread peak)"
+    )
+    rng = np.random.default_rng(SEED)
+    design = np.column_stack([np.ones(EM_SAMPLES), rng.normal(size=(EM_SAMPLES, EM_DIM - 1))])
+    group = rng.integers(0, EM_COMPONENTS, size=EM_SAMPLES)
+    coef = rng.normal(size=(EM_COMPONENTS, EM_DIM))
+    y = np.einsum("ij,ij->i", design, coef[group]) + 0.3 * rng.normal(size=EM_SAMPLES)
+    resp0 = rng.dirichlet(np.ones(EM_COMPONENTS), size=EM_SAMPLES)
+
+    def em() -> dict:
+        return _core.mixreg.em(
+            y, design, resp0, max_iter=EM_ITERATIONS, tol=0.0, ridge=1e-10, min_variance=1e-12
+        )
+
+    t_em, out = best_time(em, reps)
+    passes = len(out["loglik_trace"])
+    ops = em_operations(EM_SAMPLES, EM_DIM, EM_COMPONENTS, passes) / t_em
+    print(
+        f"mixreg.em (n={EM_SAMPLES:,}, p={EM_DIM}, K={EM_COMPONENTS}, {passes} passes): {t_em:.4f} s, "
+        f"{ops / 1e9:.2f} G float64 ops/s = {ops / peak1:.0%} of the 1-thread add peak (one thread)"
     )
 
 
