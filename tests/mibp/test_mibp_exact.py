@@ -1,5 +1,6 @@
 """Oracle tests of the program backends (exact Gurobi/SCIP, McCormick MILP/LP)."""
 
+import functools
 import itertools
 
 import numpy as np
@@ -120,21 +121,18 @@ def _vertex_values(lower, upper, X, eps, fn, *, widened=False):
     return np.array(out)
 
 
-@pytest.mark.parametrize("backend", EXACT)
-def test_hinge_fixed_pattern_equals_vertex_enumeration(backend):
-    lower, upper, X, y, eps, sets = _fixed_pattern_box()
+@functools.cache
+def _fixed_pattern_vertex_values():
+    """The vertex enumeration of the fixed-pattern step (the oracle of both exact backends, computed once).
+
+    Returns the joint step's values at the vertices of the true box and of the widened box, and each
+    sample's own step's (min, max) over its vertices."""
+    lower, upper, X, y, eps, _ = _fixed_pattern_box()
     lr = 0.5
     # θ' is multilinear in (θ, x) when every indicator is fixed, so its extremes lie at box vertices.
     step = lambda m, Xv: m.gd_step(Xv, y, learning_rate=lr).to_vector()  # noqa: E731
     vals = _vertex_values(lower, upper, X, eps, step)
-    L, U, _ = _step(lower, upper, sets, y, "hinge", lr, "joint", BackendOptions(backend))
-    # parameter boxes narrower than MIN_WIDTH are widened (a sound superset) before solving, and the
-    # result is intersected with the interval step on the true box: the bounds lie between the exact
-    # values of the true box and those of the widened box
     wide = _vertex_values(lower, upper, X, eps, step, widened=True)
-    assert np.all(L <= vals.min(axis=0) + 1e-7) and np.all(L >= wide.min(axis=0) - 1e-7)
-    assert np.all(U >= vals.max(axis=0) - 1e-7) and np.all(U <= wide.max(axis=0) + 1e-7)
-    # decomposed: each sample's (θ_p - λ g_kp)/n extremised separately
     per = []
     for k in range(2):
         v = _vertex_values(
@@ -145,6 +143,21 @@ def test_hinge_fixed_pattern_equals_vertex_enumeration(backend):
             lambda m, Xv, k=k: m.gd_step(Xv, y[k : k + 1], learning_rate=lr).to_vector(),
         )
         per.append((v.min(axis=0), v.max(axis=0)))
+    return vals, wide, per
+
+
+@pytest.mark.parametrize("backend", EXACT)
+def test_hinge_fixed_pattern_equals_vertex_enumeration(backend):
+    lower, upper, _, y, _, sets = _fixed_pattern_box()
+    lr = 0.5
+    vals, wide, per = _fixed_pattern_vertex_values()
+    L, U, _ = _step(lower, upper, sets, y, "hinge", lr, "joint", BackendOptions(backend))
+    # parameter boxes narrower than MIN_WIDTH are widened (a sound superset) before solving, and the
+    # result is intersected with the interval step on the true box: the bounds lie between the exact
+    # values of the true box and those of the widened box
+    assert np.all(L <= vals.min(axis=0) + 1e-7) and np.all(L >= wide.min(axis=0) - 1e-7)
+    assert np.all(U >= vals.max(axis=0) - 1e-7) and np.all(U <= wide.max(axis=0) + 1e-7)
+    # decomposed: each sample's (θ_p - λ g_kp)/n extremised separately
     L, U, _ = _step(lower, upper, sets, y, "hinge", lr, "decomposed", BackendOptions(backend))
     np.testing.assert_allclose(L, (per[0][0] + per[1][0]) / 2, atol=1e-7, rtol=0)
     np.testing.assert_allclose(U, (per[0][1] + per[1][1]) / 2, atol=1e-7, rtol=0)
