@@ -20,7 +20,7 @@ from certkit._typing import RNGLike
 from certkit._validation import check_array, check_in_options, check_integer, check_positive, check_rng
 from certkit.mibp.mlp import LOSSES, MLP, check_labels
 from certkit.mibp.perturbation import InputSets, Perturbation
-from certkit.mibp.training import CertifiedTrainingResult
+from certkit.mibp.result import CertifiedTrainingResult
 
 __all__ = ["attack_predictions", "attack_violation"]
 

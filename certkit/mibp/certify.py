@@ -14,8 +14,8 @@ from certkit.mibp.encoding import build_output
 from certkit.mibp.interval import interval_margin
 from certkit.mibp.licence import check_gurobi_licence
 from certkit.mibp.mlp import MLP, check_labels
+from certkit.mibp.result import CertifiedTrainingResult, check_epoch
 from certkit.mibp.solvers import BACKENDS, BackendOptions, check_backend, solve_program
-from certkit.mibp.training import CertifiedTrainingResult, check_epoch
 from certkit.parallel import parallel_map, resolve_executor
 
 __all__ = ["PredictionCertificate", "certify_predictions"]
