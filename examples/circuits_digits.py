@@ -125,7 +125,7 @@ def discover_circuits(
         )
         masks = {"uncertified": rule.discover(), "smoothed": res.smoothed}
         for r in RADII:
-            masks[f"certified r={r}"] = res.at_radius(r)[0]
+            masks[f"certified r={r}"] = res.at_radius(r).included
         # size-matched baseline: the top |certified r=max| channels by full-data score
         size = int(masks[f"certified r={RADII[-1]}"].sum())
         masks[f"full-data top-k, k = size of r={RADII[-1]}"] = (

@@ -90,7 +90,7 @@ def run_seed(seed: int, *, n_pairs: int = 10) -> list[dict]:
     res = certify_circuit(rule, radius=0, rng=seed, progress=False, **CERTIFY)
     masks = {"full model": np.ones(model.n_edges, bool), "plain": rule.discover(), "smoothed": res.smoothed}
     for r in RADII:
-        masks[f"certified r={r}"] = res.at_radius(r)[0]
+        masks[f"certified r={r}"] = res.at_radius(r).included
     stab = circuit_stability(
         ScoreRule(pool_scores, top_k=TOP_K),
         set_size=SET_SIZE,

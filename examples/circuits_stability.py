@@ -124,7 +124,7 @@ def concept_circuits(scores: np.ndarray, rows: np.ndarray, seed: int) -> dict[st
     res = certify_circuit(rule, radius=0, rng=seed, progress=False, **CERTIFY)
     masks = {"plain": rule.discover(), "smoothed": np.asarray(res.smoothed, dtype=bool)}
     for r in RADII:
-        masks[f"certified r={r}"] = res.at_radius(r)[0]
+        masks[f"certified r={r}"] = res.at_radius(r).included
     k = int(masks["certified r=1"].sum())
     masks["plain top-|r=1|"] = (
         ScoreRule(scores[rows], top_k=k).discover() if k else np.zeros(scores.shape[1], bool)
