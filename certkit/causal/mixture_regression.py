@@ -9,9 +9,12 @@ import numpy as np
 
 from certkit._results import ResultMixin, format_table
 from certkit._typing import RNGLike
-from certkit._validation import check_array, check_integer, check_positive, check_rng
+from certkit._validation import check_allocation, check_array, check_integer, check_positive, check_rng
 
-__all__ = ["MixtureRegressionResult", "fit_mixture_regression", "n_mixture_parameters"]
+__all__ = ["MAX_STARTS", "MixtureRegressionResult", "fit_mixture_regression", "n_mixture_parameters"]
+
+#: Most EM starts per fit (``n_init``): every start costs passes over the data and an (n, K) array.
+MAX_STARTS = 1000
 
 #: Relative ridge added to the diagonal of every weighted Gram matrix of the M-step, ``RIDGE * G[a, a]``
 #: per column (scale-equivariant: rescaling a column of ``X`` rescales its slope, nothing else).
@@ -179,11 +182,12 @@ def fit_mixture_regression(
     rng : None, int or numpy.random.Generator
         Seeds the random starts.
     n_init : int
-        Number of EM starts (>= 1): the first splits the sorted ``y`` into ``K`` equal chunks, the others
-        assign each sample to the nearest of ``K`` random anchor samples in the standardised ``(x, y)`` space.
+        Number of EM starts (1 to `MAX_STARTS` = 1000): the first splits the sorted ``y`` into ``K`` equal
+        chunks, the others assign each sample to the nearest of ``K`` random anchor samples in the
+        standardised ``(x, y)`` space.
         Every start runs 10 EM iterations; the one with the highest log-likelihood then runs to convergence.
     max_iter : int
-        Maximum EM iterations per start.
+        Maximum EM iterations per start (>= 1; ``converged`` says whether the tolerance was met).
     tol : float
         Stop when the mean log-likelihood (per sample) changes by at most ``tol`` in one iteration.
     min_variance : float
@@ -197,15 +201,16 @@ def fit_mixture_regression(
     Raises
     ------
     ValueError
-        If ``y`` is constant or not finite, shapes disagree, or there are fewer samples than the
-        model has free parameters ($Kp + 2K - 1$).
+        If ``y`` is constant or not finite, shapes disagree, there are fewer samples than the
+        model has free parameters ($Kp + 2K - 1$), or the starts would not fit in memory.
     """
     y = check_array(y, "y", ndim=1)
     n = y.size
     design = _design(X, n)
     n_components = check_integer(n_components, "n_components", minimum=1)
-    n_init = check_integer(n_init, "n_init", minimum=1)
-    max_iter = check_integer(max_iter, "max_iter", minimum=0)
+    n_init = check_integer(n_init, "n_init", minimum=1, maximum=MAX_STARTS)
+    # 0 iterations would return the starting partition as if it were a fit
+    max_iter = check_integer(max_iter, "max_iter", minimum=1)
     tol = check_positive(tol, "tol")
     min_variance = check_positive(min_variance, "min_variance")
     n_params = n_mixture_parameters(n_components, design.shape[1])
@@ -219,6 +224,10 @@ def fit_mixture_regression(
     if y_var == 0.0:
         raise ValueError("y is constant; a regression mixture needs a response that varies")
     floor = min_variance * y_var
+    if n_components > 1:
+        # the starting partitions, (n, K) each, are held at once
+        check_allocation(8.0 * n * n_components * n_init, "n_init", n_init,
+                         what=f"{n_init} starting partitions of {n} samples into {n_components} components")
     if n_components == 1:
         fit = _closed_form(y, design, floor)
         n_iter = 0

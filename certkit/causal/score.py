@@ -9,7 +9,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from certkit._typing import ExecutorArg
+from certkit._validation import check_bool, check_integer, check_positive
 from certkit.causal.mixture_regression import (
+    MAX_STARTS,
     MixtureRegressionResult,
     fit_mixture_regression,
     n_mixture_parameters,
@@ -34,6 +36,15 @@ class ScoreSettings:
     seed: int = 0
     greedy_components: bool = True
 
+    def __post_init__(self) -> None:
+        check_integer(self.max_components, "max_components", minimum=1)
+        check_integer(self.n_init, "n_init", minimum=1, maximum=MAX_STARTS)
+        check_integer(self.max_iter, "max_iter", minimum=1)
+        check_positive(self.tol, "tol")
+        check_positive(self.min_variance, "min_variance")
+        check_integer(self.seed, "seed", minimum=0)
+        check_bool(self.greedy_components, "greedy_components")
+
 
 def fit_node(
     X: np.ndarray, node: int, parents: Iterable[int], settings: ScoreSettings
@@ -45,6 +56,11 @@ def fit_node(
     for ``K`` are seeded by ``(settings.seed, node, K, parents)``, so a local score never depends on
     the order in which scores are computed (or on the executor that computes them). A ``K`` whose
     mixture has more free parameters than there are samples is skipped.
+
+    Raises
+    ------
+    ValueError
+        If ``X`` has too few samples even for one regression of ``node`` on ``parents``.
     """
     parents = tuple(sorted(parents))
     y = X[:, node]
@@ -70,7 +86,12 @@ def fit_node(
             best = fit
         elif settings.greedy_components:
             break
-    assert best is not None  # K = 1 always fits: the caller checks n against the parameters
+    if best is None:
+        raise ValueError(
+            f"X has {n} samples, fewer than the {n_mixture_parameters(1, len(parents) + 1)} free parameters "
+            f"of one regression of node {node} on its {len(parents)} parent(s); use more samples or fewer "
+            "parents"
+        )
     return best
 
 
@@ -94,6 +115,11 @@ class LatentBIC:
         self.settings = settings
         self.executor = executor
         self._cache: dict[Key, tuple[float, int]] = {}
+
+    @property
+    def n_nodes(self) -> int:
+        """Number of variables (columns of ``X``) the score covers."""
+        return int(self.X.shape[1])
 
     @property
     def n_evaluations(self) -> int:
