@@ -10,6 +10,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from certkit._typing import Progress
+from certkit._validation import check_integer, check_nonnegative, check_progress
 
 __all__ = ["LocalScore", "SearchResult", "refine_parents", "topic_search"]
 
@@ -150,18 +151,70 @@ def topic_search(
     score : LocalScore
         ``score(node, parents)`` (lower is better) with ``score.prefetch(keys)``.
     n_nodes : int
-        Number of nodes.
+        Number of nodes (>= 1): ``0 .. n_nodes - 1``, at most the ``score.n_nodes`` variables the
+        score covers when it says (as `LatentBIC` does).
     max_parents : int, optional
-        Cap on the number of parents of a node during the search.
+        Cap on the number of parents of a node during the search (>= 0).
     refine_threshold : float or None
-        Score tolerance of the refinement step.
+        Score tolerance of the refinement step (>= 0).
     progress : bool or str
         Show a progress bar over the steps of the order.
 
     Returns
     -------
     SearchResult
+
+    Raises
+    ------
+    TypeError
+        If ``score`` is not a `LocalScore` (a callable with a ``prefetch`` method).
+    ValueError
+        If ``n_nodes`` exceeds the variables of the score (or the score raises ``IndexError`` for a
+        node), or an option is out of range.
     """
+    if not callable(score) or not callable(getattr(score, "prefetch", None)):
+        raise TypeError(
+            "score must be a LocalScore (callable as score(node, parents) with a prefetch(keys) method, "
+            f"such as LatentBIC), got {type(score).__name__}"
+        )
+    n_nodes = check_integer(n_nodes, "n_nodes", minimum=1)
+    covered = getattr(score, "n_nodes", None)
+    if isinstance(covered, int) and n_nodes > covered:
+        raise ValueError(
+            f"n_nodes={n_nodes} is more than the score covers: the score covers {covered} variables"
+        )
+    if max_parents is not None:
+        max_parents = check_integer(max_parents, "max_parents", minimum=0)
+    if refine_threshold is not None:
+        refine_threshold = check_nonnegative(refine_threshold, "refine_threshold")
+    progress = check_progress(progress)
+    try:
+        return _topic_search(score, n_nodes, max_parents, refine_threshold, progress)
+    except IndexError as exc:
+        bad = next((v for v in range(n_nodes) if _raises_index_error(score, v)), None)
+        if bad is None:  # not a node out of range: the score's own error
+            raise
+        raise ValueError(
+            f"n_nodes={n_nodes} is more than the score covers: score({bad}, ()) raises IndexError ({exc}) "
+            f"for node {bad}; pass at most as many nodes as the score's data has variables"
+        ) from exc
+
+
+def _raises_index_error(score: LocalScore, node: int) -> bool:
+    try:
+        score(node, ())
+    except IndexError:
+        return True
+    return False
+
+
+def _topic_search(
+    score: LocalScore,
+    n_nodes: int,
+    max_parents: int | None,
+    refine_threshold: float | None,
+    progress: Progress,
+) -> SearchResult:
     parents: list[set[int]] = [set() for _ in range(n_nodes)]
     candidates = list(range(n_nodes))
     order: list[int] = []
