@@ -12,6 +12,7 @@ from certkit.causal import (
     make_mixture_sem,
     topic_search,
 )
+from certkit.causal.generate import _group_weights
 from certkit.causal.score import fit_node
 
 
@@ -121,3 +122,67 @@ def test_topic_search_checks_its_options(data, kwargs, error, message):
     kwargs = {"n_nodes": 4, **kwargs}
     with pytest.raises(error, match=message):
         topic_search(LatentBIC(data, ScoreSettings(max_components=1)), kwargs.pop("n_nodes"), **kwargs)
+
+
+# --- make_mixture_sem ---
+
+
+def test_group_weights_keep_the_separation_when_retries_run_out():
+    # group 0 near 0.5 leaves group 2 (same sign) only a sliver of [0.25, 0.75] at least 0.25 away: the
+    # 100 redraws used to run out and keep a weight closer than 0.25 to group 0's
+    gen = np.random.default_rng(0)
+    base = 0.5 + np.linspace(-1e-3, 1e-3, 201)
+    base[100] = 0.5  # only the end points 0.25 and 0.75 are far enough
+    first = _group_weights(gen, [base])
+    second = _group_weights(gen, [base, first])
+    assert np.all(np.sign(second) == np.sign(base)) and np.all(np.abs(second) >= 0.25)
+    assert np.all(np.abs(second) <= 0.75)
+    assert np.all(np.abs(second - base) >= 0.25) and np.all(np.abs(second - first) >= 0.25)
+    assert np.abs(second[100] - 0.5) == 0.25
+
+
+def test_group_weights_sample_the_whole_far_set():
+    # the fallback draws from all of the far set, not one end: group 0 at 0.499 leaves [0.749, 0.75] and 0.25
+    gen = np.random.default_rng(1)
+    base = np.full(400, 0.499)
+    second = _group_weights(gen, [base, -base])
+    assert np.all(np.abs(second - base) >= 0.25)
+    assert np.all((second >= 0.749) & (second <= 0.75)) and np.unique(second).size > 300
+
+
+@pytest.mark.parametrize("n_groups", [5, 8, 10**6])
+def test_more_groups_than_the_separation_allows_are_refused(n_groups):
+    # five groups cannot all be 0.25 apart in +-[0.25, 0.75] with alternating signs; 10**6 groups was
+    # quadratic
+    with pytest.raises(ValueError, match="n_groups must be <= 4"):
+        make_mixture_sem(6, 100, 0.4, n_groups)
+
+
+def test_four_groups_keep_their_documented_mechanisms():
+    X, _, Z = make_mixture_sem(6, 400, 0.6, 4, mixing_size=3, rng=0)
+    assert set(np.unique(Z)) == {0, 1, 2, 3} and np.all(np.isfinite(X))
+
+
+@pytest.mark.parametrize(
+    ("args", "name"),
+    [((10**5, 10), "n_nodes"), ((5, 10**10), "n_samples"), ((10**4, 2000), "n_nodes")],
+)
+def test_make_mixture_sem_caps_memory_and_work(args, name):
+    with pytest.raises(ValueError, match=rf"^{name}=\d+ is too large"):
+        make_mixture_sem(*args)
+
+
+@pytest.mark.parametrize(
+    ("n_groups", "x0"),
+    [
+        (2, [-0.1821048556268739, 1.707410347028474, 0.9691663188046058, 1.4437090934622294,
+             0.9338670530786015]),
+        (3, [-1.623038217030316, -0.8339979525520621, -1.3746767523430867, -1.0789298822926594,
+             -1.055888838753823]),
+    ],
+)
+def test_make_mixture_sem_draws_are_unchanged(n_groups, x0):
+    # the vectorised edge draws and separation checks keep the random stream: values from before the change
+    X, A, _ = make_mixture_sem(5, 6, 0.5, n_groups, rng=3)
+    assert A.tolist() == [[0, 0, 0, 0, 0], [1, 0, 0, 1, 0], [0, 1, 0, 1, 0], [0, 0, 0, 0, 0], [1, 0, 0, 1, 0]]
+    np.testing.assert_allclose(X[0], x0, rtol=1e-12)
