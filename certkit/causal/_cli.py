@@ -44,9 +44,24 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
 
 
+#: What ``certkit causal`` reads, for the error on any other file.
+_FORMAT = (
+    "certkit causal reads a CSV text file: a header row of variable names, then numeric rows (save an array "
+    "with numpy.savetxt(path, X, delimiter=',', header='a,b,c', comments=''))"
+)
+
+
 def _read_csv(path: str) -> tuple[np.ndarray, list[str]]:
-    with open(path, newline="") as handle:
-        rows = list(csv.reader(handle))
+    try:
+        with open(path, newline="", encoding="utf-8") as handle:
+            rows = list(csv.reader(handle))
+    except (UnicodeDecodeError, csv.Error) as exc:
+        with open(path, "rb") as handle:
+            magic = handle.read(6)
+        kind = {b"\x93NUMPY": "a NumPy .npy file", b"PK\x03\x04": "a zip or NumPy .npz file"}.get(
+            magic if magic == b"\x93NUMPY" else magic[:4], "binary"
+        )
+        raise ValueError(f"{path} is not a text CSV file ({kind}); {_FORMAT}") from exc
     if len(rows) < 2:
         raise ValueError(f"{path} needs a header row and at least one data row")
     header, body = rows[0], rows[1:]
@@ -80,8 +95,14 @@ def _load(args: argparse.Namespace) -> tuple[np.ndarray, list[str], object]:
 
 def run(args: argparse.Namespace) -> int:
     """Fit the model and print its summary (and the stability table with ``--stability``)."""
+    from certkit._validation import check_integer
     from certkit.causal import CausalMixtureModel, ami, edge_f1, edge_stability, shd
+    from certkit.causal.stability import MAX_BOOTSTRAP
+    from certkit.parallel import MAX_LOCAL_WORKERS
 
+    # checked before any work; main() reports these naming the option (--jobs, --stability)
+    check_integer(args.jobs, "jobs", minimum=1, maximum=MAX_LOCAL_WORKERS)
+    check_integer(args.stability, "stability", minimum=0, maximum=MAX_BOOTSTRAP)
     try:
         X, names, truth = _load(args)
         model = CausalMixtureModel(

@@ -12,11 +12,14 @@ from sklearn.base import clone
 
 from certkit._results import ResultMixin, format_table
 from certkit._typing import ExecutorArg, Progress, RNGLike
-from certkit._validation import check_integer, check_positive, check_progress, check_rng
+from certkit._validation import check_allocation, check_integer, check_positive, check_progress, check_rng
 from certkit.causal.estimator import CausalMixtureModel, check_data
 from certkit.parallel import parallel_map
 
-__all__ = ["StabilityResult", "edge_stability"]
+__all__ = ["MAX_BOOTSTRAP", "StabilityResult", "edge_stability"]
+
+#: Most resampled fits: each is a whole model fit (seconds), and 10,000 resolve frequencies to 1e-4.
+MAX_BOOTSTRAP = 10_000
 
 
 @dataclass(frozen=True)
@@ -120,7 +123,7 @@ def edge_stability(
     X : array-like or DataFrame (n, d)
         The data.
     n_bootstrap : int
-        Number of resampled fits (>= 1).
+        Number of resampled fits (1 to `MAX_BOOTSTRAP` = 10,000).
     sample_fraction : float
         Size of each resample as a fraction of ``n``, in (0, 1] without replacement (> 0 with).
     replace : bool
@@ -140,7 +143,11 @@ def edge_stability(
     StabilityResult
     """
     X, names = check_data(X)
-    n_bootstrap = check_integer(n_bootstrap, "n_bootstrap", minimum=1)
+    n_bootstrap = check_integer(n_bootstrap, "n_bootstrap", minimum=1, maximum=MAX_BOOTSTRAP)
+    d = X.shape[1]
+    # every fit returns a (d, d) graph, its (d,) components and mixing sets; the means stack them again
+    check_allocation(8.0 * n_bootstrap * (3 * d * d + 2 * d + 16), "n_bootstrap", n_bootstrap,
+                     what=f"the findings of {n_bootstrap} fits on {d} variables")
     if estimator is None:
         estimator = CausalMixtureModel()
     if not isinstance(estimator, CausalMixtureModel):
@@ -159,7 +166,6 @@ def edge_stability(
         executor=executor,
         progress="bootstrap" if progress is True else progress,
     )
-    d = X.shape[1]
     edges = np.mean([f[0] for f in fits], axis=0)
     sets = Counter(s for f in fits for s in f[2])
     return StabilityResult(

@@ -8,12 +8,14 @@ import pytest
 from certkit.causal import (
     LatentBIC,
     ScoreSettings,
+    edge_stability,
     fit_mixture_regression,
     make_mixture_sem,
     topic_search,
 )
 from certkit.causal.generate import _group_weights
 from certkit.causal.score import fit_node
+from certkit.cli import main
 
 
 @pytest.fixture(scope="module")
@@ -186,3 +188,49 @@ def test_make_mixture_sem_draws_are_unchanged(n_groups, x0):
     X, A, _ = make_mixture_sem(5, 6, 0.5, n_groups, rng=3)
     assert A.tolist() == [[0, 0, 0, 0, 0], [1, 0, 0, 1, 0], [0, 1, 0, 1, 0], [0, 0, 0, 0, 0], [1, 0, 0, 1, 0]]
     np.testing.assert_allclose(X[0], x0, rtol=1e-12)
+
+
+# --- edge_stability ---
+
+
+def test_edge_stability_caps_n_bootstrap_before_fitting(data):
+    with pytest.raises(ValueError, match="n_bootstrap must be <= 10000"):
+        edge_stability(data, n_bootstrap=10**9)
+
+
+# --- certkit causal ---
+
+
+def _csv(tmp_path):
+    X, _, _ = make_mixture_sem(3, 60, rng=0)
+    path = tmp_path / "data.csv"
+    path.write_text("a,b,c\n" + "\n".join(",".join(f"{v:.8g}" for v in row) for row in X) + "\n")
+    return path
+
+
+@pytest.mark.parametrize(
+    ("option", "value", "message"),
+    [
+        ("--jobs", "0", "--jobs must be >= 1, got 0"),
+        ("--jobs", "-1", "--jobs must be >= 1, got -1"),
+        ("--stability", "-2", "--stability must be >= 0, got -2"),
+        ("--stability", str(10**9), "--stability must be <= 10000, got 1000000000"),
+    ],
+)
+def test_cli_rejects_bad_counts(tmp_path, capsys, option, value, message):
+    # --jobs 0 / -1 ran serially without complaint
+    assert main(["causal", str(_csv(tmp_path)), option, value]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0] == f"certkit causal: error: {message}"
+
+
+@pytest.mark.parametrize("suffix", [".npy", ".npz"])
+def test_cli_says_which_format_it_reads(tmp_path, capsys, suffix):
+    # a .npy file printed "'utf-8' codec can't decode byte 0x93 in position 0"
+    path = tmp_path / f"data{suffix}"
+    X = np.random.default_rng(0).normal(size=(20, 3))
+    np.save(path, X) if suffix == ".npy" else np.savez(path, X=X)
+    assert main(["causal", str(path)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"certkit causal: error: {path} is not a text CSV file")
+    assert "header row of variable names" in err[0] and "numpy.savetxt" in err[0] and "codec" not in err[0]
