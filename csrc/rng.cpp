@@ -24,7 +24,9 @@ py::array_t<std::uint64_t> random_uint64(const py::object& seed_in, const py::ob
         const auto signed_counters = py::array_t<std::int64_t, py::array::c_style | py::array::forcecast>::ensure(raw);
         const std::int64_t* data = signed_counters.data();
         for (py::ssize_t i = 0; i < signed_counters.size(); ++i) {
-            require(data[i] >= 0, "counters must be >= 0, got " + show(data[i]) + " at index " + show(i));
+            if (data[i] < 0) {  // the message is only formatted for a bad counter
+                throw py::value_error("counters must be >= 0, got " + show(data[i]) + " at index " + show(i));
+            }
         }
     }
     const auto counters = py::array_t<std::uint64_t, py::array::c_style | py::array::forcecast>::ensure(raw);

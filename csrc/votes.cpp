@@ -176,9 +176,10 @@ py::array_t<bool> partition(const py::object& scores_in, const py::object& n_par
                 show(part_of.shape(0)));
     const std::int64_t* part = part_of.data();
     for (std::int64_t i = 0; i < n; ++i) {
-        require(part[i] >= 0 && part[i] < n_parts, "part_of must hold part labels in [0, n_parts) = [0, " +
-                                                       show(n_parts) + "), got " + show(part[i]) + " at index " +
-                                                       show(i));
+        if (part[i] < 0 || part[i] >= n_parts) {  // the message is only formatted for a bad label
+            throw py::value_error("part_of must hold part labels in [0, n_parts) = [0, " + show(n_parts) +
+                                  "), got " + show(part[i]) + " at index " + show(i));
+        }
     }
     // Memory: the (n_parts, N) selection, per-part sums and sizes.
     require_memory(9.0 * static_cast<double>(n_parts) * n_components + 8.0 * n_parts,
