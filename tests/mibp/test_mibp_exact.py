@@ -121,6 +121,41 @@ def _vertex_values(lower, upper, X, eps, fn, *, widened=False):
     return np.array(out)
 
 
+def _vertex_steps(lower, upper, X, y, eps, lr, *, widened=False):
+    """``θ - lr ∇J`` (binary hinge, `MLP.gd_step`'s formula) at every vertex of the parameter box × the
+    input box, all vertices at once: rows in the order of `_vertex_values`, shape ``(vertices, m)``."""
+    lo, hi = lower.to_vector(), upper.to_vector()
+    if widened:  # the box the programs encode (see certkit.mibp.program.widen)
+        lo, hi = (np.array(v) for v in zip(*map(widen, lo, hi)))
+    free = np.flatnonzero(lo < hi)
+    bits = np.array(list(itertools.product((0, 1), repeat=free.size + X.size)))
+    theta = np.tile(lo, (len(bits), 1))
+    theta[:, free] = np.where(bits[:, : free.size] == 1, hi[free], lo[free])
+    Xv = X + eps * (2 * bits[:, free.size :].reshape(-1, *X.shape) - 1)
+    n_vertices = len(bits)
+    weights, biases, pos = [], [], 0
+    for fan_in, fan_out in itertools.pairwise(lower.sizes):
+        weights.append(theta[:, pos : pos + fan_in * fan_out].reshape(n_vertices, fan_out, fan_in))
+        pos += fan_in * fan_out
+        biases.append(theta[:, pos : pos + fan_out])
+        pos += fan_out
+    acts, pre, h = [Xv], [], Xv
+    for i, (w, b) in enumerate(zip(weights, biases)):
+        z = np.einsum("vnd,vod->vno", h, w) + b[:, None, :]
+        pre.append(z)
+        h = np.maximum(z, 0.0) if i < len(weights) - 1 else z
+        acts.append(h)
+    g = (-y * ((1.0 - y * h[:, :, 0]) > 0))[:, :, None] / len(X)
+    steps = [None] * len(weights)
+    for layer in range(len(weights) - 1, -1, -1):
+        gw, gb = np.einsum("vno,vni->voi", g, acts[layer]), g.sum(axis=1)
+        w, b = weights[layer], biases[layer]
+        steps[layer] = np.concatenate([(w - lr * gw).reshape(n_vertices, -1), b - lr * gb], axis=1)
+        if layer > 0:
+            g = np.einsum("vno,voi->vni", g, w) * (pre[layer - 1] > 0)
+    return np.concatenate(steps, axis=1)
+
+
 @functools.cache
 def _fixed_pattern_vertex_values():
     """The vertex enumeration of the fixed-pattern step (the oracle of both exact backends, computed once).
@@ -130,18 +165,22 @@ def _fixed_pattern_vertex_values():
     lower, upper, X, y, eps, _ = _fixed_pattern_box()
     lr = 0.5
     # θ' is multilinear in (θ, x) when every indicator is fixed, so its extremes lie at box vertices.
-    step = lambda m, Xv: m.gd_step(Xv, y, learning_rate=lr).to_vector()  # noqa: E731
-    vals = _vertex_values(lower, upper, X, eps, step)
-    wide = _vertex_values(lower, upper, X, eps, step, widened=True)
+    vals = _vertex_steps(lower, upper, X, y, eps, lr)
+    wide = _vertex_steps(lower, upper, X, y, eps, lr, widened=True)
+    # the batched step is MLP.gd_step's: checked at the first, a middle and the last vertex
+    lo, hi = lower.to_vector(), upper.to_vector()
+    free = np.flatnonzero(lo < hi)
+    corners = list(itertools.product((0, 1), repeat=free.size + X.size))
+    for i in (0, len(corners) // 2, len(corners) - 1):
+        bits = np.array(corners[i])
+        theta = lo.copy()
+        theta[free] = np.where(bits[: free.size] == 1, hi[free], lo[free])
+        Xv = X + eps * (2 * bits[free.size :].reshape(X.shape) - 1)
+        expected = MLP.from_vector(theta, lower.sizes).gd_step(Xv, y, learning_rate=lr).to_vector()
+        np.testing.assert_allclose(vals[i], expected, rtol=0, atol=1e-12)
     per = []
     for k in range(2):
-        v = _vertex_values(
-            lower,
-            upper,
-            X[k : k + 1],
-            eps,
-            lambda m, Xv, k=k: m.gd_step(Xv, y[k : k + 1], learning_rate=lr).to_vector(),
-        )
+        v = _vertex_steps(lower, upper, X[k : k + 1], y[k : k + 1], eps, lr)
         per.append((v.min(axis=0), v.max(axis=0)))
     return vals, wide, per
 
