@@ -33,19 +33,23 @@ bool all_bounded(const DoubleArray& values) {
     return true;
 }
 
-// resp0 (n, K): finite, >= 0, rows summing to 1 within 1e-6.
+// resp0 (n, K): finite, >= 0, rows summing to 1 within 1e-6.  The messages are formatted only for a
+// bad entry (formatting them for every entry cost more than the EM passes of a typical call).
 void check_responsibilities(const DoubleArray& resp0, std::int64_t n, std::int64_t K) {
     const double* r0 = resp0.data();
     for (std::int64_t i = 0; i < n; ++i) {
         double total = 0.0;
         for (std::int64_t k = 0; k < K; ++k) {
             const double value = r0[i * K + k];
-            require(std::isfinite(value) && value >= 0.0,
-                    "resp0 must hold finite responsibilities >= 0, got " + show(value) + " in row " + show(i));
+            if (!(std::isfinite(value) && value >= 0.0)) {
+                require(false, "resp0 must hold finite responsibilities >= 0, got " + show(value) + " in row " +
+                                   show(i));
+            }
             total += value;
         }
-        require(std::abs(total - 1.0) <= 1e-6,
-                "resp0 rows must sum to 1 (responsibilities), row " + show(i) + " sums to " + show(total));
+        if (!(std::abs(total - 1.0) <= 1e-6)) {
+            require(false, "resp0 rows must sum to 1 (responsibilities), row " + show(i) + " sums to " + show(total));
+        }
     }
 }
 
