@@ -72,3 +72,23 @@ def test_block_runs_as_a_script(name, code, tmp_path):
     assert done.returncode == 0, (
         f"the block at {name} failed as a script (exit status {done.returncode}):\n{done.stderr[-3000:]}"
     )
+
+
+def test_cli_page_lists_every_demo_section():
+    from certkit.cli import _load_commands
+
+    text = (ROOT / "docs" / "cli.md").read_text(encoding="utf-8")
+    sentence = re.search(r"`--only` takes[^.]*\.", text, re.DOTALL)
+    assert sentence is not None, "docs/cli.md no longer says what --only takes"
+    listed = set(re.findall(r"`(\w+)`", sentence.group(0)))
+    assert listed == {mod.NAME for mod in _load_commands()}
+
+
+def test_index_links_every_capability_page():
+    nav = (ROOT / "mkdocs.yml").read_text(encoding="utf-8")
+    block = re.search(r"^( *)- Capabilities:\n((?:\1 +.*\n)+)", nav, re.MULTILINE)
+    assert block is not None, "mkdocs.yml has no Capabilities section"
+    pages = re.findall(r":\s*(\S+\.md)\s*$", block.group(2), re.MULTILINE)
+    assert len(pages) >= 6
+    index = (ROOT / "docs" / "index.md").read_text(encoding="utf-8")
+    assert [p for p in pages if f"]({p})" not in index] == []
