@@ -594,3 +594,82 @@ def test_bad_input_gives_a_valid_result_or_a_clear_error(target: Target, data: A
 @pytest.mark.parametrize("target", TARGETS + KERNEL_TARGETS, ids=lambda t: t.name)
 def test_valid_arguments_give_a_valid_result(target: Target) -> None:
     target.check(target.call(**target.valid))
+
+
+# ---------------------------------------------------------------------- size caps of causal (issue 23)
+# The size arguments of certkit.causal: huge values are refused up front (a memory or work estimate, or a
+# cap such as MAX_STARTS), every bad value of them gives a valid result or an error naming the argument.
+from certkit import causal  # noqa: E402
+
+CAUSAL_X = causal.make_mixture_sem(3, 60, rng=0)[0]
+
+
+def _sem(result: Any) -> None:
+    X, A, Z = result
+    assert np.all(np.isfinite(X)) and X.shape[1] == A.shape[0] == A.shape[1] and Z.shape[0] == X.shape[0]
+    assert set(np.unique(A)) <= {0, 1} and np.trace(A) == 0
+
+
+def _mixture(result: Any) -> None:
+    assert np.isfinite(result.loglik) and np.isclose(result.weights.sum(), 1.0) and result.n_iter >= 1
+
+
+def _stability(result: Any) -> None:
+    assert np.all((result.edge_frequency >= 0) & (result.edge_frequency <= 1))
+
+
+CAUSAL_CAP_TARGETS = [
+    Target("causal.make_mixture_sem", lambda n_nodes, n_samples, n_groups: causal.make_mixture_sem(
+        n_nodes, n_samples, 0.5, n_groups, mixing_size=1, rng=0),
+        {"n_nodes": 4, "n_samples": 30, "n_groups": 3}, _sem),
+    Target("causal.fit_mixture_regression(n_init)", lambda n_init: causal.fit_mixture_regression(
+        CAUSAL_X[:, 2], CAUSAL_X[:, :2], 2, n_init=n_init, rng=0), {"n_init": 2}, _mixture),
+    Target("causal.edge_stability(n_bootstrap)", lambda n_bootstrap: causal.edge_stability(
+        CAUSAL_X, n_bootstrap=n_bootstrap, estimator=causal.CausalMixtureModel(max_components=1), rng=0),
+        {"n_bootstrap": 2}, _stability),
+]
+
+
+@pytest.mark.parametrize("target", CAUSAL_CAP_TARGETS, ids=lambda t: t.name)
+@pytest.mark.parametrize("huge", HUGE_INTS)
+def test_causal_huge_sizes_are_refused_up_front(target: Target, huge: int) -> None:
+    for arg in target.arguments():
+        with pytest.raises(ValueError, match=rf"^{arg}(={huge} is too large| must be <= \d+, got {huge})"):
+            target.call(**{**target.valid, arg: huge})
+
+
+@pytest.mark.parametrize(
+    ("args", "arg"),
+    [((10**5, 10), "n_nodes"), ((5, 10**10), "n_samples"), ((10**4, 2000), "n_nodes"),
+     ((6, 100, 0.4, 10**6), "n_groups")],
+)
+def test_causal_generator_refuses_what_issue_23_found(args: tuple, arg: str) -> None:
+    with pytest.raises(ValueError, match=rf"^{arg}(=\d+ is too large| must be <= )"):
+        causal.make_mixture_sem(*args)
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+@pytest.mark.parametrize(
+    ("target", "arg", "bad"),
+    [(t, arg, bad) for t in CAUSAL_CAP_TARGETS for arg in t.arguments() for bad in bad_values(t.valid[arg])],
+    ids=lambda v: v.name if isinstance(v, Target) else None,
+)
+def test_causal_bad_sizes_give_a_valid_result_or_a_clear_error(target: Target, arg: str, bad: Any) -> None:
+    try:
+        result = target.call(**{**target.valid, arg: bad})
+    except (ValueError, TypeError) as exc:
+        assert _names_argument(str(exc), (arg,)), f"{target.name}({arg}={bad!r}) did not name {arg}: {exc}"
+        return
+    target.check(result)
+
+
+@pytest.mark.parametrize(("flag", "value"),
+                         [("--stability", "1000000000"), ("--jobs", "0"), ("--jobs", "-1")])
+def test_causal_cli_bad_sizes_are_one_line_errors(tmp_path: Any, capsys: Any, flag: str, value: str) -> None:
+    from certkit import cli
+
+    path = tmp_path / "x.csv"
+    path.write_text("a,b\n" + "\n".join(f"{v:.6f},{2 * v + 1:.6f}" for v in np.linspace(0, 1, 20)) + "\n")
+    assert cli.main(["causal", str(path), flag, value]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"certkit causal: error: {flag} must be ") and err.count("\n") == 1
