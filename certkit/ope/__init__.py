@@ -16,14 +16,12 @@ Vo, Reddy, Rodemann, Chau & Muandet, "Off-Policy Evaluation with Strategic Agent
 
 from certkit.ope._data import StrategicData
 from certkit.ope.estimators import (
-    OPEResult,
     direct_method,
     naive_dr,
     naive_ipw,
     plain_dr,
     strategic_dr,
     strategic_ipw,
-    target_action_proba,
 )
 from certkit.ope.outcome import GLMOutcome, OutcomeModel
 from certkit.ope.policies import ExplainingPolicy, LinearThresholdPolicy, Policy
@@ -34,8 +32,10 @@ from certkit.ope.response import (
     ObservedCostResponse,
     move_threshold,
 )
+from certkit.ope.result import OPEResult
 from certkit.ope.sensitivity import SensitivityResult, sensitivity
 from certkit.ope.simulator import StrategicSimulator
+from certkit.ope.target import target_action_proba
 
 __all__ = [
     "CalibrationTable",

@@ -11,10 +11,12 @@ from scipy.stats import norm
 from certkit._results import ResultMixin, format_table
 from certkit._typing import RNGLike
 from certkit._validation import check_array, check_in_options, check_integer, check_level, check_rng
-from certkit.ope.estimators import _NAMES, _check_work, _estimate, _validate
+from certkit.ope._checks import _check_work
+from certkit.ope._engine import _estimate, _validate
 from certkit.ope.outcome import fit_outcome
 from certkit.ope.policies import ExplainingPolicy
 from certkit.ope.response import _GaussianLogCost
+from certkit.ope.result import _NAMES
 
 __all__ = ["SensitivityResult", "sensitivity"]
 
