@@ -12,7 +12,7 @@ from certkit.causal.estimator import CausalMixtureModel
 from certkit.causal.generate import make_mixture_sem
 from certkit.causal.joint import JointMixtureResult, fit_joint_mixture
 from certkit.causal.metrics import ami, ari, edge_f1, edge_precision, edge_recall, shd
-from certkit.causal.mixing import find_mixing_sets, form_mixing_variables
+from certkit.causal.mixing import find_mixing_sets
 from certkit.causal.mixture_regression import MixtureRegressionResult, fit_mixture_regression
 from certkit.causal.score import LatentBIC, ScoreSettings
 from certkit.causal.search import SearchResult, topic_search
@@ -36,7 +36,6 @@ __all__ = [
     "find_mixing_sets",
     "fit_joint_mixture",
     "fit_mixture_regression",
-    "form_mixing_variables",
     "identified_orientations",
     "make_mixture_sem",
     "shd",

@@ -17,13 +17,14 @@ from typing import Any
 
 import numpy as np
 
-from certkit._validation import check_array
+from certkit._validation import check_array, check_integer
 
 __all__ = ["cpdag", "identified_orientations"]
 
 
 def _check_dag(adjacency: Any) -> np.ndarray:
-    A = check_array(adjacency, "adjacency", ndim=2)
+    A = np.asarray(adjacency)
+    A = check_array(A.astype(np.int64) if A.dtype == np.bool_ else A, "adjacency", ndim=2)
     d = A.shape[0]
     if A.shape != (d, d):
         raise ValueError(f"adjacency must be square (d, d), got shape {A.shape}")
@@ -109,10 +110,15 @@ def cpdag(adjacency: Any, *, mixing_sets: Sequence[Iterable[int]] = ()) -> np.nd
     """
     A = _check_dag(adjacency)
     d = A.shape[0]
-    sets = [sorted({int(v) for v in s}) for s in mixing_sets]
-    for s in sets:
-        if any(v < 0 or v >= d for v in s):
-            raise ValueError(f"mixing_sets must hold nodes in 0..{d - 1}, got {s}")
+    if isinstance(mixing_sets, (str, bytes)) or not isinstance(mixing_sets, Iterable):
+        raise TypeError(f"mixing_sets must be a sequence of node sets, got {type(mixing_sets).__name__}")
+    sets = []
+    for s in mixing_sets:
+        if isinstance(s, (str, bytes)) or not isinstance(s, Iterable):
+            raise TypeError(
+                f"mixing_sets must be a sequence of node sets (e.g. [{{0, 2}}]), got an entry {s!r}"
+            )
+        sets.append(sorted({check_integer(v, "mixing_sets", minimum=0, maximum=d - 1) for v in s}))
     D = d + len(sets)
     G = np.zeros((D, D), dtype=bool)
     G[:d, :d] = A.astype(bool)
@@ -134,7 +140,9 @@ def cpdag(adjacency: Any, *, mixing_sets: Sequence[Iterable[int]] = ()) -> np.nd
 
 
 def identified_orientations(adjacency: Any, cpdag_matrix: Any) -> np.ndarray:
-    """``out[i, j]`` is True where the DAG's edge ``i -> j`` is directed in ``cpdag_matrix``."""
+    """``out[i, j]`` is True where the DAG's edge ``i -> j`` is directed in ``cpdag_matrix`` (``cpdag``)."""
     A = _check_dag(adjacency)
-    C = np.asarray(cpdag_matrix)
+    C = check_array(cpdag_matrix, "cpdag_matrix", shape=A.shape, dtype=None)
+    if not np.all((C == 0) | (C == 1)):
+        raise ValueError("cpdag_matrix must hold only 0 and 1 (as returned by cpdag)")
     return (A == 1) & (C == 1) & (C.T == 0)

@@ -289,10 +289,12 @@ class CausalMixtureModel(BaseEstimator):
         )
         parents = [np.flatnonzero(adjacency[:, j]) for j in range(d)]
         hints = {j: m.responsibilities for j, m in enumerate(search_fits) if m.n_components > 1}
-        # Two starts of the set search, the lower total BIC wins: the nodes' own linked labels, and
-        # one latent over every node (pruned by the search when only some nodes change).
+        # Three starts of the set search, the lowest total BIC wins: the nodes' own linked labels,
+        # every node with K > 1 alone (merges build the sets, so two latents linked by chance are not
+        # forced into one), and one latent over every node (pruned when only some nodes change).
+        singletons = [{j} for j in sorted(hints)]
         self.mixing_variables_, invariant, self.score_ = form_mixing_variables(
-            X, parents, [seeds, [range(d)]], settings, hints=hints, max_groups=max_groups
+            X, parents, [seeds, singletons, [range(d)]], settings, hints=hints, max_groups=max_groups
         )
         self.mixing_sets_ = [frozenset(v.nodes) for v in self.mixing_variables_]
         self.group_labels_ = np.zeros((n, len(self.mixing_variables_)), dtype=np.int64)

@@ -43,7 +43,7 @@ class JointMixtureResult(ResultMixin):
     Attributes
     ----------
     nodes : tuple of int
-        The nodes of the set, in increasing order.
+        The nodes of the set, in the order given (``CausalMixtureModel`` sorts them).
     parents : tuple of tuple of int
         The parents of each node (the regressors of its mechanism).
     coef : tuple of ndarray
@@ -65,7 +65,8 @@ class JointMixtureResult(ResultMixin):
     converged : bool
         Whether the best start met the tolerance before ``max_iter``.
     loglik_trace : ndarray
-        Log-likelihood after every EM iteration of the best start (never decreasing up to rounding).
+        Log-likelihood after every EM iteration of the best start: never decreasing up to rounding,
+        except at an iteration that retires a group (its share of the likelihood is lost).
     """
 
     nodes: tuple[int, ...]
@@ -262,6 +263,20 @@ def _result(fit: dict[str, Any], nodes, parents, designs, n: int) -> JointMixtur
     )
 
 
+def _check_acyclic(nodes: Sequence[int], parents: Sequence[Sequence[int]]) -> None:
+    """The parent relation among ``nodes`` must be acyclic: otherwise the product is no density."""
+    remaining = {v: {p for p in pa if p in nodes} for v, pa in zip(nodes, parents)}
+    while remaining:
+        free = [v for v, pa in remaining.items() if not pa & remaining.keys()]
+        if not free:
+            raise ValueError(
+                f"parents make a directed cycle among nodes {sorted(remaining)}; the parents must come "
+                "from a DAG"
+            )
+        for v in free:
+            del remaining[v]
+
+
 def fit_joint_mixture(
     X: Any,
     nodes: Sequence[int],
@@ -291,11 +306,14 @@ def fit_joint_mixture(
     parents : sequence of sequence of int
         The parents of each node (may be empty); a node may not be its own parent.
     n_components : int
-        Number of groups ``K >= 1``.
+        Number of groups ``K >= 1``. A group left with fewer effective samples than the largest
+        regression has parameters plus one is retired, so the result can have fewer groups.
     starts : sequence of array-like
         Extra starting points: hard labels (n,) with values in ``0..K-1`` or responsibilities (n, K).
-        A Gaussian mixture on the set's least-squares residuals and ``n_init - 1`` random partitions
-        are always tried too; every start runs 10 EM iterations and the best then runs to convergence.
+        Always tried too: a diagonal Gaussian mixture on the set's standardised least-squares
+        residuals, a full-covariance Gaussian mixture on the standardised columns of the set and its
+        parents, and ``n_init - 1`` random partitions of the residuals; every start runs 10 EM
+        iterations and the best then runs to convergence.
     rng : None, int or numpy.random.Generator
         Seeds the Gaussian-mixture and random starts.
     n_init : int
@@ -309,15 +327,25 @@ def fit_joint_mixture(
     """
     X = check_array(X, "X", ndim=2)
     n, d = X.shape
+    if isinstance(nodes, (str, bytes)) or not isinstance(nodes, Sequence):
+        raise TypeError(f"nodes must be a sequence of column indices, got {type(nodes).__name__}")
     nodes = [check_integer(v, "nodes", minimum=0, maximum=d - 1) for v in nodes]
     if not nodes or len(set(nodes)) != len(nodes):
         raise ValueError(f"nodes must be a non-empty list of distinct columns, got {nodes}")
+    if isinstance(parents, (str, bytes)) or not isinstance(parents, Sequence):
+        raise TypeError(f"parents must be a sequence of parent lists, got {type(parents).__name__}")
     if len(parents) != len(nodes):
         raise ValueError(f"parents must hold one parent list per node ({len(nodes)}), got {len(parents)}")
     parents = [[check_integer(p, "parents", minimum=0, maximum=d - 1) for p in pa] for pa in parents]
     for v, pa in zip(nodes, parents):
         if v in pa:
             raise ValueError(f"node {v} is listed among its own parents")
+        if len(set(pa)) != len(pa):
+            raise ValueError(f"parents of node {v} must be distinct, got {pa}")
+    _check_acyclic(nodes, parents)
+    used = sorted(set(nodes).union(*parents))
+    if np.abs(X[:, used]).max() > 1e100:
+        raise ValueError("X has magnitudes above 1e100 in the columns used; rescale them (squares overflow)")
     K = check_integer(n_components, "n_components", minimum=1)
     n_init = check_integer(n_init, "n_init", minimum=1, maximum=1000)
     max_iter = check_integer(max_iter, "max_iter", minimum=1)
@@ -327,7 +355,7 @@ def fit_joint_mixture(
         raise ValueError(
             f"X has {n} rows, too few for {K} groups over {len(nodes)} node(s); use fewer groups"
         )
-    if np.any(X[:, nodes].std(axis=0) == 0.0):
+    if np.any(np.ptp(X[:, nodes], axis=0) == 0.0):
         raise ValueError("a node in nodes is constant; a mechanism needs a response that varies")
     extra = []
     for s in starts:

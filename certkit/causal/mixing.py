@@ -10,7 +10,7 @@ from certkit._validation import check_array, check_nonnegative
 from certkit.causal.joint import JointMixtureResult, default_starts, joint_em, joint_parameters
 from certkit.causal.score import ScoreSettings
 
-__all__ = ["find_mixing_sets", "form_mixing_variables"]
+__all__ = ["find_mixing_sets"]
 
 
 def find_mixing_sets(
@@ -226,6 +226,9 @@ def form_mixing_variables(
 ) -> tuple[list[JointMixtureResult], list[JointMixtureResult], float]:
     """Mixing variables by joint fits, grown, pruned and merged while the total BIC decreases.
 
+    Internal to ``CausalMixtureModel.fit``, which validates ``X`` and builds ``parents`` from its DAG;
+    the arguments are not checked again here.
+
     The total score is the joint BIC of every mixing set (one latent per set, see
     ``fit_joint_mixture``) plus the BIC of every other node's invariant (``K = 1``) mechanism.
     From each seed grouping in ``starts`` (its sets fitted jointly with ``K`` by BIC; a set whose best
@@ -234,7 +237,8 @@ def form_mixing_variables(
     * add a node outside every set to a set (its mechanism conditioned on that latent; a node whose
       own BIC chose ``K = 1`` can join),
     * remove a node from a set (it becomes invariant),
-    * merge two sets into one latent,
+    * merge two sets into one latent (there is no split move: a set only shrinks by removals, so a
+      start that joins two latents can end with one; starts with every node alone avoid that),
 
     where a candidate is fitted from the current responsibilities, and the changed set is then refitted
     with ``K`` by BIC. A search stops at a fixed point (no move lowers the score) or after

@@ -151,3 +151,29 @@ def test_plot_draws_unidentified_orientations_without_arrowheads():
     plt.close(fig)
     with pytest.raises(ValueError, match="identified"):
         plot_causal_graph(chain, identified=np.ones((2, 2), bool))
+
+
+@pytest.mark.parametrize(
+    ("mixing_sets", "error", "match"),
+    [
+        ([[1.7]], TypeError, "mixing_sets must be an integer"),
+        ([["1"]], TypeError, "mixing_sets must be an integer"),
+        (["12"], TypeError, "sequence of node sets"),
+        ([0, 1], TypeError, "sequence of node sets"),
+        (None, TypeError, "mixing_sets must be a sequence"),
+        ([[True]], TypeError, "mixing_sets must be an integer"),
+    ],
+)
+def test_mixing_sets_are_checked_not_coerced(mixing_sets, error, match):
+    """Review finding: 1.7 was truncated to 1, "12" read as nodes {1, 2}, True as 1."""
+    with pytest.raises(error, match=match):
+        cpdag(np.array([[0, 1, 0], [0, 0, 1], [0, 0, 0]]), mixing_sets=mixing_sets)
+
+
+def test_bool_adjacency_and_checked_cpdag_matrix():
+    chain = np.array([[0, 1, 0], [0, 0, 1], [0, 0, 0]])
+    np.testing.assert_array_equal(cpdag(chain.astype(bool)), cpdag(chain))
+    with pytest.raises(ValueError, match="cpdag_matrix must have shape"):
+        identified_orientations(chain, np.zeros((2, 2)))
+    with pytest.raises(ValueError, match="cpdag_matrix must hold only 0 and 1"):
+        identified_orientations(chain, np.full((3, 3), 7))

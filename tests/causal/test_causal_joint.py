@@ -325,3 +325,39 @@ def test_starts_survive_tied_rows_and_a_constant_parent_column():
     for s in starts:
         assert s.shape == (200, 4) and np.all(np.isfinite(s))
         np.testing.assert_allclose(s.sum(axis=1), 1.0)
+
+
+def test_two_latents_linked_by_chance_stay_two_mixing_variables():
+    """Review finding: a chance AMI link chained two latents into one seed, and without a split move
+    the search kept one K = 3 latent (total BIC 8020 vs 7038). The start with every K > 1 node alone
+    builds the two sets by merges."""
+    from certkit.causal import CausalMixtureModel, make_mixture_sem
+
+    X, _, Z, sets = make_mixture_sem(8, 800, 0.3, 2, n_mixing=2, rng=6, return_sets=True)
+    model = CausalMixtureModel(max_components=3, rng=6).fit(X)
+    assert sorted(model.mixing_sets_, key=min) == sorted(sets, key=min)
+    for t in range(2):
+        assert max(ari(Z[:, t], model.group_labels_[:, m]) for m in range(2)) > 0.95
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "match"),
+    [
+        ({"nodes": 1}, TypeError, "nodes must be a sequence"),
+        ({"parents": [[], [0, 0]]}, ValueError, "parents of node 1 must be distinct"),
+        ({"nodes": [0, 1], "parents": [[1], [0]]}, ValueError, "directed cycle"),
+        ({"scale": 1e101}, ValueError, "magnitudes above 1e100"),
+    ],
+)
+def test_review_findings_on_fit_joint_mixture_arguments(kwargs, error, match):
+    X, _ = _two_node_data()
+    X = X * kwargs.pop("scale", 1.0)
+    args = {"nodes": [0, 1], "parents": [[], [0]]} | kwargs
+    with pytest.raises(error, match=match):
+        fit_joint_mixture(X, args["nodes"], args["parents"], 2)
+
+
+def test_a_tiny_but_varying_node_is_not_called_constant():
+    X, z = _two_node_data()
+    fit = fit_joint_mixture(X * 1e-150, [0, 1], [[], [0]], 2, rng=0)
+    assert ari(z, fit.labels) == 1.0
