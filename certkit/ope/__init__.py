@@ -15,6 +15,8 @@ Vo, Reddy, Rodemann, Chau & Muandet, "Off-Policy Evaluation with Strategic Agent
 """
 
 from certkit.ope._data import StrategicData
+from certkit.ope.calibration import CalibrationTable
+from certkit.ope.disclosure import move_threshold
 from certkit.ope.estimators import (
     direct_method,
     naive_dr,
@@ -23,15 +25,10 @@ from certkit.ope.estimators import (
     strategic_dr,
     strategic_ipw,
 )
+from certkit.ope.observed_cost import ObservedCostResponse
 from certkit.ope.outcome import GLMOutcome, OutcomeModel
 from certkit.ope.policies import ExplainingPolicy, LinearThresholdPolicy, Policy
-from certkit.ope.response import (
-    CalibrationTable,
-    CostDistribution,
-    LogNormalCostResponse,
-    ObservedCostResponse,
-    move_threshold,
-)
+from certkit.ope.response import CostDistribution, LogNormalCostResponse
 from certkit.ope.result import OPEResult
 from certkit.ope.sensitivity import SensitivityResult, sensitivity
 from certkit.ope.simulator import StrategicSimulator

@@ -9,8 +9,9 @@ import numpy as np
 
 from certkit._validation import check_allocation, check_array, check_is_fitted
 from certkit.ope._data import StrategicData
+from certkit.ope.disclosure import _require_explaining
 from certkit.ope.policies import Policy
-from certkit.ope.response import CostDistribution, _GaussianLogCost, _require_explaining
+from certkit.ope.response import CostDistribution, _GaussianLogCost
 
 #: Largest work accepted in one call, in row evaluations (about 1 µs each; 1e10 is hours of computing).
 _MAX_WORK = 1e10

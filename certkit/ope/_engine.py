@@ -14,8 +14,9 @@ from certkit._validation import check_integer, check_progress, check_rng
 from certkit.ope._checks import _check_policy, _check_response, _check_work, _proba, _same_rows
 from certkit.ope._data import StrategicData, as_strategic_data
 from certkit.ope._diagnostics import _check_finite, _warn_weights, _weight_diagnostics
+from certkit.ope.disclosure import _check_disclosure
 from certkit.ope.outcome import GLMOutcome, fit_outcome
-from certkit.ope.response import _check_disclosure, _GaussianLogCost
+from certkit.ope.response import _GaussianLogCost
 from certkit.ope.result import OPEResult
 from certkit.ope.target import _target_proba
 

@@ -6,7 +6,8 @@ distribution of log γ given x₀; the estimators need only its log-CDF and log-
 `CostDistribution` protocol). The two models shipped here share log γ | x₀ ~ N(β₀ + βᵀx₀, s²):
 
 - `LogNormalCostResponse`: fitted from the logged move indicators (a probit with the known regressor c);
-- `ObservedCostResponse`: fitted from observed cost sensitivities γ (OLS on log γ).
+- `ObservedCostResponse` (module `certkit.ope.observed_cost`): fitted from observed cost sensitivities γ (OLS
+  on log γ).
 
 Internally both hold the probit coefficients η = (1/s, −β₀/s, −β/s), so that
 P(log γ ≤ c | x₀) = Φ(η·[c, 1, x₀]); the estimators differentiate through η to propagate the response model's
@@ -15,32 +16,25 @@ estimation error into their standard errors.
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 from scipy.special import log_ndtr, ndtr
 
-from certkit._results import ResultMixin, format_table
-from certkit._validation import (
-    check_array,
-    check_integer,
-    check_is_fitted,
-    check_positive,
-    check_same_length,
-)
+from certkit._results import format_table
+from certkit._validation import check_array, check_integer, check_is_fitted, check_positive
 from certkit.ope._data import StrategicData, as_strategic_data
+from certkit.ope._probit import _probit_fit
+from certkit.ope.calibration import CalibrationTable
+from certkit.ope.disclosure import _check_disclosure, _require_explaining, move_threshold
 from certkit.ope.policies import ExplainingPolicy
 
 __all__ = [
     "CalibrationTable",
     "CostDistribution",
     "LogNormalCostResponse",
-    "ObservedCostResponse",
     "move_threshold",
 ]
-
-_LOG_SQRT_2PI = 0.5 * np.log(2.0 * np.pi)
 
 
 @runtime_checkable
@@ -57,79 +51,6 @@ class CostDistribution(Protocol):
     def log_cdf(self, c: np.ndarray, x_pre: np.ndarray) -> np.ndarray: ...
 
     def log_sf(self, c: np.ndarray, x_pre: np.ndarray) -> np.ndarray: ...
-
-
-def _require_explaining(policy: Any, name: str) -> None:
-    if not callable(getattr(policy, "action_proba", None)):
-        raise TypeError(f"{name} must have an action_proba(x) method, got {type(policy).__name__}")
-    if not isinstance(policy, ExplainingPolicy):
-        raise TypeError(
-            f"{name} must disclose explanations: it needs a counterfactual(x) method (the ExplainingPolicy "
-            f"protocol); {type(policy).__name__} has none"
-        )
-
-
-def move_threshold(
-    policy: ExplainingPolicy, x_pre: np.ndarray, benefit: float, *, name: str = "policy"
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The explanation each agent is shown and the log-cost threshold below which it follows it.
-
-    Returns
-    -------
-    x_cf : ndarray, shape (n, d)
-        `policy.counterfactual(x_pre)`.
-    c : ndarray, shape (n,)
-        log(2B/d²) for agents at distance d > 0; NaN for accepted agents (d = 0, they never move).
-    accepted : ndarray of bool, shape (n,)
-        d = 0.
-    """
-    _require_explaining(policy, name)
-    x_cf = check_array(policy.counterfactual(x_pre), f"{name}.counterfactual(x)", ndim=2, shape=x_pre.shape)
-    dist = np.sqrt(np.sum((x_cf - x_pre) ** 2, axis=1))
-    accepted = dist == 0.0
-    with np.errstate(divide="ignore"):
-        log_2b = np.log(2.0) + np.log(benefit)  # log(2B) without overflowing 2B
-        c = np.where(accepted, np.nan, log_2b - 2.0 * np.log(np.where(accepted, 1.0, dist)))
-    return x_cf, c, accepted
-
-
-def _check_disclosure(
-    data: StrategicData, policy: ExplainingPolicy, benefit: float, *, name: str = "policy"
-) -> tuple[np.ndarray, np.ndarray]:
-    """Check that the logged moves follow `policy`'s disclosure; return (thresholds c, accepted at x₀).
-
-    Agents `policy` already accepts must not have moved, and every mover's x_post must be the counterfactual
-    explanation x_cf that `policy` disclosed to it.
-    """
-    x_cf, c, accepted = move_threshold(policy, data.x_pre, benefit, name=name)
-    if np.any(data.moved & accepted):
-        raise ValueError(
-            f"data: {int(np.sum(data.moved & accepted))} agents already accepted by {name} moved; the "
-            "data were logged under another policy"
-        )
-    if not np.allclose(data.x_post[data.moved], x_cf[data.moved], rtol=1e-9, atol=1e-9):
-        eps32 = float(np.finfo(np.float32).eps)
-        if np.allclose(data.x_post[data.moved], x_cf[data.moved], rtol=4 * eps32, atol=4 * eps32):
-            raise ValueError(
-                f"data: the movers' x_post differs from the counterfactual explanation disclosed by {name} "
-                "only by float32 rounding; pass x_pre and x_post as float64 arrays (float32 data cannot be "
-                "matched to the explanations)"
-            )
-        raise ValueError(
-            f"data: the movers' x_post is not the counterfactual explanation disclosed by {name}; the data "
-            "were logged under another policy (or agents do not follow the explanation exactly)"
-        )
-    return c, accepted
-
-
-def _log_pdf(z: np.ndarray) -> np.ndarray:
-    return -0.5 * z * z - _LOG_SQRT_2PI
-
-
-def _mills(z: np.ndarray) -> np.ndarray:
-    """φ(z)/Φ(z), stable for very negative z."""
-    return np.exp(_log_pdf(z) - log_ndtr(z))
-
 
 class _GaussianLogCost:
     """Shared machinery of the models with log γ | x₀ ~ N(β₀ + βᵀx₀, s²), parametrised by η."""
@@ -256,64 +177,6 @@ class _GaussianLogCost:
             eta_cov = jac @ cov @ jac.T
         out._set_eta(eta, eta_cov, None)
         return out
-
-
-def _probit_fit(
-    w: np.ndarray, y: np.ndarray, offset: np.ndarray, *, max_iter: int, tol: float
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Newton–Raphson with step halving for the probit log-likelihood Σ log Φ(q(offset + wη)), q = 2y − 1.
-
-    Large problems start from the fit on an evenly spaced subsample of 20,000 rows (the same maximum is
-    reached; it saves most full-data iterations). Returns η, the observed information J (k, k) and the per-row
-    scores (n, k).
-    """
-    q = 2.0 * y - 1.0
-    eta = np.zeros(w.shape[1])
-    if w.shape[0] > 50_000:
-        sub = np.linspace(0, w.shape[0] - 1, 20_000).astype(np.int64)
-        try:
-            eta = _probit_fit(w[sub], y[sub], offset[sub], max_iter=max_iter, tol=1e-6)[0]
-        except ValueError:  # the subsample may be separated where the full data are not
-            eta = np.zeros(w.shape[1])
-    qz = q * (offset + w @ eta)
-    log_cdf = log_ndtr(qz)
-    ll = float(np.sum(log_cdf))
-    converged = False
-    for _ in range(max_iter):
-        lam = np.exp(_log_pdf(qz) - log_cdf)
-        grad = w.T @ (q * lam)
-        info = (w * (lam * (qz + lam))[:, None]).T @ w
-        try:
-            step = np.linalg.solve(info, grad)
-        except np.linalg.LinAlgError as exc:
-            raise ValueError(
-                "data: the response model is not identified (singular information matrix); the move "
-                "threshold and the covariates are collinear among the agents below the logging threshold"
-            ) from exc
-        t = 1.0
-        while True:
-            cand = eta + t * step
-            qz_new = q * (offset + w @ cand)
-            log_cdf_new = log_ndtr(qz_new)
-            ll_new = float(np.sum(log_cdf_new))
-            if ll_new >= ll - 1e-12 * abs(ll) or t < 1e-8:
-                break
-            t /= 2.0
-        eta, qz, log_cdf, ll = cand, qz_new, log_cdf_new, ll_new
-        if np.max(np.abs(t * step)) < tol * (1.0 + np.max(np.abs(eta))):
-            converged = True
-            break
-    if not converged or np.max(np.abs(eta)) > 1e6:
-        raise ValueError(
-            "data: the maximum-likelihood fit of the response model did not converge - the moves are "
-            "(quasi-)perfectly separated by the move threshold and covariates, so (β₀, β, s) are not "
-            "identified; more data or more variation in the distance to the threshold is needed"
-        )
-    lam = np.exp(_log_pdf(qz) - log_cdf)
-    info = (w * (lam * (qz + lam))[:, None]).T @ w
-    scores = w * (q * lam)[:, None]
-    return eta, info, scores
-
 
 class LogNormalCostResponse(_GaussianLogCost):
     """Log-normal cost sensitivity fitted from the logged move indicators (censored probit MLE).
@@ -467,155 +330,18 @@ class LogNormalCostResponse(_GaussianLogCost):
         )
 
 
-class ObservedCostResponse(_GaussianLogCost):
-    """Log-normal cost sensitivity fitted from observed γ (OLS on log γ).
 
-    The variant where agents best-respond continuously to a disclosed direction g (maximising gᵀΔ − (γ/2)‖Δ‖²
-    gives x' = x₀ + g/γ), so that each agent's γ = ‖g‖/‖x' − x₀‖ is observed (`gamma_from_moves`).
-    The fitted model plugs into the same estimators as `LogNormalCostResponse`.
+def __getattr__(name: str) -> Any:  # PEP 562: ObservedCostResponse moved to its own module
+    if name == "ObservedCostResponse":
+        import warnings
 
-    Parameters
-    ----------
-    benefit : float, default 1.0
-        The benefit B used when the model predicts moves towards a disclosed explanation.
+        from certkit.ope.observed_cost import ObservedCostResponse
 
-    Attributes
-    ----------
-    coef_, scale_, covariance_, std_errors_
-        As for `LogNormalCostResponse` (OLS coefficients; s from the residual variance with n − d − 1 degrees
-        of freedom; Var(ŝ) ≈ s²/(2(n − d − 1)) under normality).
-    n_fit_ : int
-    """
-
-    def __init__(self, benefit: float = 1.0) -> None:
-        self.benefit = check_positive(benefit, "benefit")
-
-    @staticmethod
-    def gamma_from_moves(x_pre: Any, x_post: Any, direction: Any) -> np.ndarray:
-        """γᵢ = ‖g‖/‖x'ᵢ − x₀ᵢ‖ for moves x' = x₀ + g/γ along the disclosed direction `direction` (g)."""
-        x_pre = check_array(x_pre, "x_pre", ndim=2)
-        x_post = check_array(x_post, "x_post", ndim=2, shape=x_pre.shape)
-        g = check_array(direction, "direction", ndim=(1, 2))
-        if g.ndim == 1 and g.shape[0] != x_pre.shape[1]:
-            raise ValueError(
-                f"direction must have shape ({x_pre.shape[1]},) or {x_pre.shape} (one entry per column of "
-                f"x_pre), got {g.shape}"
-            )
-        g = np.broadcast_to(g, x_pre.shape) if g.ndim == 1 else g
-        if g.shape != x_pre.shape:
-            raise ValueError(f"direction must have shape ({x_pre.shape[1]},) or {x_pre.shape}, got {g.shape}")
-        step = x_post - x_pre
-        gnorm = np.linalg.norm(g, axis=1)
-        snorm = np.linalg.norm(step, axis=1)
-        if np.any(gnorm == 0):
-            raise ValueError("direction must not contain zero vectors")
-        if np.any(snorm == 0):
-            raise ValueError("x_post: every agent must have moved (x_post != x_pre) for γ to be observed")
-        cos = np.sum(step * g, axis=1) / (gnorm * snorm)
-        if np.any(cos < 1 - 1e-9):
-            raise ValueError("x_post - x_pre must point along direction (x' = x₀ + g/γ with γ > 0)")
-        return gnorm / snorm
-
-    def fit(self, x_pre: Any, gamma: Any) -> ObservedCostResponse:
-        """OLS of log γ on [1, x₀].
-
-        Parameters
-        ----------
-        x_pre : array-like, shape (n, d)
-        gamma : array-like, shape (n,)
-            Observed cost sensitivities (> 0).
-        """
-        x_pre = check_array(x_pre, "x_pre", ndim=2)
-        gamma = check_array(gamma, "gamma", ndim=1)
-        n = check_same_length(("x_pre", x_pre), ("gamma", gamma))
-        if np.any(gamma <= 0):
-            raise ValueError("gamma must be > 0")
-        k = x_pre.shape[1] + 1
-        if n <= k + 1:
-            raise ValueError(f"x_pre: need more than {k + 1} agents to fit {k} coefficients and a scale")
-        design = np.column_stack([np.ones(n), x_pre])
-        if np.linalg.matrix_rank(design) < k:
-            raise ValueError("x_pre: the covariates are collinear (with the intercept); β is not identified")
-        y = np.log(gamma)
-        xtx_inv = np.linalg.inv(design.T @ design)
-        beta = xtx_inv @ design.T @ y
-        resid = y - design @ beta
-        dof = n - k
-        s2 = float(resid @ resid / dof)
-        s = np.sqrt(s2)
-        # Residuals at rounding level (relative to log γ's magnitude) are a scale of 0, not an estimate.
-        resolution = np.sqrt(np.finfo(np.float64).eps) * max(1.0, float(np.max(np.abs(y))))
-        if s <= resolution:
-            raise ValueError(
-                f"gamma: log γ is an exact linear function of x_pre (residual scale s = {s:.3g}, below the "
-                f"rounding level {resolution:.3g} of log γ); the scale s is 0 to working precision and the "
-                "response model is degenerate"
-            )
-        cov = np.zeros((k + 1, k + 1))
-        cov[:k, :k] = s2 * xtx_inv
-        cov[k, k] = s2 / (2.0 * dof)
-        # Per-row influence of (β, s): (XᵀX)⁻¹xᵢeᵢ and (eᵢ² − s²)/(2 s n).
-        infl_bs = np.column_stack([(design * resid[:, None]) @ xtx_inv, (resid**2 - s2) / (2.0 * s * n)])
-        # Map to η = (1/s, −β/s).
-        jac = np.zeros((k + 1, k + 1))
-        jac[0, k] = -1.0 / s2
-        jac[1:, :k] = -np.eye(k) / s
-        jac[1:, k] = beta / s2
-        eta = np.concatenate([[1.0 / s], -beta / s])
-        self._set_eta(eta, jac @ cov @ jac.T, infl_bs @ jac.T)
-        self.n_fit_ = n
-        self._fit_x = x_pre
-        self._fit_gamma = gamma
-        return self
-
-    def _bootstrap(self, rows: np.ndarray | None, rng: np.random.Generator) -> _GaussianLogCost:
-        n = self._fit_x.shape[0]
-        idx = rng.integers(0, n, n) if rows is None else rows
-        return ObservedCostResponse(self.benefit).fit(self._fit_x[idx], self._fit_gamma[idx])
-
-
-@dataclasses.dataclass(frozen=True)
-class CalibrationTable(ResultMixin):
-    """Predicted vs observed move rates in bins of the predicted move probability.
-
-    Attributes
-    ----------
-    lower, upper : ndarray
-        Range of predicted probabilities in each bin.
-    predicted : ndarray
-        Mean predicted move probability per bin.
-    observed : ndarray
-        Observed move rate per bin.
-    count : ndarray of int
-        Agents per bin.
-    """
-
-    lower: np.ndarray
-    upper: np.ndarray
-    predicted: np.ndarray
-    observed: np.ndarray
-    count: np.ndarray
-
-    @property
-    def std_error(self) -> np.ndarray:
-        """Binomial standard error of each observed rate under the model, sqrt(p̄(1 − p̄)/count)."""
-        return np.sqrt(self.predicted * (1 - self.predicted) / self.count)
-
-    @property
-    def max_z(self) -> float:
-        """Largest |observed − predicted| / std_error over the bins (≈ N(0, 1) each under the model)."""
-        se = self.std_error
-        return float(np.max(np.abs(self.observed - self.predicted) / np.where(se > 0, se, np.inf)))
-
-    def summary(self) -> str:
-        rows = [
-            [f"[{lo:.3f}, {hi:.3f}]", int(n), p, o, (o - p) / se if se > 0 else 0.0]
-            for lo, hi, n, p, o, se in zip(
-                self.lower, self.upper, self.count, self.predicted, self.observed, self.std_error
-            )
-        ]
-        return format_table(
-            ["predicted range", "agents", "predicted", "observed", "z"],
-            rows,
-            title="Response-model calibration (agents below the logging threshold)",
+        warnings.warn(
+            "certkit.ope.response.ObservedCostResponse moved to certkit.ope.observed_cost; import it from "
+            "certkit.ope",
+            DeprecationWarning,
+            stacklevel=2,
         )
+        return ObservedCostResponse
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -10,8 +10,9 @@ from scipy.special import expit, ndtr
 from certkit._typing import RNGLike
 from certkit._validation import check_allocation, check_array, check_integer, check_positive, check_rng
 from certkit.ope._data import StrategicData
+from certkit.ope.disclosure import _require_explaining, move_threshold
 from certkit.ope.policies import ExplainingPolicy
-from certkit.ope.response import LogNormalCostResponse, _require_explaining, move_threshold
+from certkit.ope.response import LogNormalCostResponse
 
 __all__ = ["StrategicSimulator"]
 

@@ -9,8 +9,10 @@ import numpy as np
 
 from certkit.ope._checks import _check_policy, _check_response, _proba
 from certkit.ope._data import StrategicData, as_strategic_data
+from certkit.ope._probit import _mills
+from certkit.ope.disclosure import move_threshold
 from certkit.ope.policies import ExplainingPolicy
-from certkit.ope.response import CostDistribution, _GaussianLogCost, _mills, move_threshold
+from certkit.ope.response import CostDistribution, _GaussianLogCost
 
 __all__ = ["target_action_proba"]
 
