@@ -148,8 +148,10 @@ class CausalMixtureModel(BaseEstimator):
         The orientations the data identify: ``cpdag_[i, j] = 1, cpdag_[j, i] = 0`` for an identified
         ``i -> j``, both 1 for an edge either orientation fits (see ``certkit.causal.cpdag``).
     identified_ : ndarray (d, d) of bool
-        True for each edge of ``adjacency_`` whose orientation is identified (by v-structures or
-        mixing variables, propagated by Meek's rules); other orientations are arbitrary.
+        True for each edge of ``adjacency_`` whose orientation every DAG in the equivalence class of
+        the fitted graph shares (same skeleton, same v-structures with the mixing variables added as
+        sources; Meek's rules); other orientations are arbitrary. A statement about the fitted graph,
+        not a guarantee about the true one (see docs/causal.md).
     node_scores_ : ndarray (d,)
         Local BIC of each node fitted alone given its parents (the search's score).
     score_ : float
@@ -373,7 +375,8 @@ class CausalMixtureModel(BaseEstimator):
             if not self.identified_[i, j]
         ]
         lines.append(
-            "orientations identified (v-structures, mixing variables, Meek's rules): "
+            "orientations identified given the fitted skeleton and mixing sets (v-structures, mixing "
+            "variables, Meek's rules): "
             + (", ".join(arrows) or "none")
         )
         lines.append(
