@@ -11,13 +11,11 @@ Wasserstein ball) while the population self-negates (the pessimistic, min-max ri
   affected units for which a bound stays below a target.
 """
 
-from certkit.performative.bounds import (
-    BoundResult,
-    generalization_bound,
-    max_affected_share,
-    retraining_bound,
-)
+from certkit.performative.affected_share import max_affected_share
+from certkit.performative.bound_result import BoundResult
+from certkit.performative.bounds import generalization_bound
 from certkit.performative.radii import empirical_wasserstein, flip_radius, flip_top_positives
+from certkit.performative.retraining import retraining_bound
 from certkit.performative.risk import wasserstein_risk
 
 __all__ = [
