@@ -26,10 +26,11 @@ with the largest edit distance of the concept dataset under which its decision p
 """
 
 from certkit.circuits.discovery import AblationDiscovery, neuron_scores
+from certkit.circuits.dpa import partition_radius
 from certkit.circuits.edges import edge_accuracy, edge_faithfulness, edge_scores
 from certkit.circuits.evaluation import circuit_accuracy, layer_mean
 from certkit.circuits.partition import certify_circuit_partition, example_parts
-from certkit.circuits.radius import certified_radius, edit_bounds, partition_radius
+from certkit.circuits.radius import certified_radius, edit_bounds
 from certkit.circuits.result import CircuitCertificate
 from certkit.circuits.score_rule import ScoreRule
 from certkit.circuits.stability import CircuitStability, circuit_stability, jaccard

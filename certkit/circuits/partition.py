@@ -10,7 +10,8 @@ import numpy as np
 
 from certkit._typing import ExecutorArg, Progress
 from certkit._validation import as_numpy, check_array, check_in_options, check_integer, check_progress
-from certkit.circuits.radius import THREATS, partition_radius
+from certkit.circuits.dpa import partition_radius
+from certkit.circuits.radius import THREATS
 from certkit.circuits.result import CircuitCertificate
 from certkit.circuits.score_rule import ScoreRule
 from certkit.circuits.votes import check_concept_set, concept_size, partition_votes
