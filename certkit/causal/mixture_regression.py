@@ -228,15 +228,36 @@ def fit_mixture_regression(
         # the starting partitions, (n, K) each, are held at once
         check_allocation(8.0 * n * n_components * n_init, "n_init", n_init,
                          what=f"{n_init} starting partitions of {n} samples into {n_components} components")
+    gen = check_rng(rng) if n_components > 1 else None
+    return fit_mixture(
+        y, design, n_components, rng=gen, n_init=n_init, max_iter=max_iter, tol=tol, floor=floor
+    )
+
+
+def fit_mixture(
+    y: np.ndarray,
+    design: np.ndarray,
+    n_components: int,
+    *,
+    rng: np.random.Generator | None,
+    n_init: int,
+    max_iter: int,
+    tol: float,
+    floor: float,
+) -> MixtureRegressionResult:
+    """``fit_mixture_regression`` on validated input: ``y`` (n,) and ``design`` ``[1, X]`` (n, p) float64,
+    enough samples for ``n_components``, ``floor`` the absolute variance floor, ``rng`` a Generator
+    (unused for ``K = 1``). The causal search calls it directly, so its inner loop validates nothing.
+    """
+    n = y.size
     if n_components == 1:
         fit = _closed_form(y, design, floor)
         n_iter = 0
     else:
-        gen = check_rng(rng)
         from certkit._core import mixreg
 
         options = {"tol": tol, "ridge": RIDGE, "min_variance": floor}
-        starts = initial_responsibilities(y, design, n_components, n_init, gen)
+        starts = initial_responsibilities(y, design, n_components, n_init, rng)
         burn_in = min(BURN_IN, max_iter) if len(starts) > 1 else max_iter
         fit = None
         for resp0 in starts:

@@ -13,7 +13,7 @@ from certkit._validation import check_bool, check_integer, check_positive
 from certkit.causal.mixture_regression import (
     MAX_STARTS,
     MixtureRegressionResult,
-    fit_mixture_regression,
+    fit_mixture,
     n_mixture_parameters,
 )
 from certkit.parallel import parallel_map
@@ -64,23 +64,28 @@ def fit_node(
     """
     parents = tuple(sorted(parents))
     y = X[:, node]
-    Xp = X[:, list(parents)]
     n = y.size
+    # X was validated once by the caller: build the design once and fit without checking again.
+    design = np.ones((n, len(parents) + 1))
+    design[:, 1:] = X[:, list(parents)]
+    y_var = float(np.var(y))
+    if y_var == 0.0:
+        raise ValueError(f"node {node} is constant in X; a mechanism needs a response that varies")
     best: MixtureRegressionResult | None = None
     for k in range(1, settings.max_components + 1):
         p = len(parents) + 1
         if n < max(n_mixture_parameters(k, p), k * (p + 1)):
             break
         rng = np.random.default_rng([settings.seed, node, k, len(parents), *parents])
-        fit = fit_mixture_regression(
+        fit = fit_mixture(
             y,
-            Xp,
+            design,
             k,
             rng=rng,
             n_init=settings.n_init,
             max_iter=settings.max_iter,
             tol=settings.tol,
-            min_variance=settings.min_variance,
+            floor=settings.min_variance * y_var,
         )
         if best is None or fit.bic < best.bic:
             best = fit

@@ -361,3 +361,31 @@ def test_a_tiny_but_varying_node_is_not_called_constant():
     X, z = _two_node_data()
     fit = fit_joint_mixture(X * 1e-150, [0, 1], [[], [0]], 2, rng=0)
     assert ari(z, fit.labels) == 1.0
+
+
+def test_the_search_validates_x_once(monkeypatch):
+    """Issue 24: X is checked at the public boundary only; the local scores call fit_mixture, which
+    checks nothing, and give what the public fit_mixture_regression gives."""
+    import certkit._validation as validation
+    from certkit.causal import CausalMixtureModel, estimator, make_mixture_sem, mixture_regression
+
+    X, _, _ = make_mixture_sem(5, 300, rng=7)
+    calls = []
+    original = validation.check_array
+
+    def counting(x, name, **kwargs):
+        calls.append(name)
+        return original(x, name, **kwargs)
+
+    monkeypatch.setattr(mixture_regression, "check_array", counting)
+    monkeypatch.setattr(estimator, "check_array", counting)
+    model = CausalMixtureModel(rng=0).fit(X)
+    assert calls == ["X"] and model.n_scores_ > 30
+    settings = ScoreSettings(seed=5)
+    for node, parents in [(2, []), (3, [0, 2]), (4, [1])]:
+        fit = fit_node(X, node, parents, settings)
+        k = fit.coef.shape[0]
+        rng = np.random.default_rng([5, node, k, len(parents), *parents])
+        public = fit_mixture_regression(X[:, node], X[:, parents], k, rng=rng)
+        assert fit.bic == public.bic
+        np.testing.assert_array_equal(fit.responsibilities, public.responsibilities)
