@@ -22,15 +22,12 @@ from certkit._validation import (
 from certkit.causal.equivalence import cpdag, identified_orientations
 from certkit.causal.joint import node_mechanism
 from certkit.causal.mixing import _link_sets, form_mixing_variables
-from certkit.causal.mixture_regression import MixtureRegressionResult, n_mixture_parameters
+from certkit.causal.mixture_regression import MAX_STARTS, MixtureRegressionResult, n_mixture_parameters
 from certkit.causal.score import LatentBIC, ScoreSettings, fit_node
 from certkit.causal.search import topic_search
 from certkit.parallel import resolve_executor
 
 __all__ = ["CausalMixtureModel", "check_data"]
-
-#: Most EM starts per fit: every start costs a full pass over the data per iteration.
-MAX_STARTS = 1000
 
 #: Most groups of one mixing variable (each group fits a regression per node of the set).
 MAX_GROUPS = 100

@@ -26,6 +26,7 @@ from certkit._typing import RNGLike
 from certkit._validation import check_array, check_integer, check_positive, check_rng
 from certkit.causal.mixture_regression import (
     BURN_IN,
+    MAX_STARTS,
     RIDGE,
     MixtureRegressionResult,
     n_mixture_parameters,
@@ -347,7 +348,7 @@ def fit_joint_mixture(
     if np.abs(X[:, used]).max() > 1e100:
         raise ValueError("X has magnitudes above 1e100 in the columns used; rescale them (squares overflow)")
     K = check_integer(n_components, "n_components", minimum=1)
-    n_init = check_integer(n_init, "n_init", minimum=1, maximum=1000)
+    n_init = check_integer(n_init, "n_init", minimum=1, maximum=MAX_STARTS)
     max_iter = check_integer(max_iter, "max_iter", minimum=1)
     tol = check_positive(tol, "tol")
     min_variance = check_positive(min_variance, "min_variance")
