@@ -9,6 +9,7 @@ over the pool).  Every certified decision must hold on every S'.
 
 from __future__ import annotations
 
+import functools
 import itertools
 from fractions import Fraction
 
@@ -49,8 +50,9 @@ def table_rule(seed):
     return discover
 
 
+@functools.cache  # S' recur across rules' threats and tests; callers only read the array
 def exact_p(S, discover, scheme, m=None, p_del=None):
-    """Exact inclusion probabilities (Fractions) by enumerating every subsample of S."""
+    """Exact inclusion probabilities (Fractions) by enumerating every subsample of S (a tuple)."""
     n = len(S)
     total = np.array([Fraction(0)] * N_COMP, dtype=object)
     if scheme == "poisson":
