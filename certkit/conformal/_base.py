@@ -266,8 +266,11 @@ class _SingleSampleClassifier(_ClassifierBase):
         """Warn when the calibrated sets hold (nearly) every label because the noise drowns the input."""
         n_classes = scores.shape[1]
         sizes = (scores >= self.threshold_).sum(axis=1)
-        scale = float(np.std(X))
-        if sizes.mean() < 0.8 * n_classes or not sigma > scale:
+        if sizes.mean() < 0.8 * n_classes:
+            return
+        with np.errstate(over="ignore"):  # inputs near 1e308: the spread is inf, no warning is due
+            scale = float(np.std(X))
+        if not sigma > scale:
             return
         warnings.warn(
             f"{type(self).__name__}: the calibrated prediction sets hold {sizes.mean():.1f} of {n_classes} "
