@@ -29,6 +29,8 @@ from certkit.causal.mixture_regression import (
     MAX_STARTS,
     RIDGE,
     MixtureRegressionResult,
+    anchor_partitions,
+    hard_responsibilities,
     n_mixture_parameters,
 )
 
@@ -145,12 +147,6 @@ def _em(
     }
 
 
-def _hard(labels: np.ndarray, k: int) -> np.ndarray:
-    resp = np.zeros((labels.size, k))
-    resp[np.arange(labels.size), labels] = 1.0
-    return resp
-
-
 def _residual_points(Y: np.ndarray, designs: Sequence[np.ndarray]) -> np.ndarray:
     """Each node's least-squares residual on its parents, standardised: where the groups separate."""
     cols = []
@@ -191,12 +187,7 @@ def default_starts(
         with warnings.catch_warnings():  # an unconverged start is still a start: EM continues from it
             warnings.simplefilter("ignore", ConvergenceWarning)
             starts.append(gmm.fit(data).predict_proba(data))
-    n = points.shape[0]
-    for _ in range(n_init - 1):
-        anchors = points[rng.choice(n, size=n_components, replace=False)]
-        dist = ((points[:, None, :] - anchors[None, :, :]) ** 2).sum(axis=2)
-        starts.append(_hard(np.argmin(dist, axis=1), n_components))
-    return starts
+    return starts + anchor_partitions(points, n_components, n_init - 1, rng)
 
 
 def joint_em(
@@ -363,7 +354,7 @@ def fit_joint_mixture(
         s = np.asarray(s)
         labels = s.shape == (n,) and np.issubdtype(s.dtype, np.integer)
         if labels and s.min() >= 0 and s.max() < K:
-            extra.append(_hard(s, K))
+            extra.append(hard_responsibilities(s, K))
         elif s.shape == (n, K) and np.all(np.isfinite(s)) and np.all(s >= 0) and np.allclose(s.sum(1), 1):
             extra.append(s.astype(np.float64))
         else:

@@ -104,7 +104,8 @@ def _design(X: Any, n: int) -> np.ndarray:
     return np.ascontiguousarray(np.column_stack([np.ones(n), X]))
 
 
-def _hard(labels: np.ndarray, k: int) -> np.ndarray:
+def hard_responsibilities(labels: np.ndarray, k: int) -> np.ndarray:
+    """One-hot (n, k) responsibilities of integer labels in ``0..k-1``."""
     resp = np.zeros((labels.size, k))
     resp[np.arange(labels.size), labels] = 1.0
     return resp
@@ -121,14 +122,23 @@ def initial_responsibilities(
     n = y.size
     chunks = np.empty(n, dtype=np.int64)
     chunks[np.argsort(y, kind="stable")] = np.arange(n) * n_components // n
-    starts = [_hard(chunks, n_components)]
     points = np.column_stack([design[:, 1:], y])
     spread = points.std(axis=0)
     points = (points - points.mean(axis=0)) / np.where(spread > 0, spread, 1.0)
-    for _ in range(n_init - 1):
-        anchors = points[rng.choice(n, size=n_components, replace=False)]
+    random = anchor_partitions(points, n_components, n_init - 1, rng)
+    return [hard_responsibilities(chunks, n_components), *random]
+
+
+def anchor_partitions(
+    points: np.ndarray, n_components: int, count: int, rng: np.random.Generator
+) -> list[np.ndarray]:
+    """``count`` hard partitions: each draws ``n_components`` distinct anchor rows of ``points`` and
+    gives every row the label of its nearest anchor (a spatially coherent random start)."""
+    starts = []
+    for _ in range(count):
+        anchors = points[rng.choice(points.shape[0], size=n_components, replace=False)]
         dist = ((points[:, None, :] - anchors[None, :, :]) ** 2).sum(axis=2)
-        starts.append(_hard(np.argmin(dist, axis=1), n_components))
+        starts.append(hard_responsibilities(np.argmin(dist, axis=1), n_components))
     return starts
 
 
