@@ -4,6 +4,8 @@ import functools
 import math
 import operator
 import os
+import subprocess
+import sys
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 
@@ -130,6 +132,23 @@ def test_pool_workers_are_not_forked(many_cpus):
     """Issue 14 item 1: local pools start from a clean interpreter (forkserver or spawn), never fork."""
     with resolve_executor(2, n_items=4) as pool:
         assert pool._mp_context.get_start_method() in ("forkserver", "spawn")
+
+
+def test_pool_workers_run_one_native_thread_each(many_cpus):
+    """A local pool's workers get one BLAS / OpenMP thread each: the variables libraries read when they
+    load, and threadpoolctl's limit on those already loaded (checked in a fresh interpreter)."""
+    names = list(parallel._THREAD_VARIABLES)
+    assert parallel_map(os.getenv, names, executor=2) == ["1"] * len(names)
+    code = (
+        "import numpy, scipy.linalg\n"
+        "from threadpoolctl import threadpool_info\n"
+        "from certkit.parallel import _one_thread_per_worker\n"
+        "_one_thread_per_worker()\n"
+        "print(sorted({pool['num_threads'] for pool in threadpool_info()}))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                          env={k: v for k, v in os.environ.items() if k not in names})
+    assert done.stdout.strip() == "[1]"
 
 
 def test_serial_then_pool_with_highs_does_not_hang(many_cpus):

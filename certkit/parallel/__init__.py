@@ -7,7 +7,8 @@
   (``1`` means serial).  It starts ``min(k, number of items, usable CPUs)`` workers, from a clean
   ``forkserver`` process (``spawn`` where forkserver is unavailable), never by ``fork``ing this
   process, so no solver, thread or lock state is inherited; ``k`` above `MAX_LOCAL_WORKERS` is
-  rejected;
+  rejected.  Each worker runs its BLAS and OpenMP thread pools with one thread (the pool's processes
+  already occupy the cores; more threads per worker only oversubscribe them);
 * any object with ``submit`` (a `concurrent.futures.Executor`, or a
   ``dask.distributed.Client`` - how users scale past one machine) - used as is and
   left running (pass your own pool to run more workers than CPUs).
@@ -65,6 +66,23 @@ def _clean_context() -> multiprocessing.context.BaseContext:
     return multiprocessing.get_context("forkserver" if "forkserver" in methods else "spawn")
 
 
+#: Environment variables the native thread pools read when they load.
+_THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+
+
+def _one_thread_per_worker() -> None:
+    """Initializer of a local pool's workers: one thread per native thread pool.
+
+    The variables cover libraries a task loads later; ``threadpoolctl`` limits those already loaded
+    (the worker imported the main script, and with it perhaps NumPy, before this runs).
+    """
+    for name in _THREAD_VARIABLES:
+        os.environ[name] = "1"
+    from threadpoolctl import threadpool_limits
+
+    threadpool_limits(limits=1)
+
+
 def _check_workers(executor: Any) -> int:
     workers = int(executor)
     if workers < 1:
@@ -114,7 +132,9 @@ def resolve_executor(
         if workers <= 1:
             yield None
             return
-        with ProcessPoolExecutor(max_workers=workers, mp_context=_clean_context()) as pool:
+        with ProcessPoolExecutor(
+            max_workers=workers, mp_context=_clean_context(), initializer=_one_thread_per_worker
+        ) as pool:
             yield pool
         return
     if not callable(getattr(executor, "submit", None)):
