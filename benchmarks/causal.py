@@ -21,14 +21,21 @@ Sections (each timed in this process; the machine may be shared, so wall times a
    GMM clusters (K = 9, K by BIC) with the 9 experimental conditions, and the search objective of CMM's
    graph against the consensus graph's.
 4. Scaling of CMM's end-to-end fit in d (n = 500) and n (d = 10), and d = 20, n = 2000 with 2 workers.
+5. Speed against another install (``--baseline-python``, e.g. a venv with an earlier commit of main):
+   the Sachs fit of ``examples/causal_sachs.py`` (``search_samples=2000``, ``executor=2``) and the same
+   fit serially, each in a fresh process of this interpreter and of the baseline's, alternating, best of
+   ``--repeats``; wall seconds and the ratio.
 
-Run: ``python benchmarks/causal.py [--seeds 10] [--quick] [--only em,synthetic,groups,sachs,scaling]``.
+Run: ``python benchmarks/causal.py [--seeds 10] [--quick] [--only em,synthetic,groups,sachs,scaling,speed]
+[--baseline-python PATH]``.
 """
 
 from __future__ import annotations
 
 import argparse
+import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -360,7 +367,51 @@ def bench_scaling(quick: bool) -> list[list]:
     return rows
 
 
-SECTIONS = ("em", "synthetic", "groups", "sachs", "scaling")
+# --- 5. speed against another install ---
+
+#: Run by each interpreter from an empty directory (so it imports its own installed certkit): one Sachs
+#: fit, its wall seconds on stdout.
+_SACHS_FIT = """
+import sys, time
+import numpy as np
+
+def main():
+    from certkit.causal import CausalMixtureModel
+    from certkit.datasets import load_sachs
+    X = np.log(load_sachs().X)
+    workers = int(sys.argv[1])
+    start = time.perf_counter()
+    CausalMixtureModel(rng=0, search_samples=2000, executor=workers if workers > 1 else None).fit(X)
+    print(time.perf_counter() - start)
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def bench_speed(baseline: str, repeats: int) -> list[list]:
+    """Sachs fit times of this install and of ``baseline`` (a Python executable), alternating."""
+    with tempfile.TemporaryDirectory() as tmp:
+        script = Path(tmp) / "sachs_fit.py"
+        script.write_text(_SACHS_FIT)
+
+        def run(python: str, workers: int) -> float:
+            done = subprocess.run([python, str(script), str(workers)], cwd=tmp, capture_output=True,
+                                  text=True, check=True)
+            return float(done.stdout.split()[-1])
+
+        rows = []
+        for workers in (2, 1):
+            ours, theirs = [], []
+            for _ in range(repeats):
+                ours.append(run(sys.executable, workers))
+                theirs.append(run(baseline, workers))
+            rows.append([f"Sachs fit, search_samples=2000, executor={workers if workers > 1 else None}",
+                         f"{min(theirs):.1f}", f"{min(ours):.1f}", f"{min(theirs) / min(ours):.2f}x"])
+    return rows
+
+
+SECTIONS = ("em", "synthetic", "groups", "sachs", "scaling", "speed")
 
 
 def main() -> None:
@@ -371,10 +422,15 @@ def main() -> None:
     parser.add_argument(
         "--only", default=",".join(SECTIONS), help=f"comma-separated sections out of {', '.join(SECTIONS)}"
     )
+    parser.add_argument("--baseline-python", help="Python of another certkit install, for section 5")
     args = parser.parse_args()
     only = set(args.only.split(","))
     if only - set(SECTIONS):
         parser.error(f"--only: unknown section(s) {', '.join(sorted(only - set(SECTIONS)))}")
+    if "speed" in only and args.baseline_python is None:
+        if args.only != parser.get_default("only"):
+            parser.error("--only speed needs --baseline-python")
+        only.discard("speed")
 
     if "em" in only:
         print(
@@ -433,6 +489,15 @@ def main() -> None:
                 ["d", "n", "workers", "local scores", "edge F1", "time s"],
                 bench_scaling(args.quick),
                 title="4. CMM scaling (end to end)",
+            )
+        )
+        print()
+    if "speed" in only:
+        print(
+            format_table(
+                ["setting", "baseline s", "this install s", "baseline / this"],
+                bench_speed(args.baseline_python, args.repeats),
+                title=f"5. Speed against {args.baseline_python} (fresh process each, best of {args.repeats})",
             )
         )
 

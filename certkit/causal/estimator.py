@@ -111,7 +111,8 @@ class CausalMixtureModel(BaseEstimator):
     rng : None, int or numpy.random.Generator
         Seeds every EM start (each local score is keyed by (seed, node, K, parents)).
     executor : None, int or executor
-        Where candidate scores are computed (see ``certkit.parallel``); results equal serial ones.
+        Where the graph search's candidate scores and the mixing-set search's candidate joint fits
+        are computed (see ``certkit.parallel``); results equal serial ones.
     progress : bool or str
         Progress bar over the search.
 
@@ -276,25 +277,26 @@ class CausalMixtureModel(BaseEstimator):
 
                 adjacency = ges_search(score, X_search, max_parents=max_parents)
                 order = _topological_order(adjacency)
+            search_fits = [fit_node(X, j, np.flatnonzero(adjacency[:, j]), settings) for j in range(d)]
+            seeds, _, self.mixing_ami_ = _link_sets(
+                np.column_stack([m.labels for m in search_fits]),
+                np.array([m.n_components for m in search_fits]),
+                mixing_threshold,
+            )
+            parents = [np.flatnonzero(adjacency[:, j]) for j in range(d)]
+            hints = {j: m.responsibilities for j, m in enumerate(search_fits) if m.n_components > 1}
+            # Three starts of the set search, the lowest total BIC wins: the nodes' own linked labels,
+            # every node with K > 1 alone (merges build the sets, so two latents linked by chance are
+            # not forced into one), and one latent over every node (pruned when only some nodes change).
+            singletons = [{j} for j in sorted(hints)]
+            self.mixing_variables_, invariant, self.score_ = form_mixing_variables(
+                X, parents, [seeds, singletons, [range(d)]], settings, hints=hints, max_groups=max_groups,
+                executor=executor,
+            )
         self.n_scores_ = score.n_evaluations
         self.adjacency_ = adjacency
         self.order_ = tuple(int(v) for v in order)
-        search_fits = [fit_node(X, j, np.flatnonzero(adjacency[:, j]), settings) for j in range(d)]
         self.node_scores_ = np.array([m.bic for m in search_fits])
-        seeds, _, self.mixing_ami_ = _link_sets(
-            np.column_stack([m.labels for m in search_fits]),
-            np.array([m.n_components for m in search_fits]),
-            mixing_threshold,
-        )
-        parents = [np.flatnonzero(adjacency[:, j]) for j in range(d)]
-        hints = {j: m.responsibilities for j, m in enumerate(search_fits) if m.n_components > 1}
-        # Three starts of the set search, the lowest total BIC wins: the nodes' own linked labels,
-        # every node with K > 1 alone (merges build the sets, so two latents linked by chance are not
-        # forced into one), and one latent over every node (pruned when only some nodes change).
-        singletons = [{j} for j in sorted(hints)]
-        self.mixing_variables_, invariant, self.score_ = form_mixing_variables(
-            X, parents, [seeds, singletons, [range(d)]], settings, hints=hints, max_groups=max_groups
-        )
         self.mixing_sets_ = [frozenset(v.nodes) for v in self.mixing_variables_]
         self.group_labels_ = np.zeros((n, len(self.mixing_variables_)), dtype=np.int64)
         mechanisms = [node_mechanism(invariant[j], 0, X) for j in range(d)]

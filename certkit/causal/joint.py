@@ -37,6 +37,8 @@ from certkit.causal.mixture_regression import (
 __all__ = ["JointMixtureResult", "fit_joint_mixture", "joint_parameters", "node_mechanism"]
 
 _LOG_2PI = float(np.log(2.0 * np.pi))
+#: Rows the Gaussian-mixture starts are fitted on (a random subsample when there are more).
+GMM_START_ROWS = 2000
 
 
 @dataclass(frozen=True)
@@ -167,15 +169,22 @@ def default_starts(
 ) -> list[np.ndarray]:
     """Starting responsibilities: ``extra`` (e.g. labels of single nodes, a warm start), a diagonal
     Gaussian mixture on the set's standardised least-squares residuals, a full-covariance Gaussian
-    mixture on the standardised columns of the set and its parents, then ``n_init - 1`` random anchor
-    partitions of the residuals."""
+    mixture on the standardised columns of the set and its parents (both fitted on at most
+    ``GMM_START_ROWS`` random rows), then ``n_init - 1`` random anchor partitions of the residuals."""
     from sklearn.exceptions import ConvergenceWarning
     from sklearn.mixture import GaussianMixture
 
     points = _residual_points(Y, designs)
-    columns = np.unique(np.column_stack([Y, *(d[:, 1:] for d in designs)]), axis=1)
+    # The set's and its parents' columns, each once (a parent shared by two nodes, or a node that is
+    # another's parent), in order of first appearance.
+    distinct = {c.tobytes(): c for c in (*Y.T, *(col for d in designs for col in d[:, 1:].T))}
+    columns = np.column_stack(list(distinct.values()))
     spread = columns.std(axis=0)
     columns = (columns - columns.mean(axis=0)) / np.where(spread > 0.0, spread, 1.0)
+    n = Y.shape[0]
+    # The Gaussian mixtures are only starts (EM on every row continues from them): fitted on a random
+    # subsample when there are many rows, their responsibilities then computed for every row.
+    rows = np.sort(rng.choice(n, size=GMM_START_ROWS, replace=False)) if n > GMM_START_ROWS else slice(None)
     starts = [np.asarray(s, dtype=np.float64) for s in extra]
     for data, covariance in ((points, "diag"), (columns, "full")):
         gmm = GaussianMixture(
@@ -186,7 +195,7 @@ def default_starts(
         )
         with warnings.catch_warnings():  # an unconverged start is still a start: EM continues from it
             warnings.simplefilter("ignore", ConvergenceWarning)
-            starts.append(gmm.fit(data).predict_proba(data))
+            starts.append(gmm.fit(data[rows]).predict_proba(data))
     return starts + anchor_partitions(points, n_components, n_init - 1, rng)
 
 
@@ -304,8 +313,9 @@ def fit_joint_mixture(
         Extra starting points: hard labels (n,) with values in ``0..K-1`` or responsibilities (n, K).
         Always tried too: a diagonal Gaussian mixture on the set's standardised least-squares
         residuals, a full-covariance Gaussian mixture on the standardised columns of the set and its
-        parents, and ``n_init - 1`` random partitions of the residuals; every start runs 10 EM
-        iterations and the best then runs to convergence.
+        parents (both fitted on at most 2000 random rows, then evaluated on every row), and
+        ``n_init - 1`` random partitions of the residuals; every start runs 10 EM iterations and the
+        best then runs to convergence.
     rng : None, int or numpy.random.Generator
         Seeds the Gaussian-mixture and random starts.
     n_init : int

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Sequence
 
 import numpy as np
 
+from certkit._typing import ExecutorArg
 from certkit._validation import check_array, check_nonnegative
 from certkit.causal.joint import JointMixtureResult, default_starts, joint_em, joint_parameters
 from certkit.causal.score import ScoreSettings
+from certkit.parallel import parallel_map
 
 __all__ = ["find_mixing_sets"]
 
@@ -82,8 +85,49 @@ def _link_sets(
     return [frozenset(g) for g in sets], group_labels, ami
 
 
+#: Most chunks one batch of set fits is split into for the executor (each chunk carries ``X``).
+_MAX_CHUNKS = 8
+
+
+def _best_batch(
+    X: np.ndarray,
+    parents: Sequence[Sequence[int]],
+    settings: ScoreSettings,
+    max_groups: int,
+    items: Sequence[tuple[tuple[int, ...], dict[int, np.ndarray]]],
+) -> list[JointMixtureResult]:
+    """``_SetFitter.best`` of each ``(nodes, hints of those nodes)``, in a worker."""
+    return [_SetFitter(X, parents, settings, hints, max_groups).best(nodes) for nodes, hints in items]
+
+
+def _groups_batch(
+    X: np.ndarray,
+    parents: Sequence[Sequence[int]],
+    settings: ScoreSettings,
+    items: Sequence[tuple[list[int], int, list[np.ndarray]]],
+) -> list[JointMixtureResult | None]:
+    """``_SetFitter.with_groups`` of each ``(nodes, K, extra starts)``, in a worker."""
+    fitter = _SetFitter(X, parents, settings, {}, 1)
+    return [fitter.with_groups(nodes, K, extra) for nodes, K, extra in items]
+
+
+def _warm_batch(
+    X: np.ndarray,
+    parents: Sequence[Sequence[int]],
+    settings: ScoreSettings,
+    items: Sequence[tuple[tuple[int, ...], Sequence[np.ndarray]]],
+) -> list[JointMixtureResult | None]:
+    """``_SetFitter.warm`` of each ``(nodes, starts)``, in a worker."""
+    fitter = _SetFitter(X, parents, settings, {}, 1)
+    return [fitter.warm(nodes, starts) for nodes, starts in items]
+
+
 class _SetFitter:
-    """Joint fits of candidate mixing sets, memoised on (nodes, K); every fit is seeded by its nodes."""
+    """Joint fits of candidate mixing sets, memoised on (nodes, K); every fit is seeded by its nodes.
+
+    ``prefetch_best`` and ``prefetch_warm`` compute a batch of missing fits through ``executor`` (the
+    fits are deterministic, so the memo holds the same fits with or without one).
+    """
 
     def __init__(
         self,
@@ -92,15 +136,54 @@ class _SetFitter:
         settings: ScoreSettings,
         hints: dict[int, np.ndarray],
         max_groups: int,
+        executor: ExecutorArg = None,
     ) -> None:
         self.X = X
         self.max_groups = max_groups
         self.parents = [tuple(int(p) for p in pa) for pa in parents]
         self.settings = settings
         self.hints = hints  # per node with K > 1 alone: its own responsibilities (n, K_j)
+        self.executor = executor
         self.n = X.shape[0]
         self._best: dict[frozenset[int], JointMixtureResult] = {}
-        self._warm: dict[tuple[frozenset[int], int], JointMixtureResult] = {}
+        self._warm: dict[tuple[frozenset[int], int], JointMixtureResult | None] = {}
+
+    def _map(self, fn, items: list) -> list:
+        """``fn`` over chunks of ``items`` through the executor, flattened back in input order."""
+        n_chunks = min(len(items), _MAX_CHUNKS)
+        chunks = [items[i::n_chunks] for i in range(n_chunks)]
+        per_chunk = parallel_map(fn, chunks, executor=self.executor)
+        out: list = [None] * len(items)
+        for i, results in enumerate(per_chunk):
+            out[i::n_chunks] = results
+        return out
+
+    def prefetch_best(self, node_sets: Iterable[Iterable[int]]) -> None:
+        """``best`` (without warm starts) of every node set not fitted yet, through the executor."""
+        missing = list(dict.fromkeys(tuple(sorted(s)) for s in node_sets))
+        missing = [nodes for nodes in missing if frozenset(nodes) not in self._best]
+        if self.executor is None or len(missing) < 2:
+            for nodes in missing:
+                self.best(nodes)
+            return
+        items = [(nodes, {v: self.hints[v] for v in nodes if v in self.hints}) for nodes in missing]
+        fn = functools.partial(_best_batch, self.X, self.parents, self.settings, self.max_groups)
+        for nodes, fit in zip(missing, self._map(fn, items)):
+            self._best[frozenset(nodes)] = fit
+
+    def prefetch_warm(self, requests: Iterable[tuple[Sequence[int], Sequence[np.ndarray]]]) -> None:
+        """``warm`` of every ``(nodes, starts)`` not fitted yet (the first request of a key wins)."""
+        missing: dict[tuple[frozenset[int], int], tuple[tuple[int, ...], Sequence[np.ndarray]]] = {}
+        for nodes, starts in requests:
+            key = (frozenset(nodes), starts[0].shape[1])
+            if key not in self._warm and key not in missing:
+                missing[key] = (tuple(sorted(nodes)), starts)
+        if self.executor is None or len(missing) < 2:
+            for nodes, starts in missing.values():
+                self.warm(nodes, starts)
+            return
+        fn = functools.partial(_warm_batch, self.X, self.parents, self.settings)
+        self._warm.update(zip(missing, self._map(fn, list(missing.values()))))
 
     def _fits(self, nodes: Sequence[int], K: int) -> bool:
         sizes = [len(self.parents[v]) + 1 for v in nodes]
@@ -117,29 +200,45 @@ class _SetFitter:
         """``K = 1``: every node's least-squares regression (the BIC of invariant mechanisms)."""
         return self._em(sorted(nodes), 1, [np.ones((self.n, 1))])
 
+    def with_groups(
+        self, nodes: Sequence[int], K: int, extra: Sequence[np.ndarray]
+    ) -> JointMixtureResult | None:
+        """The fit of ``nodes`` (sorted) with ``K`` groups from the default starts and ``extra``
+        (seeded by the nodes and ``K``); None when every start loses its groups."""
+        s = self.settings
+        Y = self.X[:, list(nodes)]
+        designs = [np.column_stack([np.ones(self.n), self.X[:, list(self.parents[v])]]) for v in nodes]
+        rng = np.random.default_rng([s.seed, 17, K, len(nodes), *nodes])
+        try:
+            return self._em(nodes, K, default_starts(Y, designs, K, s.n_init, rng, extra))
+        except ValueError:  # every start lost its groups: K is too large for the data
+            return None
+
     def best(self, nodes: Iterable[int], warm: Sequence[np.ndarray] = ()) -> JointMixtureResult:
-        """The joint fit with the lowest BIC over ``K = 1 .. max_groups`` (greedy in ``K`` if set)."""
+        """The joint fit with the lowest BIC over ``K = 1 .. max_groups`` (greedy in ``K`` if set).
+
+        With an executor every ``K`` is fitted at once (each fit is seeded by its ``K``, so the choice
+        is the serial one; greedy only stops reading the fits).
+        """
         nodes = sorted(nodes)
         key = frozenset(nodes)
         if key in self._best:
             return self._best[key]
-        s = self.settings
-        Y = self.X[:, nodes]
-        designs = [np.column_stack([np.ones(self.n), self.X[:, list(self.parents[v])]]) for v in nodes]
-        best = self.invariant(nodes)
         hints = [*warm, *(self.hints[v] for v in nodes if v in self.hints)]
-        for K in range(2, self.max_groups + 1):
-            if not self._fits(nodes, K):
-                break
-            rng = np.random.default_rng([s.seed, 17, K, len(nodes), *nodes])
-            extra = [h for h in hints if h.shape[1] == K]
-            try:
-                fit = self._em(nodes, K, default_starts(Y, designs, K, s.n_init, rng, extra))
-            except ValueError:  # every start lost its groups: K is too large for the data
+        groups = [K for K in range(2, self.max_groups + 1) if self._fits(nodes, K)]  # a prefix: n bounds K
+        extras = [[h for h in hints if h.shape[1] == K] for K in groups]
+        if self.executor is None or len(groups) < 2:
+            fits = (self.with_groups(nodes, K, extra) for K, extra in zip(groups, extras))
+        else:
+            fn = functools.partial(_groups_batch, self.X, self.parents, self.settings)
+            fits = iter(self._map(fn, [(nodes, K, extra) for K, extra in zip(groups, extras)]))
+        best = self.invariant(nodes)
+        for fit in fits:
+            if fit is None:
                 break
             if fit.bic < best.bic:
                 best = fit
-            elif s.greedy_components:
+            elif self.settings.greedy_components:
                 break
         self._best[key] = best
         return best
@@ -150,12 +249,13 @@ class _SetFitter:
         K = starts[0].shape[1]
         key = (frozenset(nodes), K)
         if key not in self._warm:
-            if not self._fits(nodes, K):
-                return None
-            try:
-                self._warm[key] = self._em(nodes, K, starts)
-            except ValueError:
-                return None
+            fit = None
+            if self._fits(nodes, K):
+                try:
+                    fit = self._em(nodes, K, starts)
+                except ValueError:  # every start lost its groups
+                    pass
+            self._warm[key] = fit
         return self._warm[key]
 
 
@@ -171,14 +271,15 @@ def _set_search(
     """The add / remove / merge search from one seed grouping (see ``form_mixing_variables``)."""
     d = invariant.size
     current: list[JointMixtureResult] = []
+    fitter.prefetch_best(seeds)
     for seed in seeds:
         fit = fitter.best(seed)
         if fit.n_components > 1:
             current.append(fit)
     for _ in range(rounds):
         taken = {v for fit in current for v in fit.nodes}
-        # (change of the total score, indices of the sets replaced, the candidate fit)
-        moves: list[tuple[float, tuple[int, ...], JointMixtureResult]] = []
+        # (indices of the sets replaced, nodes of the candidate, its starts, the score it replaces)
+        candidates: list[tuple[tuple[int, ...], list[int], list[np.ndarray], float]] = []
         for a, fit in enumerate(current):
             nodes = list(fit.nodes)
             for v in (v for v in range(d) if v not in taken):  # add v to the set
@@ -186,19 +287,21 @@ def _set_search(
                 starts = [fit.responsibilities]
                 if own is not None and own.shape[1] == fit.n_components:
                     starts.append(own)
-                cand = fitter.warm([*nodes, v], starts)
-                if cand is not None:
-                    moves.append((cand.bic - fit.bic - invariant[v], (a,), cand))
+                candidates.append(((a,), [*nodes, v], starts, fit.bic + invariant[v]))
             for v in nodes if len(nodes) > 1 else ():  # v becomes invariant
-                cand = fitter.warm([u for u in nodes if u != v], [fit.responsibilities])
-                if cand is not None:
-                    moves.append((cand.bic + invariant[v] - fit.bic, (a,), cand))
+                candidates.append(((a,), [u for u in nodes if u != v], [fit.responsibilities],
+                                   fit.bic - invariant[v]))
             for b in range(a + 1, len(current)):  # one latent for both sets
                 other = current[b]
                 for start in (fit.responsibilities, other.responsibilities):
-                    cand = fitter.warm([*nodes, *other.nodes], [start])
-                    if cand is not None:
-                        moves.append((cand.bic - fit.bic - other.bic, (a, b), cand))
+                    candidates.append(((a, b), [*nodes, *other.nodes], [start], fit.bic + other.bic))
+        fitter.prefetch_warm((nodes, starts) for _, nodes, starts, _ in candidates)
+        # (change of the total score, indices of the sets replaced, the candidate fit)
+        moves: list[tuple[float, tuple[int, ...], JointMixtureResult]] = []
+        for replaced, nodes, starts, before in candidates:
+            cand = fitter.warm(nodes, starts)
+            if cand is not None:
+                moves.append((cand.bic - before, replaced, cand))
         if not moves:
             break
         gain, replaced, cand = min(moves, key=lambda m: m[0])
@@ -223,6 +326,7 @@ def form_mixing_variables(
     hints: dict[int, np.ndarray] | None = None,
     max_groups: int | None = None,
     max_rounds: int | None = None,
+    executor: ExecutorArg = None,
 ) -> tuple[list[JointMixtureResult], list[JointMixtureResult], float]:
     """Mixing variables by joint fits, grown, pruned and merged while the total BIC decreases.
 
@@ -244,7 +348,7 @@ def form_mixing_variables(
     with ``K`` by BIC. A search stops at a fixed point (no move lowers the score) or after
     ``max_rounds`` (default ``4 d``) rounds; the score decreases at every round, so it cannot cycle.
     The result of the start with the lowest total score is returned (the first on ties); the starts
-    share their fits (memoised on the node set).
+    share their fits (memoised on the node set; every start's first sets are fitted before the searches).
 
     Parameters
     ----------
@@ -263,6 +367,9 @@ def form_mixing_variables(
         Largest number of groups of a mixing variable (default ``settings.max_components``).
     max_rounds : int, optional
         Most moves per start (default ``4 d``).
+    executor : None, int or executor-like
+        Computes each batch of independent fits (every start's first sets, then each round's
+        candidate moves) in parallel; the result is the same with or without it.
 
     Returns
     -------
@@ -275,10 +382,11 @@ def form_mixing_variables(
     """
     d = X.shape[1]
     groups = settings.max_components if max_groups is None else max_groups
-    fitter = _SetFitter(X, parents, settings, dict(hints or {}), groups)
+    fitter = _SetFitter(X, parents, settings, dict(hints or {}), groups, executor)
     invariant_fits = [fitter.invariant([v]) for v in range(d)]
     invariant = np.array([fit.bic for fit in invariant_fits])
     rounds = 4 * d if max_rounds is None else max_rounds
+    fitter.prefetch_best(seed for seeds in starts for seed in seeds)  # every start's first fits at once
     best: list[JointMixtureResult] = []
     best_score = _total(best, invariant)
     for seeds in starts:

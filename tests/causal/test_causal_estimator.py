@@ -17,7 +17,7 @@ def _same_fit(a, b):
     np.testing.assert_array_equal(a.adjacency_, b.adjacency_)
     np.testing.assert_array_equal(a.labels_, b.labels_)
     np.testing.assert_array_equal(a.node_scores_, b.node_scores_)
-    assert a.order_ == b.order_ and a.mixing_sets_ == b.mixing_sets_
+    assert a.order_ == b.order_ and a.mixing_sets_ == b.mixing_sets_ and a.score_ == b.score_
 
 
 def test_fitted_attributes_and_summary(data):

@@ -327,6 +327,49 @@ def test_starts_survive_tied_rows_and_a_constant_parent_column():
         np.testing.assert_allclose(s.sum(axis=1), 1.0)
 
 
+def test_gaussian_mixture_starts_on_a_subsample_still_find_the_groups():
+    """Above GMM_START_ROWS rows the Gaussian-mixture starts are fitted on a random subsample and
+    evaluated on every row: the starts cover every row and the joint fit still separates the groups."""
+    from certkit.causal.joint import GMM_START_ROWS, default_starts
+
+    gen = np.random.default_rng(3)
+    n = 2 * GMM_START_ROWS + 500
+    z = gen.integers(0, 3, n)
+    X = 1.5 * z[:, None] + gen.standard_normal((n, 3))
+    X[:, 2] += 0.8 * X[:, 0]
+    designs = [np.ones((n, 1)), np.ones((n, 1)), np.column_stack([np.ones(n), X[:, 0]])]
+    starts = default_starts(X, designs, 3, 1, np.random.default_rng(0))
+    assert len(starts) == 2
+    for s in starts:  # the two Gaussian mixtures: a responsibility for every row
+        assert s.shape == (n, 3) and np.all(np.isfinite(s))
+        np.testing.assert_allclose(s.sum(axis=1), 1.0)
+    fit = fit_joint_mixture(X, [0, 1, 2], [[], [], [0]], 3, rng=0)
+    # The Bayes classifier with the true parameters: three unit-noise coordinates with mean 1.5 z.
+    shifted = np.column_stack([X[:, 0], X[:, 1], X[:, 2] - 0.8 * X[:, 0]])
+    oracle = np.argmin(((shifted[:, None, :] - 1.5 * np.arange(3)[None, :, None]) ** 2).sum(axis=2), axis=1)
+    assert ari(z, fit.labels) > ari(z, oracle) - 0.02
+
+
+def test_set_search_is_the_same_through_an_executor():
+    """The batches of set fits (first sets of every start, each round's moves, every K of a refit)
+    through a process pool give the serial search's fits exactly."""
+    from certkit.parallel import resolve_executor
+
+    gen = np.random.default_rng(6)
+    n = 600
+    z = gen.integers(0, 2, n)
+    X = np.column_stack([2.5 * z + gen.standard_normal(n) for _ in range(3)] + [gen.standard_normal(n)])
+    parents, settings = [[], [], [], []], ScoreSettings(max_components=3)
+    starts = [[{0}, {1, 3}, {2}], [{0, 1, 2, 3}]]
+    serial = form_mixing_variables(X, parents, starts, settings)
+    with resolve_executor(2) as pool:
+        pooled = form_mixing_variables(X, parents, starts, settings, executor=pool)
+    assert serial[2] == pooled[2]
+    assert [v.nodes for v in serial[0]] == [v.nodes for v in pooled[0]] == [(0, 1, 2)]
+    for a, b in zip(serial[0], pooled[0]):
+        np.testing.assert_array_equal(a.responsibilities, b.responsibilities)
+
+
 def test_two_latents_linked_by_chance_stay_two_mixing_variables():
     """Review finding: a chance AMI link chained two latents into one seed, and without a split move
     the search kept one K = 3 latent (total BIC 8020 vs 7038). The start with every K > 1 node alone
