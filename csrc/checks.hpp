@@ -7,9 +7,10 @@
 #include <unistd.h>
 
 #include <cstdint>
+#include <cstdio>
 #include <optional>
-#include <sstream>
 #include <string>
+#include <type_traits>
 
 namespace certkit {
 
@@ -19,12 +20,23 @@ inline void require(bool ok, const std::string& message) {
     }
 }
 
-// Shortest round-trippable-ish text for a number in an error message.
+// Text of a number for an error message: integers in full, reals in %g form (6 significant digits),
+// or `digits` significant digits.  printf-style, not iostreams: no locale objects are touched, so the
+// messages work however the C++ runtime is linked (a toolchain that links libstdc++ statically into the
+// module crashed in std::ostringstream when another libstdc++ was loaded in the process).
+inline std::string show_real(double value, int digits = 6) {
+    char text[64];
+    std::snprintf(text, sizeof text, "%.*g", digits, value);
+    return text;
+}
+
 template <class T>
 std::string show(T value) {
-    std::ostringstream text;
-    text << value;
-    return text.str();
+    if constexpr (std::is_integral_v<T>) {
+        return std::to_string(value);
+    } else {
+        return show_real(static_cast<double>(value));
+    }
 }
 
 
@@ -174,11 +186,9 @@ inline double memory_budget() {
 inline void require_memory(double bytes, const std::string& name, const std::string& what) {
     const double limit = memory_budget();
     if (bytes > limit) {
-        std::ostringstream text;
-        text.precision(3);
-        text << name << " is too large: " << what << " would need about " << bytes / 1073741824.0
-             << " GiB, more than half (" << limit / 1073741824.0 << " GiB) of this machine's memory";
-        throw pybind11::value_error(text.str());
+        throw pybind11::value_error(name + " is too large: " + what + " would need about " +
+                                    show_real(bytes / 1073741824.0, 3) + " GiB, more than half (" +
+                                    show_real(limit / 1073741824.0, 3) + " GiB) of this machine's memory");
     }
 }
 

@@ -10,7 +10,6 @@
 #include <cstdint>
 #include <limits>
 #include <optional>
-#include <sstream>
 #include <string>
 #include <thread>
 
@@ -36,11 +35,9 @@ constexpr double kMaxWork = 1e13;
 // ValueError naming `name` and the estimate when `operations` exceeds kMaxWork.
 void require_work(double operations, const std::string& name, const std::string& what) {
     if (operations > kMaxWork) {
-        std::ostringstream text;
-        text.precision(3);
-        text << name << " is too large: " << what << " would do about " << operations
-             << " score additions (more than " << kMaxWork << ", hours of computing); reduce it";
-        throw py::value_error(text.str());
+        throw py::value_error(name + " is too large: " + what + " would do about " + show_real(operations, 3) +
+                              " score additions (more than " + show_real(kMaxWork, 3) +
+                              ", hours of computing); reduce it");
     }
 }
 
