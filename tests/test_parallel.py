@@ -4,8 +4,6 @@ import functools
 import math
 import operator
 import os
-import subprocess
-import sys
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 
@@ -13,7 +11,13 @@ import numpy as np
 import pytest
 
 import certkit.parallel as parallel
-from certkit.parallel import MAX_LOCAL_WORKERS, available_cpus, parallel_map, resolve_executor
+from certkit.parallel import (
+    MAX_LOCAL_WORKERS,
+    available_cpus,
+    parallel_map,
+    resolve_executor,
+    single_threaded,
+)
 
 # Functions sent to process pools and Dask workers come from importable modules (the tests directory
 # is not a package, so workers could not import functions defined here).
@@ -134,21 +138,42 @@ def test_pool_workers_are_not_forked(many_cpus):
         assert pool._mp_context.get_start_method() in ("forkserver", "spawn")
 
 
-def test_pool_workers_run_one_native_thread_each(many_cpus):
-    """A local pool's workers get one BLAS / OpenMP thread each: the variables libraries read when they
-    load, and threadpoolctl's limit on those already loaded (checked in a fresh interpreter)."""
-    names = list(parallel._THREAD_VARIABLES)
-    assert parallel_map(os.getenv, names, executor=2) == ["1"] * len(names)
-    code = (
-        "import numpy, scipy.linalg\n"
-        "from threadpoolctl import threadpool_info\n"
-        "from certkit.parallel import _one_thread_per_worker\n"
-        "_one_thread_per_worker()\n"
-        "print(sorted({pool['num_threads'] for pool in threadpool_info()}))\n"
-    )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                          env={k: v for k, v in os.environ.items() if k not in names})
-    assert done.stdout.strip() == "[1]"
+def _native_threads():
+    from threadpoolctl import threadpool_info
+
+    return sorted({pool["num_threads"] for pool in threadpool_info()})
+
+
+def test_single_threaded_limits_the_block_and_restores_after_the_last_of_nested_and_concurrent_blocks():
+    from threading import Barrier
+
+    before = _native_threads()
+    with single_threaded():
+        assert _native_threads() == [1]
+        with single_threaded():
+            assert _native_threads() == [1]
+        assert _native_threads() == [1]  # the outer block still holds the limit
+    assert _native_threads() == before
+    with pytest.raises(KeyError), single_threaded():  # an exception in the block restores too
+        raise KeyError("x")
+    assert _native_threads() == before
+    # Three threads in blocks at once: the limit is held until the last of them leaves.
+    inside, left = Barrier(3), Barrier(3)
+
+    def block(last):
+        with single_threaded():
+            inside.wait()
+            if last:
+                left.wait()  # the other two have left their blocks
+                return parallel._SINGLE.depth, parallel._SINGLE.limiter is not None
+        left.wait()
+        return None
+
+    with ThreadPoolExecutor(3) as pool:
+        seen = list(pool.map(block, [True, False, False]))
+    assert seen[0] == (1, True)
+    assert parallel._SINGLE.depth == 0 and parallel._SINGLE.limiter is None
+    assert _native_threads() == before
 
 
 def test_serial_then_pool_with_highs_does_not_hang(many_cpus):

@@ -7,8 +7,7 @@
   (``1`` means serial).  It starts ``min(k, number of items, usable CPUs)`` workers, from a clean
   ``forkserver`` process (``spawn`` where forkserver is unavailable), never by ``fork``ing this
   process, so no solver, thread or lock state is inherited; ``k`` above `MAX_LOCAL_WORKERS` is
-  rejected.  Each worker runs its BLAS and OpenMP thread pools with one thread (the pool's processes
-  already occupy the cores; more threads per worker only oversubscribe them);
+  rejected;
 * any object with ``submit`` (a `concurrent.futures.Executor`, or a
   ``dask.distributed.Client`` - how users scale past one machine) - used as is and
   left running (pass your own pool to run more workers than CPUs).
@@ -28,6 +27,7 @@ import numbers
 import os
 import pickle
 import sys
+import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
@@ -37,7 +37,14 @@ from typing import Any, TypeVar
 from certkit._typing import ExecutorArg, ExecutorLike, Progress
 from certkit._validation import check_progress
 
-__all__ = ["MAX_LOCAL_WORKERS", "ExecutorLike", "available_cpus", "parallel_map", "resolve_executor"]
+__all__ = [
+    "MAX_LOCAL_WORKERS",
+    "ExecutorLike",
+    "available_cpus",
+    "parallel_map",
+    "resolve_executor",
+    "single_threaded",
+]
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -64,23 +71,6 @@ def _clean_context() -> multiprocessing.context.BaseContext:
     """
     methods = multiprocessing.get_all_start_methods()
     return multiprocessing.get_context("forkserver" if "forkserver" in methods else "spawn")
-
-
-#: Environment variables the native thread pools read when they load.
-_THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
-
-
-def _one_thread_per_worker() -> None:
-    """Initializer of a local pool's workers: one thread per native thread pool.
-
-    The variables cover libraries a task loads later; ``threadpoolctl`` limits those already loaded
-    (the worker imported the main script, and with it perhaps NumPy, before this runs).
-    """
-    for name in _THREAD_VARIABLES:
-        os.environ[name] = "1"
-    from threadpoolctl import threadpool_limits
-
-    threadpool_limits(limits=1)
 
 
 def _check_workers(executor: Any) -> int:
@@ -132,9 +122,7 @@ def resolve_executor(
         if workers <= 1:
             yield None
             return
-        with ProcessPoolExecutor(
-            max_workers=workers, mp_context=_clean_context(), initializer=_one_thread_per_worker
-        ) as pool:
+        with ProcessPoolExecutor(max_workers=workers, mp_context=_clean_context()) as pool:
             yield pool
         return
     if not callable(getattr(executor, "submit", None)):
@@ -143,6 +131,57 @@ def resolve_executor(
             f"dask.distributed.Client; got {type(executor).__name__} (it has no submit method)"
         )
     yield executor
+
+
+class _SingleThreaded:
+    """State of `single_threaded`: how many blocks are open in this process, and the limit they hold."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.depth = 0
+        self.limiter: Any = None
+        self.controller: Any = None
+        self.modules = -1  # len(sys.modules) when the controller was made
+
+    def enter(self) -> None:
+        with self.lock:
+            if self.depth == 0:
+                if self.modules != len(sys.modules):  # a library imported since may bring a thread pool
+                    from threadpoolctl import ThreadpoolController
+
+                    self.controller = ThreadpoolController()
+                    self.modules = len(sys.modules)
+                self.limiter = self.controller.limit(limits=1)
+            self.depth += 1
+
+    def exit(self) -> None:
+        with self.lock:
+            self.depth -= 1
+            if self.depth == 0:
+                self.limiter.restore_original_limits()
+                self.limiter = None
+
+
+_SINGLE = _SingleThreaded()
+
+
+@contextlib.contextmanager
+def single_threaded() -> Iterator[None]:
+    """Run the block with one thread in every BLAS and OpenMP thread pool of this process.
+
+    Work that runs serially in the calling process or item by item in worker processes wraps both in
+    this block: every process then computes with one native thread, so a result does not depend on
+    where its item ran (a BLAS reduction can round differently with another thread count), and
+    workers do not oversubscribe the CPUs (two workers with two OpenBLAS threads each on two cores
+    were 40% slower in the causal graph search). Blocks nest and may be open in several threads at
+    once: the limit is set when the first opens and the previous limits come back when the last
+    closes. Libraries are found with ``threadpoolctl``.
+    """
+    _SINGLE.enter()
+    try:
+        yield
+    finally:
+        _SINGLE.exit()
 
 
 class _MainReferences(pickle.Pickler):
