@@ -25,7 +25,7 @@ from certkit.causal.mixing import _link_sets, form_mixing_variables
 from certkit.causal.mixture_regression import MAX_STARTS, MixtureRegressionResult, n_mixture_parameters
 from certkit.causal.score import LatentBIC, ScoreSettings, fit_node
 from certkit.causal.search import topic_search
-from certkit.parallel import resolve_executor
+from certkit.parallel import resolve_executor, single_threaded
 
 __all__ = ["CausalMixtureModel", "check_data"]
 
@@ -111,8 +111,7 @@ class CausalMixtureModel(BaseEstimator):
     rng : None, int or numpy.random.Generator
         Seeds every EM start (each local score is keyed by (seed, node, K, parents)).
     executor : None, int or executor
-        Where the graph search's candidate scores and the mixing-set search's candidate joint fits
-        are computed (see ``certkit.parallel``); results equal serial ones.
+        Where candidate scores and candidate joint fits are computed (``certkit.parallel``); same results.
     progress : bool or str
         Progress bar over the search.
 
@@ -235,14 +234,10 @@ class CausalMixtureModel(BaseEstimator):
         n, d = X.shape
         settings = self._settings(n, d)
         search = check_in_options(self.search, "search", ("topic", "ges"))
-        refine = (
-            None
-            if self.refine_threshold is None
-            else check_nonnegative(self.refine_threshold, "refine_threshold")
-        )
-        max_parents = (
-            None if self.max_parents is None else check_integer(self.max_parents, "max_parents", minimum=0)
-        )
+        refine = self.refine_threshold
+        refine = None if refine is None else check_nonnegative(refine, "refine_threshold")
+        max_parents = self.max_parents
+        max_parents = None if max_parents is None else check_integer(max_parents, "max_parents", minimum=0)
         mixing_threshold = check_nonnegative(self.mixing_threshold, "mixing_threshold")
         max_groups = (
             settings.max_components
@@ -265,7 +260,8 @@ class CausalMixtureModel(BaseEstimator):
                 rows = np.sort(np.random.default_rng([settings.seed, 1]).choice(n, size=m, replace=False))
                 X_search = np.ascontiguousarray(X[rows])
 
-        with resolve_executor(self.executor) as executor:
+        # One native thread here as in the workers: a score never depends on where it was computed.
+        with single_threaded(), resolve_executor(self.executor) as executor:
             score = LatentBIC(X_search, settings, executor=executor)
             if search == "topic":
                 result = topic_search(

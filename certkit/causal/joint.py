@@ -13,7 +13,6 @@ the labels of one node.
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -29,16 +28,14 @@ from certkit.causal.mixture_regression import (
     MAX_STARTS,
     RIDGE,
     MixtureRegressionResult,
-    anchor_partitions,
     hard_responsibilities,
     n_mixture_parameters,
 )
+from certkit.causal.starts import default_starts
 
 __all__ = ["JointMixtureResult", "fit_joint_mixture", "joint_parameters", "node_mechanism"]
 
 _LOG_2PI = float(np.log(2.0 * np.pi))
-#: Rows the Gaussian-mixture starts are fitted on (a random subsample when there are more).
-GMM_START_ROWS = 2000
 
 
 @dataclass(frozen=True)
@@ -147,56 +144,6 @@ def _em(
         "trace": out["loglik_trace"],
         "converged": out["converged"],
     }
-
-
-def _residual_points(Y: np.ndarray, designs: Sequence[np.ndarray]) -> np.ndarray:
-    """Each node's least-squares residual on its parents, standardised: where the groups separate."""
-    cols = []
-    for j, design in enumerate(designs):
-        coef, *_ = np.linalg.lstsq(design, Y[:, j], rcond=None)
-        r = Y[:, j] - design @ coef
-        cols.append((r - r.mean()) / max(r.std(), 1e-12))
-    return np.column_stack(cols)
-
-
-def default_starts(
-    Y: np.ndarray,
-    designs: Sequence[np.ndarray],
-    n_components: int,
-    n_init: int,
-    rng: np.random.Generator,
-    extra: Sequence[np.ndarray] = (),
-) -> list[np.ndarray]:
-    """Starting responsibilities: ``extra`` (e.g. labels of single nodes, a warm start), a diagonal
-    Gaussian mixture on the set's standardised least-squares residuals, a full-covariance Gaussian
-    mixture on the standardised columns of the set and its parents (both fitted on at most
-    ``GMM_START_ROWS`` random rows), then ``n_init - 1`` random anchor partitions of the residuals."""
-    from sklearn.exceptions import ConvergenceWarning
-    from sklearn.mixture import GaussianMixture
-
-    points = _residual_points(Y, designs)
-    # The set's and its parents' columns, each once (a parent shared by two nodes, or a node that is
-    # another's parent), in order of first appearance.
-    distinct = {c.tobytes(): c for c in (*Y.T, *(col for d in designs for col in d[:, 1:].T))}
-    columns = np.column_stack(list(distinct.values()))
-    spread = columns.std(axis=0)
-    columns = (columns - columns.mean(axis=0)) / np.where(spread > 0.0, spread, 1.0)
-    n = Y.shape[0]
-    # The Gaussian mixtures are only starts (EM on every row continues from them): fitted on a random
-    # subsample when there are many rows, their responsibilities then computed for every row.
-    rows = np.sort(rng.choice(n, size=GMM_START_ROWS, replace=False)) if n > GMM_START_ROWS else slice(None)
-    starts = [np.asarray(s, dtype=np.float64) for s in extra]
-    for data, covariance in ((points, "diag"), (columns, "full")):
-        gmm = GaussianMixture(
-            n_components,
-            covariance_type=covariance,
-            init_params="k-means++",
-            random_state=int(rng.integers(2**31 - 1)),
-        )
-        with warnings.catch_warnings():  # an unconverged start is still a start: EM continues from it
-            warnings.simplefilter("ignore", ConvergenceWarning)
-            starts.append(gmm.fit(data[rows]).predict_proba(data))
-    return starts + anchor_partitions(points, n_components, n_init - 1, rng)
 
 
 def joint_em(

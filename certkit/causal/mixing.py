@@ -9,9 +9,10 @@ import numpy as np
 
 from certkit._typing import ExecutorArg
 from certkit._validation import check_array, check_nonnegative
-from certkit.causal.joint import JointMixtureResult, default_starts, joint_em, joint_parameters
+from certkit.causal.joint import JointMixtureResult, joint_em, joint_parameters
 from certkit.causal.score import ScoreSettings
-from certkit.parallel import parallel_map
+from certkit.causal.starts import default_starts
+from certkit.parallel import parallel_map, single_threaded
 
 __all__ = ["find_mixing_sets"]
 
@@ -97,29 +98,17 @@ def _best_batch(
     items: Sequence[tuple[tuple[int, ...], dict[int, np.ndarray]]],
 ) -> list[JointMixtureResult]:
     """``_SetFitter.best`` of each ``(nodes, hints of those nodes)``, in a worker."""
-    return [_SetFitter(X, parents, settings, hints, max_groups).best(nodes) for nodes, hints in items]
+    with single_threaded():  # as in the caller's process (CausalMixtureModel.fit)
+        return [_SetFitter(X, parents, settings, hints, max_groups).best(nodes) for nodes, hints in items]
 
 
-def _groups_batch(
-    X: np.ndarray,
-    parents: Sequence[Sequence[int]],
-    settings: ScoreSettings,
-    items: Sequence[tuple[list[int], int, list[np.ndarray]]],
+def _fit_batch(
+    X: np.ndarray, parents: Sequence[Sequence[int]], settings: ScoreSettings, method: str, items: list[tuple]
 ) -> list[JointMixtureResult | None]:
-    """``_SetFitter.with_groups`` of each ``(nodes, K, extra starts)``, in a worker."""
-    fitter = _SetFitter(X, parents, settings, {}, 1)
-    return [fitter.with_groups(nodes, K, extra) for nodes, K, extra in items]
-
-
-def _warm_batch(
-    X: np.ndarray,
-    parents: Sequence[Sequence[int]],
-    settings: ScoreSettings,
-    items: Sequence[tuple[tuple[int, ...], Sequence[np.ndarray]]],
-) -> list[JointMixtureResult | None]:
-    """``_SetFitter.warm`` of each ``(nodes, starts)``, in a worker."""
-    fitter = _SetFitter(X, parents, settings, {}, 1)
-    return [fitter.warm(nodes, starts) for nodes, starts in items]
+    """``_SetFitter.<method>(*item)`` of each item (``warm`` or ``with_groups``), in a worker."""
+    fit = getattr(_SetFitter(X, parents, settings, {}, 1), method)
+    with single_threaded():
+        return [fit(*item) for item in items]
 
 
 class _SetFitter:
@@ -146,6 +135,9 @@ class _SetFitter:
         self.executor = executor
         self.n = X.shape[0]
         self._best: dict[frozenset[int], JointMixtureResult] = {}
+        # best(nodes) without warm starts, fitted ahead by prefetch_best; read only by such calls, so the
+        # memo _best fills in the order of the search's own calls, as without prefetching.
+        self._cold: dict[frozenset[int], JointMixtureResult] = {}
         self._warm: dict[tuple[frozenset[int], int], JointMixtureResult | None] = {}
 
     def _map(self, fn, items: list) -> list:
@@ -159,17 +151,16 @@ class _SetFitter:
         return out
 
     def prefetch_best(self, node_sets: Iterable[Iterable[int]]) -> None:
-        """``best`` (without warm starts) of every node set not fitted yet, through the executor."""
-        missing = list(dict.fromkeys(tuple(sorted(s)) for s in node_sets))
-        missing = [nodes for nodes in missing if frozenset(nodes) not in self._best]
+        """Fit ahead, through the executor, ``best`` without warm starts of every node set not fitted
+        yet (read by ``best`` calls without warm starts); without an executor ``best`` fits when asked."""
+        known = self._best.keys() | self._cold.keys()
+        missing = [s for s in dict.fromkeys(tuple(sorted(s)) for s in node_sets) if frozenset(s) not in known]
         if self.executor is None or len(missing) < 2:
-            for nodes in missing:
-                self.best(nodes)
-            return
+            return  # best() fits them when the search asks
         items = [(nodes, {v: self.hints[v] for v in nodes if v in self.hints}) for nodes in missing]
         fn = functools.partial(_best_batch, self.X, self.parents, self.settings, self.max_groups)
         for nodes, fit in zip(missing, self._map(fn, items)):
-            self._best[frozenset(nodes)] = fit
+            self._cold[frozenset(nodes)] = fit
 
     def prefetch_warm(self, requests: Iterable[tuple[Sequence[int], Sequence[np.ndarray]]]) -> None:
         """``warm`` of every ``(nodes, starts)`` not fitted yet (the first request of a key wins)."""
@@ -182,7 +173,7 @@ class _SetFitter:
             for nodes, starts in missing.values():
                 self.warm(nodes, starts)
             return
-        fn = functools.partial(_warm_batch, self.X, self.parents, self.settings)
+        fn = functools.partial(_fit_batch, self.X, self.parents, self.settings, "warm")
         self._warm.update(zip(missing, self._map(fn, list(missing.values()))))
 
     def _fits(self, nodes: Sequence[int], K: int) -> bool:
@@ -224,13 +215,16 @@ class _SetFitter:
         key = frozenset(nodes)
         if key in self._best:
             return self._best[key]
+        if not warm and key in self._cold:
+            self._best[key] = self._cold[key]
+            return self._best[key]
         hints = [*warm, *(self.hints[v] for v in nodes if v in self.hints)]
         groups = [K for K in range(2, self.max_groups + 1) if self._fits(nodes, K)]  # a prefix: n bounds K
         extras = [[h for h in hints if h.shape[1] == K] for K in groups]
         if self.executor is None or len(groups) < 2:
             fits = (self.with_groups(nodes, K, extra) for K, extra in zip(groups, extras))
         else:
-            fn = functools.partial(_groups_batch, self.X, self.parents, self.settings)
+            fn = functools.partial(_fit_batch, self.X, self.parents, self.settings, "with_groups")
             fits = iter(self._map(fn, [(nodes, K, extra) for K, extra in zip(groups, extras)]))
         best = self.invariant(nodes)
         for fit in fits:
@@ -271,7 +265,6 @@ def _set_search(
     """The add / remove / merge search from one seed grouping (see ``form_mixing_variables``)."""
     d = invariant.size
     current: list[JointMixtureResult] = []
-    fitter.prefetch_best(seeds)
     for seed in seeds:
         fit = fitter.best(seed)
         if fit.n_components > 1:

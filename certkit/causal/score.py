@@ -16,7 +16,7 @@ from certkit.causal.mixture_regression import (
     fit_mixture,
     n_mixture_parameters,
 )
-from certkit.parallel import parallel_map
+from certkit.parallel import parallel_map, single_threaded
 
 __all__ = ["LatentBIC", "ScoreSettings", "fit_node"]
 
@@ -102,9 +102,10 @@ def fit_node(
 
 def _score_batch(X: np.ndarray, settings: ScoreSettings, keys: Sequence[Key]) -> list[tuple[float, int]]:
     out = []
-    for node, parents in keys:
-        fit = fit_node(X, node, parents, settings)
-        out.append((float(fit.bic), fit.n_components))
+    with single_threaded():  # as in the caller's process (CausalMixtureModel.fit)
+        for node, parents in keys:
+            fit = fit_node(X, node, parents, settings)
+            out.append((float(fit.bic), fit.n_components))
     return out
 
 

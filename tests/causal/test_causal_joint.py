@@ -315,7 +315,7 @@ def test_no_false_mixing_in_20_runs_without_a_latent():
 
 def test_starts_survive_tied_rows_and_a_constant_parent_column():
     """Duplicated rows (tight clusters) and a parent constant within the data give finite starts."""
-    from certkit.causal.joint import default_starts
+    from certkit.causal.starts import default_starts
 
     gen = np.random.default_rng(0)
     Y = np.repeat(gen.normal(size=(5, 2)), 40, axis=0)
@@ -330,7 +330,7 @@ def test_starts_survive_tied_rows_and_a_constant_parent_column():
 def test_gaussian_mixture_starts_on_a_subsample_still_find_the_groups():
     """Above GMM_START_ROWS rows the Gaussian-mixture starts are fitted on a random subsample and
     evaluated on every row: the starts cover every row and the joint fit still separates the groups."""
-    from certkit.causal.joint import GMM_START_ROWS, default_starts
+    from certkit.causal.starts import GMM_START_ROWS, default_starts
 
     gen = np.random.default_rng(3)
     n = 2 * GMM_START_ROWS + 500
