@@ -370,6 +370,27 @@ def test_set_search_is_the_same_through_an_executor():
         np.testing.assert_array_equal(a.responsibilities, b.responsibilities)
 
 
+def test_a_later_start_never_changes_what_an_earlier_start_finds():
+    """Every start's first sets are fitted ahead with an executor, apart from the memo of the search:
+    the first start's search is the same alone and followed by others, so adding a start can only
+    lower the score (review finding: a later start's seed fit replaced a warm-started refit)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    gen = np.random.default_rng(6)
+    n = 400
+    z = gen.integers(0, 2, n)
+    X = np.column_stack([2.0 * z + gen.standard_normal(n) for _ in range(3)] + [gen.standard_normal(n)])
+    X[:, 3] += 0.5 * X[:, 0]
+    parents, settings = [[], [], [], [0]], ScoreSettings(max_components=3)
+    starts = [[{0, 1, 2, 3}], [{0, 1, 2}]]
+    alone = form_mixing_variables(X, parents, starts[:1], settings)
+    with ThreadPoolExecutor(2) as pool:
+        for executor in (None, pool):
+            both = form_mixing_variables(X, parents, starts, settings, executor=executor)
+            first = form_mixing_variables(X, parents, starts[:1], settings, executor=executor)
+            assert first[2] == alone[2] and both[2] <= alone[2]
+
+
 def test_two_latents_linked_by_chance_stay_two_mixing_variables():
     """Review finding: a chance AMI link chained two latents into one seed, and without a split move
     the search kept one K = 3 latent (total BIC 8020 vs 7038). The start with every K > 1 node alone
