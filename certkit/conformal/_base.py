@@ -268,17 +268,20 @@ class _SingleSampleClassifier(_ClassifierBase):
         sizes = (scores >= self.threshold_).sum(axis=1)
         if sizes.mean() < 0.8 * n_classes:
             return
-        with np.errstate(over="ignore"):  # inputs near 1e308: the spread is inf, no warning is due
-            scale = float(np.std(X))
-        if not sigma > scale:
+        with np.errstate(over="ignore", invalid="ignore"):  # inputs near 1e308: inf spreads never warn
+            scales = np.std(X.reshape(X.shape[0], -1), axis=0)
+        drowned = np.flatnonzero(scales < sigma)
+        if drowned.size == 0:
             return
+        smallest = drowned[np.argsort(scales[drowned], kind="stable")][:3]
+        named = ", ".join(f"feature {int(j)}: {scales[j]:.3g}" for j in smallest)
         warnings.warn(
             f"{type(self).__name__}: the calibrated prediction sets hold {sizes.mean():.1f} of {n_classes} "
             f"labels on average ({np.mean(sizes == n_classes):.0%} hold every label; threshold "
-            f"{self.threshold_:.3g}): sigma={sigma:g} does not suit the feature scale (the inputs' standard "
-            f"deviation is {scale:.3g}), so the noisy inputs carry little of x and the sets little "
-            "information. Use a sigma below the feature scale (or rescale X), with a model trained on "
-            "inputs with noise of that sigma.",
+            f"{self.threshold_:.3g}): sigma={sigma:g} exceeds the standard deviation of {drowned.size} of "
+            f"{scales.size} features (smallest: {named}), so the noise drowns them and the sets carry little "
+            "information. Standardize X (and wrap the model to take standardized inputs) or use a sigma "
+            "below every feature's scale, with a model trained on inputs with noise of that sigma.",
             UserWarning,
             stacklevel=3,
         )

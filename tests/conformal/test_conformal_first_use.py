@@ -37,8 +37,8 @@ def _ten_class(n=400, seed=7):
 
 def test_rcp1_warns_when_sigma_drowns_the_features():
     X, y = _ten_class()
-    with pytest.warns(UserWarning, match=r"RCP1Classifier: .*hold 10\.0 of 10 labels.*sigma=50 does not suit "
-                                         r"the feature scale \(the inputs' standard deviation is 0\.987"):
+    with pytest.warns(UserWarning, match=r"RCP1Classifier: .*hold 10\.0 of 10 labels.*sigma=50 exceeds the "
+                                         r"standard deviation of 4 of 4 features \(smallest: feature "):
         clf = RCP1Classifier(softmax_model, sigma=50.0, radius=0.1, rng=0).calibrate(X, y)
     assert clf.threshold_ == 0.0 and clf.predict_set(X).all()  # the trivial sets the warning is about
 
