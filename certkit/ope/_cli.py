@@ -54,6 +54,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--benefit", type=float, default=1.0, help="benefit B of acceptance (default %(default)s)"
     )
+    parser.add_argument(
+        "--x-post-tol", type=float, default=1e-6,
+        help="how closely movers' x_post must equal the disclosed explanation (default %(default)s; raise it "
+        "for data stored with fewer than 6 decimals)",
+    )
     parser.add_argument("--bootstrap", type=int, default=0, help="bootstrap replicates (default 0: none)")
     parser.add_argument(
         "--cross-fit", type=int, default=None, help="folds for cross-fitting q̂ (default: none)"
@@ -158,7 +163,7 @@ def run(args: argparse.Namespace) -> int:
             sim = StrategicSimulator(n_features=pi0.theta.size, benefit=args.benefit)
             data = sim.sample(pi0, args.n, rng=args.seed)
         start = time.perf_counter()
-        resp = LogNormalCostResponse(benefit=args.benefit).fit(data, policy=pi0)
+        resp = LogNormalCostResponse(benefit=args.benefit, x_post_tol=args.x_post_tol).fit(data, policy=pi0)
         _, table = _table(
             data,
             pi,

@@ -14,7 +14,7 @@ from certkit._validation import check_integer, check_progress, check_rng
 from certkit.ope._checks import _check_policy, _check_response, _check_work, _proba, _same_rows
 from certkit.ope._data import StrategicData, as_strategic_data
 from certkit.ope._diagnostics import _check_finite, _warn_weights, _weight_diagnostics
-from certkit.ope.disclosure import _check_disclosure
+from certkit.ope.disclosure import X_POST_TOL, _check_disclosure
 from certkit.ope.outcome import GLMOutcome, fit_outcome
 from certkit.ope.response import _GaussianLogCost
 from certkit.ope.result import OPEResult
@@ -53,7 +53,8 @@ def _validate(
         if response is None:
             raise TypeError("response is required by the strategic estimators (e.g. LogNormalCostResponse)")
         _check_response(response, logging_policy, data.x_pre.shape[1])
-        _check_disclosure(data, logging_policy, response.benefit, name="logging_policy")
+        _check_disclosure(data, logging_policy, response.benefit, name="logging_policy",
+                          tol=getattr(response, "x_post_tol", X_POST_TOL))
     p_log = _proba(logging_policy, data.x_post, "logging_policy", open_interval=True)
     expected = np.where(data.action == 1, p_log, 1.0 - p_log)
     if not np.allclose(data.pscore, expected, rtol=1e-6, atol=1e-12):

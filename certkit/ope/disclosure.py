@@ -11,7 +11,11 @@ from certkit._validation import check_array
 from certkit.ope._data import StrategicData
 from certkit.ope.policies import ExplainingPolicy
 
-__all__ = ["move_threshold"]
+__all__ = ["X_POST_TOL", "move_threshold"]
+
+#: Default tolerance of the check that movers' x_post is the disclosed explanation (relative and absolute):
+#: data stored with 6 or more decimals pass.
+X_POST_TOL = 1e-6
 
 
 def _require_explaining(policy: Any, name: str) -> None:
@@ -49,12 +53,13 @@ def move_threshold(
 
 
 def _check_disclosure(
-    data: StrategicData, policy: ExplainingPolicy, benefit: float, *, name: str = "policy"
+    data: StrategicData, policy: ExplainingPolicy, benefit: float, *, name: str = "policy",
+    tol: float = X_POST_TOL,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Check that the logged moves follow `policy`'s disclosure; return (thresholds c, accepted at x₀).
 
     Agents `policy` already accepts must not have moved, and every mover's x_post must be the counterfactual
-    explanation x_cf that `policy` disclosed to it.
+    explanation x_cf that `policy` disclosed to it, within `tol` (relative and absolute, as `numpy.allclose`).
     """
     x_cf, c, accepted = move_threshold(policy, data.x_pre, benefit, name=name)
     if np.any(data.moved & accepted):
@@ -62,16 +67,27 @@ def _check_disclosure(
             f"data: {int(np.sum(data.moved & accepted))} agents already accepted by {name} moved; the "
             "data were logged under another policy"
         )
-    if not np.allclose(data.x_post[data.moved], x_cf[data.moved], rtol=1e-9, atol=1e-9):
-        eps32 = float(np.finfo(np.float32).eps)
-        if np.allclose(data.x_post[data.moved], x_cf[data.moved], rtol=4 * eps32, atol=4 * eps32):
-            raise ValueError(
-                f"data: the movers' x_post differs from the counterfactual explanation disclosed by {name} "
-                "only by float32 rounding; pass x_pre and x_post as float64 arrays (float32 data cannot be "
-                "matched to the explanations)"
-            )
-        raise ValueError(
-            f"data: the movers' x_post is not the counterfactual explanation disclosed by {name}; the data "
-            "were logged under another policy (or agents do not follow the explanation exactly)"
-        )
+    post, cf = data.x_post[data.moved], x_cf[data.moved]
+    if not np.allclose(post, cf, rtol=tol, atol=tol):
+        raise ValueError(_mismatch_message(post, cf, name, tol))
     return c, accepted
+
+
+def _mismatch_message(post: np.ndarray, cf: np.ndarray, name: str, tol: float) -> str:
+    """Why movers' x_post is not the disclosed explanation: decimal rounding, float32, or another policy."""
+    diff = np.abs(post - cf)
+    off = ~np.isclose(post, cf, rtol=tol, atol=tol).all(axis=1)
+    head = (f"data: the movers' x_post differs from the counterfactual explanation disclosed by {name} by up "
+            f"to {float(diff.max()):.3g} ({int(off.sum())} of {post.shape[0]} movers are beyond x_post_tol="
+            f"{tol:g})")
+    fix = "pass a larger x_post_tol to the response model (LogNormalCostResponse(x_post_tol=...))"
+    for decimals in range(16):
+        if np.allclose(post, np.round(cf, decimals), rtol=1e-12, atol=1e-12):
+            return (f"{head}: x_post is the explanation rounded to {decimals} decimals; {fix}, e.g. "
+                    f"x_post_tol={10.0 ** -decimals:g}, or log x_post at full precision")
+    eps32 = float(np.finfo(np.float32).eps)
+    if np.allclose(post, cf, rtol=4 * eps32, atol=4 * eps32):
+        return (f"{head}: the differences are float32 rounding (the values passed through float32); {fix}, "
+                "e.g. x_post_tol=1e-6, or keep x_pre and x_post in float64")
+    return (f"{head}: the data were logged under another policy, or agents do not follow the explanation "
+            f"exactly; if x_post was stored with limited precision, {fix}")

@@ -22,11 +22,11 @@ import numpy as np
 from scipy.special import log_ndtr, ndtr
 
 from certkit._results import format_table
-from certkit._validation import check_array, check_integer, check_is_fitted, check_positive
+from certkit._validation import check_array, check_integer, check_is_fitted, check_nonnegative, check_positive
 from certkit.ope._data import StrategicData, as_strategic_data
 from certkit.ope._probit import _probit_fit
 from certkit.ope.calibration import CalibrationTable
-from certkit.ope.disclosure import _check_disclosure, _require_explaining, move_threshold
+from certkit.ope.disclosure import X_POST_TOL, _check_disclosure, _require_explaining, move_threshold
 from certkit.ope.policies import ExplainingPolicy
 
 __all__ = [
@@ -103,7 +103,7 @@ class _GaussianLogCost:
 
     def __repr__(self) -> str:
         params = [f"benefit={self.benefit!r}"]
-        for name, default in (("max_iter", 100), ("tol", 1e-10)):
+        for name, default in (("max_iter", 100), ("tol", 1e-10), ("x_post_tol", X_POST_TOL)):
             if hasattr(self, name) and getattr(self, name) != default:
                 params.append(f"{name}={getattr(self, name)!r}")
         return f"{type(self).__name__}({', '.join(params)})"
@@ -114,7 +114,7 @@ class _GaussianLogCost:
 
     def _with_eta(self, eta: np.ndarray, eta_cov: np.ndarray | None = None) -> _GaussianLogCost:
         """A fixed-parameter copy with probit coefficients `eta`."""
-        out = LogNormalCostResponse(benefit=self.benefit)
+        out = LogNormalCostResponse(benefit=self.benefit, x_post_tol=getattr(self, "x_post_tol", X_POST_TOL))
         out._fit_x = None
         out._set_eta(eta, np.zeros((eta.size, eta.size)) if eta_cov is None else eta_cov, None)
         return out
@@ -194,6 +194,10 @@ class LogNormalCostResponse(_GaussianLogCost):
         Newton iterations.
     tol : float, default 1e-10
         Relative step tolerance.
+    x_post_tol : float, default 1e-6
+        How closely every mover's x_post must equal the explanation the logging policy disclosed (relative and
+        absolute tolerance, as `numpy.allclose`): data stored with 6 or more decimals pass; raise it for
+        coarser data. The strategic estimators check the data with the response model's `x_post_tol`.
 
     Attributes
     ----------
@@ -211,13 +215,16 @@ class LogNormalCostResponse(_GaussianLogCost):
         Number of agents below the logging threshold (the probit sample).
     """
 
-    def __init__(self, benefit: float = 1.0, *, max_iter: int = 100, tol: float = 1e-10) -> None:
+    def __init__(
+        self, benefit: float = 1.0, *, max_iter: int = 100, tol: float = 1e-10, x_post_tol: float = X_POST_TOL
+    ) -> None:
         self.benefit = check_positive(benefit, "benefit")
         self.max_iter = check_integer(max_iter, "max_iter", minimum=1)
         self.tol = check_positive(tol, "tol")
+        self.x_post_tol = check_nonnegative(x_post_tol, "x_post_tol")
 
     def _design(self, data: StrategicData, policy: ExplainingPolicy) -> tuple[np.ndarray, np.ndarray]:
-        c, accepted = _check_disclosure(data, policy, self.benefit)
+        c, accepted = _check_disclosure(data, policy, self.benefit, tol=self.x_post_tol)
         return c, ~accepted
 
     def fit(self, data: Any, *, policy: ExplainingPolicy) -> LogNormalCostResponse:
@@ -293,7 +300,8 @@ class LogNormalCostResponse(_GaussianLogCost):
             return self
         if rows is None:  # fitted on other data: resample those
             rows = rng.integers(0, self._fit_data.n, self._fit_data.n)
-        clone = LogNormalCostResponse(self.benefit, max_iter=self.max_iter, tol=self.tol)
+        clone = LogNormalCostResponse(self.benefit, max_iter=self.max_iter, tol=self.tol,
+                                      x_post_tol=self.x_post_tol)
         return clone.fit(self._fit_data.subset(rows), policy=self.policy_)
 
     def calibration(self, data: Any = None, *, n_bins: int = 10) -> CalibrationTable:

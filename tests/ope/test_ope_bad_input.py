@@ -90,8 +90,13 @@ def test_observed_cost_scale_at_rounding_level_is_rejected(sim):
 def test_float32_data_are_blamed_on_float32(logged, pi, pi0, name):
     data, resp = logged
     f32 = _replace(data, x_pre=data.x_pre.astype(np.float32), x_post=data.x_post.astype(np.float32))
-    with pytest.raises(ValueError, match=r"float32 rounding; pass x_pre and x_post as float64"):
-        _call(name, f32, pi, pi0, resp)
+    strict = LogNormalCostResponse(x_post_tol=1e-9).fit(data, policy=pi0)
+    with pytest.raises(ValueError, match=r"float32 rounding \(the values passed through float32\); pass a "
+                                         r"larger x_post_tol"):
+        _call(name, f32, pi, pi0, strict)
+    # the default tolerance (1e-6) accepts float32 data, with an estimate close to the float64 one
+    assert _call(name, f32, pi, pi0, resp).value == pytest.approx(_call(name, data, pi, pi0, resp).value,
+                                                                 abs=1e-4)
 
 
 def test_gamma_from_moves_wrong_length_direction_names_direction(sim):

@@ -1,0 +1,53 @@
+"""Issue 30: movers' x_post rounded to a few decimals is accepted within `x_post_tol` and diagnosed as
+rounding beyond it."""
+
+import numpy as np
+import pytest
+
+from certkit.ope import LinearThresholdPolicy, LogNormalCostResponse, StrategicData, strategic_dr
+
+
+def _rounded(data, decimals):
+    keys = ("x_pre", "x_post", "moved", "action", "reward", "pscore")
+    fields = {k: getattr(data, k) for k in keys}
+    fields["x_post"] = np.where(data.moved[:, None], np.round(data.x_post, decimals), data.x_post)
+    return StrategicData(**fields)
+
+
+@pytest.fixture(scope="module")
+def data(sim, pi0):
+    return sim.sample(pi0, 600, rng=0)
+
+
+@pytest.mark.parametrize("decimals", [6, 7, 8])
+def test_x_post_rounded_to_six_or_more_decimals_is_accepted(data, pi, pi0, decimals):
+    rounded = _rounded(data, decimals)
+    resp = LogNormalCostResponse().fit(rounded, policy=pi0)
+    exact = LogNormalCostResponse().fit(data, policy=pi0)
+    assert resp.coef_ == pytest.approx(exact.coef_, rel=1e-4)
+    value = strategic_dr(rounded, target_policy=pi, logging_policy=pi0, response=resp).value
+    reference = strategic_dr(data, target_policy=pi, logging_policy=pi0, response=exact).value
+    assert value == pytest.approx(reference, rel=1e-4)
+
+
+def test_coarser_rounding_is_diagnosed_as_rounding_and_x_post_tol_accepts_it(data, pi, pi0):
+    rounded = _rounded(data, 3)
+    with pytest.raises(ValueError, match=r"x_post is the explanation rounded to 3 decimals; pass a larger "
+                                         r"x_post_tol .*x_post_tol=0\.001"):
+        LogNormalCostResponse().fit(rounded, policy=pi0)
+    resp = LogNormalCostResponse(x_post_tol=1e-3).fit(rounded, policy=pi0)
+    assert resp.x_post_tol == 1e-3 and "x_post_tol=0.001" in repr(resp)
+    # the estimators check the data with the response model's tolerance, the bootstrap refits keep it
+    res = strategic_dr(rounded, target_policy=pi, logging_policy=pi0, response=resp, bootstrap=3, rng=0)
+    assert np.isfinite(res.value) and res.bootstrap_failures == 0
+
+
+def test_another_policy_is_still_named(data):
+    stricter = LinearThresholdPolicy([1.0, 1.0], 1.2, temperature=1.0)  # explanations 0.14 further out
+    with pytest.raises(ValueError, match=r"by policy by up to 0\.1.*logged under another policy"):
+        LogNormalCostResponse().fit(data, policy=stricter)
+
+
+def test_negative_x_post_tol_is_refused():
+    with pytest.raises(ValueError, match=r"x_post_tol"):
+        LogNormalCostResponse(x_post_tol=-1.0)
