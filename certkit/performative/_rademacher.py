@@ -18,6 +18,11 @@ from certkit.performative.closed_form import loss_values
 from certkit.performative.risk import wasserstein_risk
 
 
+def _class_max(loss: str, margin: float) -> float:
+    """The largest loss of the class: at the margin -Lambda X."""
+    return 1.0 + margin if loss == "hinge" else float(np.logaddexp(0.0, margin))
+
+
 def _rademacher(
     *,
     theta,
@@ -83,10 +88,17 @@ def _rademacher(
     rho_d = check_nonnegative(radius_population, "radius_population")
     rho_s = check_nonnegative(radius_sample, "radius_sample")
     if loss_bound is None:
-        loss_bound = 1.0 + Lam * Xc if loss == "hinge" else float(np.logaddexp(0.0, Lam * Xc))
+        loss_bound = _class_max(loss, Lam * Xc)
     M = check_nonnegative(loss_bound, "loss_bound")
     n = X_arr.shape[0]
-    empirical = float(loss_values(loss, y_arr * (X_arr @ theta_arr + b)).mean())
+    losses = loss_values(loss, y_arr * (X_arr @ theta_arr + b))
+    if losses.max() > M * (1 + 1e-12):
+        raise ValueError(
+            f"loss_bound = {M:g} is below the largest {loss} loss on the sample ({losses.max():.6g}, "
+            f"{int(np.sum(losses > M * (1 + 1e-12)))} of {n} rows above it); loss_bound must bound the loss "
+            f"over the whole class (default: the class maximum, here {_class_max(loss, Lam * Xc):.6g})"
+        )
+    empirical = float(losses.mean())
     best = wasserstein_risk(
         theta_arr, X_arr, y_arr, loss=loss, radius=rho_s, p=p, norm=2, direction="inf", intercept=b
     )

@@ -154,8 +154,9 @@ def generalization_bound(
     Required: ``theta``, ``X``, ``y``, ``weight_norm`` $\Lambda$ and ``feature_norm`` $X$ (a priori bounds,
     not fitted to the sample), and either both radii or ``share`` and ``diameter`` (then $\rho_D = \rho_S =
     r^{1/p} D_Z$, the `flip_radius`). ``loss_bound`` $M$ defaults to the loss's maximum over the class:
-    $1 + \Lambda X$ (hinge), $\log(1 + e^{\Lambda X})$ (logistic). ``intercept`` $b$ (e.g. a fitted
-    scikit-learn model's ``intercept_``) makes the class affine, $x \mapsto \theta^\top x + b$: then
+    $1 + \Lambda X$ (hinge), $\log(1 + e^{\Lambda X})$ (logistic); a ``loss_bound`` below a loss observed on
+    the sample is refused. ``intercept`` $b$ (e.g. a fitted scikit-learn model's ``intercept_``) makes the
+    class affine, $x \mapsto \theta^\top x + b$: then
     $\Lambda$ bounds $\|(\theta, b)\|_2$ and $X$ is replaced by $\sqrt{X^2 + 1}$ (the features augmented by a
     constant 1) in the complexity term and the default $M$; $b$ does not move with $x$, so the performative
     terms keep their form.
