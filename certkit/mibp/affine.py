@@ -30,8 +30,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from certkit.mibp.interval import interval_forward, interval_loss_derivative
+from certkit.mibp.interval import interval_forward, output_derivative
 from certkit.mibp.perturbation import InputSets
+from certkit.mibp.recipe import Recipe
 
 __all__ = ["CARRIES", "AffineCarry", "Zonotope"]
 
@@ -176,8 +177,11 @@ class AffineCarry:
     sets : InputSets
         The perturbation's input sets; each entry is replaced by its interval hull (with ``Budget``
         the hull also contains the observed value), which is a sound superset.
-    y, loss, learning_rate
-        As in `certified_training` (``y`` validated).
+    y : array
+        The labels, validated by `check_labels`.
+    recipe : Recipe
+        The training recipe (loss, per-step rates and batches, momentum, weight decay); with momentum the
+        zonotope holds the parameters and the velocity over the same symbols.
     max_generators : int, optional
         Upper bound on the number of generators kept after each step (default ``4 * n_params``).
     max_entries : int
@@ -190,17 +194,17 @@ class AffineCarry:
         model,
         sets: InputSets,
         y,
-        loss: str,
-        learning_rate: float,
+        recipe: Recipe,
         *,
         max_generators: int | None = None,
         max_entries: int = 2_000_000,
     ) -> None:
         self.sizes = model.sizes
         self.m = model.n_params
-        self.loss, self.lr = loss, learning_rate
-        self.y = np.reshape(y, (len(y), -1)) if loss == "mse" else y
-        self.flips = sets.label_flips is not None
+        self.recipe = recipe
+        self.loss = recipe.loss
+        self.y = np.reshape(y, (len(y), -1)) if self.loss == "mse" else y
+        self.labels = "any" if sets.labels_vary else "own"
         lo, hi = sets.lower, sets.upper
         if sets.budget is not None:
             lo, hi = np.minimum(lo, sets.nominal), np.maximum(hi, sets.nominal)
@@ -210,23 +214,28 @@ class AffineCarry:
         # an entry that is not perturbed gets no symbol (radius 0, not the tiny padding of `_up`)
         exact = (lo == hi) & (self.mid == lo)
         self.rad = np.where(exact, 0.0, _up(np.maximum(hi - self.mid, self.mid - lo)))
-        self.max_generators = 4 * self.m if max_generators is None else int(max_generators)
+        # with momentum the state is (θ, v): 2 m rows over the same symbols
+        rows = self.m * (2 if recipe.momentum else 1)
+        self.max_generators = 4 * rows if max_generators is None else int(max_generators)
         self.max_entries = max_entries
-        self.zonotope = Zonotope(model.to_vector(), np.zeros((self.m, 0)), np.zeros(0, dtype=np.int64))
+        start = model.to_vector() if rows == self.m else np.concatenate([model.to_vector(), np.zeros(self.m)])
+        self.zonotope = Zonotope(start, np.zeros((rows, 0)), np.zeros(0, dtype=np.int64))
         self._next_id = self.n * self.d
 
     # ------------------------------------------------------------------ one step
-    def step(self, lower, upper) -> tuple[np.ndarray, np.ndarray]:
-        """Advance the zonotope by one GD step; ``[lower, upper]`` (MLPs) is a box known to contain θ_t.
+    def step(self, lower, upper, step: int) -> tuple[np.ndarray, np.ndarray]:
+        """Advance the zonotope by gradient step ``step`` of the recipe; ``[lower, upper]`` (MLPs) is a box
+        known to contain θ before the step.
 
-        Returns the interval hull (vectors) of the new zonotope.
+        Returns the interval hull (vectors) of the new parameters.
         """
         with np.errstate(over="ignore", invalid="ignore"):
-            return self._step(lower, upper)
+            return self._step(lower, upper, step)
 
-    def _step(self, lower, upper) -> tuple[np.ndarray, np.ndarray]:
+    def _step(self, lower, upper, step: int) -> tuple[np.ndarray, np.ndarray]:
         Z = self.zonotope
         q, d, n, m = Z.G.shape[1], self.d, self.n, self.m
+        batch = self.recipe.batches[step]
         # the column of each input symbol: its column in G if θ already depends on it, else a local one
         col = np.full(n * d, -1, dtype=np.int64)
         is_input = Z.ids < n * d
@@ -234,16 +243,18 @@ class AffineCarry:
         col = col.reshape(n, d)
         local = col < 0
         col = np.where(local, q + np.arange(d)[None, :], col)
-        theta = _Form(Z.c, np.concatenate([Z.G, np.zeros((m, d))], axis=1), np.zeros(m))
+        theta = _Form(Z.c[:m], np.concatenate([Z.G[:m], np.zeros((m, d))], axis=1), np.zeros(m))
         W, b = self._split(theta)
-        _, pre_box = interval_forward(lower, upper, self.XL, self.XU)
+        _, pre_box = interval_forward(lower, upper, self.XL[batch], self.XU[batch])
         sum_c, sum_G, sum_r, sum_mag = np.zeros(m), np.zeros((m, q)), np.zeros(m), np.zeros(m)
         sum_local = np.zeros((m, n * d))
         widest = max(a * b for a, b in zip(self.sizes[:-1], self.sizes[1:]))
         chunk = max(1, self.max_entries // (widest * (q + d)))
-        for start in range(0, n, chunk):
-            rows = np.arange(start, min(n, start + chunk))
-            g = self._gradients(W, b, rows, col[rows], [(lo[rows], hi[rows]) for lo, hi in pre_box], q + d)
+        for start in range(0, len(batch), chunk):
+            at = np.arange(start, min(len(batch), start + chunk))
+            rows = batch[at]
+            box = [(lo[at], hi[at]) for lo, hi in pre_box]
+            g = self._gradients(W, b, lower, upper, rows, col[rows], box, q + d)
             sum_c += g.c.sum(axis=0)
             sum_G += g.G[:, :, :q].sum(axis=0)
             sum_r += g.r.sum(axis=0)
@@ -251,16 +262,32 @@ class AffineCarry:
             loc = g.G[:, :, q:] * local[rows][:, None, :]  # (k, m, d)
             for f in range(d):
                 sum_local[:, rows * d + f] = loc[:, :, f].T
-        err = 2.0 * (n + 2) * _U * sum_mag
+        nb = len(batch)
+        err = 2.0 * (nb + 2) * _U * sum_mag
         total = _Form(
-            sum_c, np.concatenate([sum_G, sum_local], axis=1), _up(sum_r * (1.0 + (n + 2) * _U) + err)
+            sum_c, np.concatenate([sum_G, sum_local], axis=1), _up(sum_r * (1.0 + (nb + 2) * _U) + err)
         )
-        prev = _Form(Z.c, np.concatenate([Z.G, np.zeros((m, n * d))], axis=1), np.zeros(m))
-        new = prev - total.scale(self.lr / n)
+        state = _Form(Z.c, np.concatenate([Z.G, np.zeros((len(Z.c), n * d))], axis=1), np.zeros(len(Z.c)))
+        prev = state[:m]
+        # PyTorch's SGD: d = g + ω θ; v = μ v + d (v = d at the first step); θ' = θ - λ v
+        recipe = self.recipe
+        direction = total.scale(1.0 / nb)
+        if recipe.weight_decay:
+            direction = direction + prev.scale(recipe.weight_decay)
+        if recipe.momentum and step > 0:
+            direction = state[m:].scale(recipe.momentum) + direction
+        new = prev - direction.scale(float(recipe.rates[step]))
+        if recipe.momentum:
+            new = _Form(
+                np.concatenate([new.c, direction.c]),
+                np.concatenate([new.G, direction.G]),
+                np.concatenate([new.r, direction.r]),
+            )
         ids = np.concatenate([Z.ids, np.arange(n * d)])
         used = np.any(new.G != 0.0, axis=0)
         self.zonotope = self._reduce(new.c, new.G[:, used], ids[used], new.r)
-        return self.zonotope.bounds()
+        lo, hi = self.zonotope.bounds()
+        return lo[:m], hi[:m]
 
     def _split(self, theta: _Form) -> tuple[list[_Form], list[_Form]]:
         """Per-layer weight (o, i) and bias (o,) forms in `MLP.to_vector` order."""
@@ -279,7 +306,7 @@ class AffineCarry:
             pos += fan_out
         return W, b
 
-    def _gradients(self, W, b, rows, col, pre_box, Q) -> _Form:
+    def _gradients(self, W, b, lower, upper, rows, col, pre_box, Q) -> _Form:
         """Per-sample gradient forms (k, m) of the samples ``rows``."""
         k = len(rows)
         G = np.zeros((k, self.d, Q))
@@ -298,11 +325,9 @@ class AffineCarry:
         if self.loss == "mse":
             gz = (out.shift(-self.y[rows])).scale(2.0)
         else:
-            fL, fU = pre[-1]
-            gL, gU = interval_loss_derivative(fL, fU, self.y[rows], self.loss)
-            if self.flips:
-                hL, hU = interval_loss_derivative(fL, fU, -self.y[rows], self.loss)
-                gL, gU = np.minimum(gL, hL), np.maximum(gU, hU)
+            # the loss derivative as an interval (hull over the allowed labels)
+            bounds = [h.bounds() for h in acts[:-1]] + [pre[-1]]
+            gL, gU = output_derivative(lower, upper, bounds, pre, self.y[rows], self.loss, self.labels)
             gz = _Form.interval(gL, gU, Q)
         parts: list[_Form] = [None] * n_layers  # type: ignore[list-item]
         for layer in range(n_layers - 1, -1, -1):

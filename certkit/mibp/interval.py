@@ -10,14 +10,20 @@ from __future__ import annotations
 
 import numpy as np
 
+from certkit.mibp.mlp import sigmoid
+
 __all__ = [
+    "batch_gradient_sum",
     "interval_forward",
     "interval_gradients",
     "interval_loss_derivative",
     "interval_margin",
     "interval_step",
+    "interval_update",
     "magnitude",
+    "output_derivative",
     "pad",
+    "softmax_bounds",
     "sum_with_budget",
 ]
 
@@ -27,9 +33,13 @@ _U = 2.0**-52
 def pad(
     lo: np.ndarray, hi: np.ndarray, magnitude: np.ndarray | float, terms: int
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Widen ``[lo, hi]`` by the rounding error of a ``terms``-term sum of total magnitude ``magnitude``."""
-    err = (terms + 2) * _U * np.asarray(magnitude) + 1e-300
-    return np.nextafter(lo - err, -np.inf), np.nextafter(hi + err, np.inf)
+    """Widen ``[lo, hi]`` by the rounding error of a ``terms``-term sum of total magnitude ``magnitude``.
+
+    Each end moves out by ``(terms + 4) u magnitude + u |end|`` (``u = 2**-52``, plus 1e-300): the two extra
+    ``u magnitude`` cover the rounding of this padding itself, ``u |end|`` is at least one ulp of the end.
+    """
+    err = (terms + 4) * _U * np.asarray(magnitude) + 1e-300
+    return lo - (err + _U * np.abs(lo)), hi + (err + _U * np.abs(hi))
 
 
 def magnitude(lo, hi):
@@ -38,19 +48,44 @@ def magnitude(lo, hi):
 
 
 def _imul(aL, aU, bL, bU):
-    """Elementwise interval product (unpadded) and the magnitude of its ends."""
-    p = np.stack(np.broadcast_arrays(aL * bL, aL * bU, aU * bL, aU * bU))
-    lo, hi = p.min(axis=0), p.max(axis=0)
-    return lo, hi, magnitude(lo, hi)
+    """Elementwise interval product (unpadded) and the magnitude of its ends (``max|a| max|b|``)."""
+    if np.all(bL >= 0):  # b >= 0 (ReLU activations): the ends are aL or aU times bL or bU, by sign
+        lo = np.where(aL >= 0, aL * bL, aL * bU)
+        hi = np.where(aU >= 0, aU * bU, aU * bL)
+    else:
+        p, q, r, s = aL * bL, aL * bU, aU * bL, aU * bU
+        lo = np.minimum(np.minimum(p, q), np.minimum(r, s))
+        hi = np.maximum(np.maximum(p, q), np.maximum(r, s))
+    return lo, hi, magnitude(aL, aU) * magnitude(bL, bU)
 
 
 def _affine(WL, WU, bL, bU, hL, hU):
-    """``z = W h + b`` for interval W (o, i), b (o,), h (n, i); returns padded (n, o) bounds."""
-    lo, hi, mag = _imul(WL[None], WU[None], hL[:, None, :], hU[:, None, :])
-    zL = lo.sum(axis=2) + bL
-    zU = hi.sum(axis=2) + bU
-    magnitude = mag.sum(axis=2) + np.maximum(np.abs(bL), np.abs(bU))
-    return pad(zL, zU, magnitude, WL.shape[1] + 1)
+    """``z = W h + b`` for interval W (o, i), b (o,), h (n, i); returns padded (n, o) bounds.
+
+    Exact interval arithmetic by the sign of each ``h`` entry, as matrix products: for ``h >= 0`` the ends
+    of ``W h`` are ``WL⁺ hL + WL⁻ hU`` and ``WU⁺ hU + WU⁻ hL`` (``a⁺ = max(a, 0)``, ``a⁻ = min(a, 0)``), for
+    ``h <= 0`` ``WU⁺ hL + WU⁻ hU`` and ``WL⁺ hU + WL⁻ hL``; the few entries whose interval contains 0 in
+    its interior add ``min(WU hL, WL hU)`` and ``max(WL hL, WU hU)``.
+    """
+    pos, neg = hL >= 0, hU <= 0
+    WLt, WUt = np.ascontiguousarray(WL.T), np.ascontiguousarray(WU.T)
+    WLp, WLn = np.maximum(WLt, 0.0), np.minimum(WLt, 0.0)
+    WUp, WUn = np.maximum(WUt, 0.0), np.minimum(WUt, 0.0)
+    if np.all(pos):
+        zL = hL @ WLp + hU @ WLn
+        zU = hU @ WUp + hL @ WUn
+    else:
+        pL, pU = np.where(pos, hL, 0.0), np.where(pos, hU, 0.0)
+        nL, nU = np.where(neg & ~pos, hL, 0.0), np.where(neg & ~pos, hU, 0.0)
+        zL = pL @ WLp + pU @ WLn + nL @ WUp + nU @ WUn
+        zU = pU @ WUp + pL @ WUn + nU @ WLp + nL @ WLn
+        rows, cols = np.nonzero(~(pos | neg))
+        if rows.size:
+            aL, aU = hL[rows, cols][:, None], hU[rows, cols][:, None]
+            np.add.at(zL, rows, np.minimum(WU[:, cols].T * aL, WL[:, cols].T * aU))
+            np.add.at(zU, rows, np.maximum(WL[:, cols].T * aL, WU[:, cols].T * aU))
+    mag = magnitude(hL, hU) @ magnitude(WLt, WUt) + magnitude(bL, bU)
+    return pad(zL + bL, zU + bU, mag, 2 * WL.shape[1] + 8)
 
 
 def interval_forward(lower, upper, XL, XU):
@@ -78,23 +113,36 @@ def interval_forward(lower, upper, XL, XU):
 
 def interval_margin(lower, upper, X, pred):
     """A lower bound, over the parameter box, of the margin of the predictions ``pred`` at the rows of ``X``:
-    ``pred * f`` for one output, ``min_{c != pred} f_pred - f_c`` otherwise (certified iff > 0)."""
-    _, pre = interval_forward(lower, upper, X, X)
+    ``pred * f`` for one output, ``min_{c != pred} f_pred - f_c`` otherwise (certified iff > 0).  Each logit
+    difference is bounded through the output layer's weight differences (`_logit_differences`), which is
+    tighter than ``fL_pred - fU_c``."""
+    acts, pre = interval_forward(lower, upper, X, X)
     fL, fU = pre[-1]
     if fL.shape[1] == 1:
         return np.where(pred > 0, fL[:, 0], -fU[:, 0])
     rows = np.arange(len(X))
-    diff = fL[rows, pred][:, None] - fU
+    dL, _ = _logit_differences(
+        lower.weights[-1], upper.weights[-1], lower.biases[-1], upper.biases[-1], *acts[-2]
+    )
+    diff, _ = pad(fL[rows, pred][:, None] - fU, fU, np.abs(fL).max(axis=1, keepdims=True) + np.abs(fU), 1)
+    # dL[k, c, pred] bounds f_pred - f_c
+    diff = np.maximum(diff, dL[rows, :, pred])
     diff[rows, pred] = np.inf
-    margin = diff.min(axis=1)
-    margin, _ = pad(margin, margin, np.abs(fL).max(axis=1) + np.abs(fU).max(axis=1), 1)
-    return margin
+    return diff.min(axis=1)
 
 
 def interval_loss_derivative(fL, fU, y, loss):
-    """Bounds on ``dℓ/df`` (n, C) given output bounds (same convention as the nominal training)."""
+    """Bounds on ``dℓ/df`` (n, C) given output bounds, for the hinge, MSE and binary cross-entropy losses
+    (same convention as the nominal training; cross-entropy is bounded by `output_derivative`)."""
     if loss == "mse":
         return pad(2.0 * (fL - y), 2.0 * (fU - y), 2.0 * (magnitude(fL, fU) + np.abs(y)), 2)
+    if loss == "binary_cross_entropy":
+        # σ is increasing; the float σ and this bound each carry a few ulps of rounding (values <= 1)
+        err = 16.0 * _U
+        sL = np.maximum(sigmoid(fL) - err, 0.0)
+        sU = np.minimum(sigmoid(fU) + err, 1.0)
+        yv = y[:, None]
+        return pad(sL - yv, sU - yv, 1.0, 1)
     if fL.shape[1] == 1:
         # v = 1 - y f; the derivative is -y where v > 0, else 0.
         yv = y[:, None]
@@ -116,19 +164,139 @@ def interval_loss_derivative(fL, fU, y, loss):
     return gL, gU
 
 
-def interval_gradients(lower, upper, XL, XU, y, loss):
-    """Per-sample gradient bounds of ``ℓ(f_θ(x_k), y_k)`` over the parameter box and input boxes.
+def _logit_differences(W_lo, W_hi, b_lo, b_hi, hL, hU):
+    """Bounds on ``z_j - z_i = (W_j - W_i) · h + (b_j - b_i)`` (n, C, C) for the output layer ``z = W h + b``,
+    with each weight difference bounded as one interval (tighter than ``[zL_j - zU_i, zU_j - zL_i]``: ``h``
+    enters once).  Padded for the rounding of the float logits ``z_j`` and ``z_i`` of `MLP.train`."""
+    dWL = W_lo[None, :, :] - W_hi[:, None, :]  # [i, j, :] bounds W_j - W_i
+    dWU = W_hi[None, :, :] - W_lo[:, None, :]
+    lo, hi, _ = _imul(dWL[None], dWU[None], hL[:, None, None, :], hU[:, None, None, :])
+    dbL = b_lo[None, :] - b_hi[:, None]
+    dbU = b_hi[None, :] - b_lo[:, None]
+    # magnitude of each logit's float sum: Σ |W_c| |h| + |b_c|
+    mag = magnitude(hL, hU) @ magnitude(W_lo, W_hi).T + magnitude(b_lo, b_hi)  # (n, C)
+    terms = W_lo.shape[1] + 3
+    return pad(lo.sum(axis=3) + dbL, hi.sum(axis=3) + dbU, mag[:, :, None] + mag[:, None, :], terms)
 
-    Returns ``(gL, gU)`` of shape (n, n_params) in `MLP.to_vector` order.
+
+def softmax_bounds(dL: np.ndarray, dU: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Bounds on ``softmax(z)_i = 1 / Σ_j exp(z_j - z_i)`` given bounds ``dL <= z_j - z_i <= dU`` (n, C, C).
+
+    Each entry is decreasing in every difference, so the ends come from ``dU`` and ``dL``; they are padded
+    by ``8 (C + 4)`` ulps of 1 for the rounding of this bound and of the float softmax of `MLP.train`.
+    """
+    C = dL.shape[1]
+    diag = np.eye(C, dtype=bool)[None]
+    with np.errstate(over="ignore"):
+        lo = 1.0 / np.where(diag, 1.0, np.exp(dU)).sum(axis=2)
+        hi = 1.0 / np.where(diag, 1.0, np.exp(dL)).sum(axis=2)
+    err = 8.0 * (C + 4) * _U
+    return np.maximum(lo - err, 0.0), np.minimum(hi + err, 1.0)
+
+
+def _targets(y, C, labels):
+    """Bounds on the one-hot target (n, C) for the labels ``"own"`` (y), ``"other"`` (any class but y) or
+    ``"any"`` (any class)."""
+    n = len(y)
+    own = np.zeros((n, C))
+    own[np.arange(n), y] = 1.0
+    if labels == "own":
+        return own, own
+    lo = np.zeros((n, C))
+    if labels == "other":
+        hi = 1.0 - own
+        if C == 2:  # the other class is determined
+            lo = hi.copy()
+        return lo, hi
+    return lo, np.ones((n, C))
+
+
+def output_derivative(lower, upper, acts, pre, y, loss, labels="own"):
+    """Bounds on ``dℓ/dz`` (n, C) at the output, for the labels ``"own"`` (y), ``"other"`` (any other class)
+    or ``"any"`` (any class): the hull over the allowed labels."""
+    fL, fU = pre[-1]
+    if loss == "cross_entropy":
+        C = fL.shape[1]
+        hL, hU = acts[-2]
+        dL, dU = _logit_differences(
+            lower.weights[-1], upper.weights[-1], lower.biases[-1], upper.biases[-1], hL, hU
+        )
+        # intersect with the differences of the logit bounds (sound either way)
+        dL = np.maximum(dL, fL[:, None, :] - fU[:, :, None])
+        dU = np.minimum(dU, fU[:, None, :] - fL[:, :, None])
+        sL, sU = softmax_bounds(dL, dU)
+        tL, tU = _targets(y, C, labels)
+        return pad(sL - tU, sU - tL, 1.0, 1)
+    if labels == "own":
+        return interval_loss_derivative(fL, fU, y, loss)
+    if loss == "binary_cross_entropy":
+        # the other label is 1 - y; "any" is the hull of both
+        oL, oU = interval_loss_derivative(fL, fU, 1.0 - y, loss)
+        if labels == "other":
+            return oL, oU
+        gL, gU = interval_loss_derivative(fL, fU, y, loss)
+        return np.minimum(gL, oL), np.maximum(gU, oU)
+    # hinge: the hull over the allowed labels
+    C = fL.shape[1]
+    if C == 1:
+        cands = [-y] if labels == "other" else [-y, y]
+    else:
+        cands = [np.full_like(y, c) for c in range(C)]
+    gL, gU = np.full(fL.shape, np.inf), np.full(fL.shape, -np.inf)
+    for c in cands:
+        aL, aU = interval_loss_derivative(fL, fU, c, loss)
+        use = (c != y) if (labels == "other" and C > 1) else np.ones(len(y), dtype=bool)
+        gL = np.where(use[:, None], np.minimum(gL, aL), gL)
+        gU = np.where(use[:, None], np.maximum(gU, aU), gU)
+    return gL, gU
+
+
+def _hidden_derivative_ce(W_lo, W_hi, gzL, gzU, y):
+    """Bounds on ``W^T g`` (n, H) for the cross-entropy output derivative ``g`` (whose entries sum to 0):
+    ``Σ_{c≠y} (W_c - W_y) g_c``, padded for the float ``g @ W`` of `MLP.train` (whose ``Σ g_c`` is only
+    nearly 0)."""
+    n = len(y)
+    C = W_lo.shape[0]
+    keep = np.ones((n, C), dtype=bool)
+    keep[np.arange(n), y] = False
+    dWL = np.where(keep[:, :, None], W_lo[None] - W_hi[y][:, None, :], 0.0)  # (n, C, H)
+    dWU = np.where(keep[:, :, None], W_hi[None] - W_lo[y][:, None, :], 0.0)
+    lo, hi, _ = _imul(dWL, dWU, gzL[:, :, None], gzU[:, :, None])
+    mW = magnitude(W_lo, W_hi)
+    mag = magnitude(gzL, gzU) @ mW + 8.0 * (C + 4) * mW[y]
+    return pad(lo.sum(axis=1), hi.sum(axis=1), mag, C + 2)
+
+
+def _outer(aL, aU, bL, bU):
+    """Bounds on the outer products ``a_k b_kᵀ`` (n, o·i) of interval vectors a (n, o) and b (n, i)
+    (unpadded)."""
+    n = len(aL)
+    aL, aU = aL[:, :, None], aU[:, :, None]
+    if bL is bU or np.array_equal(bL, bU):  # exact b (inputs): the ends are aL b and aU b, by the sign of b
+        b = bL[:, None, :]
+        lo_a, hi_a = np.where(b >= 0, aL, aU), np.where(b >= 0, aU, aL)
+        return (lo_a * b).reshape(n, -1), (hi_a * b).reshape(n, -1)
+    lo, hi, _ = _imul(aL, aU, bL[:, None, :], bU[:, None, :])
+    return lo.reshape(n, -1), hi.reshape(n, -1)
+
+
+def interval_gradients(lower, upper, XL, XU, y, loss, labels="own"):
+    """Per-sample gradient bounds of ``ℓ(f_θ(x_k), y_k)`` over the parameter box and input boxes, for the
+    labels ``"own"``, ``"other"`` or ``"any"`` (see `output_derivative`).
+
+    Returns ``(gL, gU)`` of shape (n, n_params) in `MLP.to_vector` order.  The weight-gradient entries are
+    products left unpadded (each within one rounding, relative ``2**-53``, of its exact value): sum them with
+    `sum_with_budget`, which pads for it.
     """
     acts, pre = interval_forward(lower, upper, XL, XU)
-    gzL, gzU = interval_loss_derivative(*pre[-1], y, loss)
+    gzL, gzU = output_derivative(lower, upper, acts, pre, y, loss, labels)
     n_layers = len(lower.weights)
     parts: list[tuple[np.ndarray, np.ndarray]] = [None] * n_layers  # type: ignore[list-item]
     for layer in range(n_layers - 1, -1, -1):
         hL, hU = acts[layer]
-        wl, wu, mag = _imul(gzL[:, :, None], gzU[:, :, None], hL[:, None, :], hU[:, None, :])
-        wl, wu = pad(wl, wu, mag, 0)
+        # per-sample weight gradients, not padded: each end is one float product, within one rounding of
+        # its exact value; `sum_with_budget` pads the sums for it
+        wl, wu = _outer(gzL, gzU, hL, hU)
         n = len(gzL)
         parts[layer] = (
             np.concatenate([wl.reshape(n, -1), gzL], axis=1),
@@ -136,8 +304,11 @@ def interval_gradients(lower, upper, XL, XU, y, loss):
         )
         if layer > 0:
             WL, WU = lower.weights[layer], upper.weights[layer]
-            lo, hi, mag = _imul(WL[None], WU[None], gzL[:, :, None], gzU[:, :, None])
-            ghL, ghU = pad(lo.sum(axis=1), hi.sum(axis=1), mag.sum(axis=1), WL.shape[0])
+            if loss == "cross_entropy" and layer == n_layers - 1:
+                ghL, ghU = _hidden_derivative_ce(WL, WU, gzL, gzU, y)
+            else:
+                lo, hi, mag = _imul(WL[None], WU[None], gzL[:, :, None], gzU[:, :, None])
+                ghL, ghU = pad(lo.sum(axis=1), hi.sum(axis=1), mag.sum(axis=1), WL.shape[0])
             zL, zU = pre[layer - 1]
             on, maybe = zL > 0, (zU > 0) & ~(zL > 0)
             gzL = np.where(on, ghL, np.where(maybe, np.minimum(ghL, 0.0), 0.0))
@@ -152,37 +323,79 @@ def sum_with_budget(PL, PU, NL, NU, budget):
     Otherwise at most ``budget`` points deviate and the others keep their nominal
     value: the bound is the all-nominal sum plus the ``budget`` largest (smallest)
     gains of deviating (with ``budget >= n`` this is the per-point union).  Arrays
-    are (n, m); returns padded (m,) bounds.
+    are (n, m); returns (m,) bounds padded for the summation and for one rounding of every entry
+    (the unpadded products of `interval_gradients`).
     """
     n = PL.shape[0]
     mag = magnitude(PL, PU).sum(axis=0)
     if budget is None:
-        return pad(PL.sum(axis=0), PU.sum(axis=0), mag, n)
+        return pad(PL.sum(axis=0), PU.sum(axis=0), mag, n + 2)
     budget = min(budget, n)
     mag = mag + magnitude(NL, NU).sum(axis=0)
     lo, hi = NL.sum(axis=0), NU.sum(axis=0)
-    if budget > 0:
-        dlo = np.sort(np.minimum(PL - NL, 0.0), axis=0)[:budget].sum(axis=0)
-        dhi = -np.sort(-np.maximum(PU - NU, 0.0), axis=0)[:budget].sum(axis=0)
-        lo, hi = lo + dlo, hi + dhi
-    return pad(lo, hi, mag, 3 * n)
+    if 0 < budget < n:
+        dlo = np.minimum(PL - NL, 0.0)
+        dhi = np.maximum(PU - NU, 0.0)
+        lo = lo + np.partition(dlo, budget - 1, axis=0)[:budget].sum(axis=0)
+        hi = hi - np.partition(-dhi, budget - 1, axis=0)[:budget].sum(axis=0)
+    elif budget == n:
+        lo = lo + np.minimum(PL - NL, 0.0).sum(axis=0)
+        hi = hi + np.maximum(PU - NU, 0.0).sum(axis=0)
+    return pad(lo, hi, mag, 3 * n + 4)
 
 
-def interval_step(lower, upper, sets, y, loss, learning_rate):
-    """One certified GD step by interval arithmetic: bounds (vectors) on ``θ' = θ - (λ/n) Σ_k g_k``."""
-    n = len(y)
-    budget = sets.budget
+def batch_gradient_sum(lower, upper, sets, y, loss, rows=None):
+    """Bounds (vectors) on ``Σ_{k ∈ rows} g_k`` over the parameter box and every allowed dataset.
+
+    Points that deviate (all of them without a budget) take inputs in their sets and, when labels may
+    change, any allowed label; with ``Budget`` at most ``budget`` points of the batch deviate and the others
+    are exact; with ``LabelFlips(k)`` (no budget) every input is perturbed and at most ``k`` labels change.
+    """
+    rows = np.arange(len(y)) if rows is None else rows
+    yb, lo, hi = y[rows], sets.lower[rows], sets.upper[rows]
     if sets.label_flips is not None:
-        # deviating = label flipped (inputs perturbed either way)
-        budget = sets.label_flips
-        NL, NU = interval_gradients(lower, upper, sets.lower, sets.upper, y, loss)
-        PL, PU = interval_gradients(lower, upper, sets.lower, sets.upper, -y, loss)
+        # deviating = label changed to another class (inputs perturbed either way)
+        count = sets.label_flips
+        NL, NU = interval_gradients(lower, upper, lo, hi, yb, loss)
+        PL, PU = interval_gradients(lower, upper, lo, hi, yb, loss, "other")
     else:
-        PL, PU = interval_gradients(lower, upper, sets.lower, sets.upper, y, loss)
+        count = sets.budget
+        PL, PU = interval_gradients(lower, upper, lo, hi, yb, loss, "any" if sets.flip_labels else "own")
         NL, NU = PL, PU
-        if budget is not None:
-            NL, NU = interval_gradients(lower, upper, sets.nominal, sets.nominal, y, loss)
-    GL, GU = sum_with_budget(PL, PU, NL, NU, budget)
-    tl, tu = lower.to_vector(), upper.to_vector()
-    c = learning_rate / n
-    return pad(tl - c * GU, tu - c * GL, magnitude(tl, tu) + c * magnitude(GL, GU), 3)
+        if count is not None:
+            exact = sets.nominal[rows]
+            NL, NU = interval_gradients(lower, upper, exact, exact, yb, loss)
+    return sum_with_budget(PL, PU, NL, NU, count)
+
+
+def interval_update(theta, velocity, grad, recipe, step):
+    """Bounds on one SGD update of `certkit.mibp.recipe.Recipe` from boxes: ``theta = (lo, hi)``, ``velocity``
+    (None before the first step or without momentum) and the mean gradient ``grad``; returns padded
+    ``(theta, velocity)`` boxes.  The new parameters are ``(1 - λω) θ - λ (μ v + g)``, each variable once."""
+    (tL, tU), (gL, gU) = theta, grad
+    lr, wd, mu = float(recipe.rates[step]), recipe.weight_decay, recipe.momentum
+    mag_t = magnitude(tL, tU)
+    vL, vU = gL + wd * tL, gU + wd * tU  # d = g + ω θ
+    mag_v = magnitude(gL, gU) + wd * mag_t
+    sL, sU = gL, gU  # what is subtracted besides the decay: μ v + g
+    if velocity is not None and mu:
+        pL, pU = velocity
+        vL, vU = mu * pL + vL, mu * pU + vU
+        mag_v = mag_v + mu * magnitude(pL, pU)
+        sL, sU = mu * pL + gL, mu * pU + gU
+    a = 1.0 - lr * wd
+    lo = np.minimum(a * tL, a * tU) - lr * sU
+    hi = np.maximum(a * tL, a * tU) - lr * sL
+    new_theta = pad(lo, hi, mag_t * (1.0 + lr * wd) + lr * mag_v, 10)
+    new_velocity = pad(vL, vU, mag_v, 6) if mu else None
+    return new_theta, new_velocity
+
+
+def interval_step(lower, upper, sets, y, recipe, step, velocity=None):
+    """One certified SGD step of ``recipe`` by interval arithmetic from the parameter box ``[lower, upper]``
+    (MLPs) and the velocity box ``velocity`` ((lo, hi) vectors or None); returns ``((lo, hi), velocity)``."""
+    rows = recipe.batches[step]
+    GL, GU = batch_gradient_sum(lower, upper, sets, y, recipe.loss, rows)
+    b = len(rows)
+    grad = pad(GL / b, GU / b, magnitude(GL, GU) / b, 1)
+    return interval_update((lower.to_vector(), upper.to_vector()), velocity, grad, recipe, step)

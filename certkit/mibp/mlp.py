@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import itertools
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -18,10 +18,19 @@ from certkit._validation import (
     check_rng,
     check_same_length,
 )
+from certkit.mibp.recipe import LOSSES, Recipe, make_recipe
 
-__all__ = ["INITS", "LOSSES", "MLP", "check_labels", "check_sizes", "loss_gradient_output"]
+__all__ = [
+    "INITS",
+    "LOSSES",
+    "MLP",
+    "check_labels",
+    "check_sizes",
+    "loss_gradient_output",
+    "sigmoid",
+    "softmax",
+]
 
-LOSSES = ("hinge", "mse")
 INITS = ("he", "torch")
 
 
@@ -234,15 +243,18 @@ class MLP:
         X = check_array(X, "X", ndim=2, shape=(None, self.sizes[0]))
         loss = check_in_options(loss, "loss", LOSSES)
         y = check_labels(y, loss, self.sizes[-1], len(X))
+        return MLP.from_vector(self._gradient_vector(X, y, loss), self.sizes)
+
+    def _gradient_vector(self, X: np.ndarray, y: np.ndarray, loss: str) -> np.ndarray:
+        """`gradients` as a vector, for validated ``X`` and ``y`` (as `check_labels` returns them)."""
         acts, pre = self._finite_forward(X)
         g = loss_gradient_output(acts[-1], y, loss) / len(X)
-        gw, gb = [None] * self.n_layers, [None] * self.n_layers
+        parts: list[np.ndarray] = []
         for layer in range(self.n_layers - 1, -1, -1):
-            gw[layer] = g.T @ acts[layer]
-            gb[layer] = g.sum(axis=0)
+            parts[:0] = [(g.T @ acts[layer]).ravel(), g.sum(axis=0)]
             if layer > 0:
                 g = (g @ self.weights[layer]) * (pre[layer - 1] > 0)
-        return MLP(gw, gb)
+        return np.concatenate(parts)
 
     def gd_step(self, X: Any, y: Any, *, loss: str = "hinge", learning_rate: float = 0.1) -> MLP:
         """One full-batch gradient-descent step ``θ - λ ∇J(θ)``; returns a new MLP."""
@@ -259,24 +271,105 @@ class MLP:
         return MLP(ws, bs)
 
     def train(
-        self, X: Any, y: Any, *, loss: str = "hinge", epochs: int = 1, learning_rate: float = 0.1
+        self,
+        X: Any,
+        y: Any,
+        *,
+        loss: str = "hinge",
+        epochs: int = 1,
+        learning_rate: float | Sequence[float] | Callable[[int], float] = 0.1,
+        batch_size: int | None = None,
+        shuffle: bool = False,
+        drop_last: bool = False,
+        momentum: float = 0.0,
+        weight_decay: float = 0.0,
+        rng: RNGLike = None,
     ) -> list[MLP]:
-        """Full-batch gradient descent; returns the models after epochs ``0, 1, ..., epochs``."""
-        epochs = check_integer(epochs, "epochs", minimum=0)
-        check_allocation(8.0 * self.n_params * (epochs + 1.0), "epochs", epochs, what="the trained models")
+        """Train with stochastic gradient descent; returns the models after epochs ``0, 1, ..., epochs``.
+
+        The options are PyTorch's: ``torch.optim.SGD(lr, momentum=, weight_decay=)`` on the mean loss of each
+        batch of a ``DataLoader(batch_size=, shuffle=, drop_last=)`` (see `certkit.mibp.recipe`).
+
+        Parameters
+        ----------
+        X : array (n, d)
+        y : array
+            Labels for ``loss`` (see `certified_training`).
+        loss : {"hinge", "mse", "cross_entropy", "binary_cross_entropy"}
+        epochs : int
+        learning_rate : float, sequence or callable
+            A constant rate, one rate per gradient step, or ``step -> rate`` (steps counted from 0;
+            `InverseDecay` gives ``lr / (1 + decay * step)`` with a floor).
+        batch_size : int, optional
+            Rows per step (None: full batch).
+        shuffle : bool
+            A new order of the rows every epoch, drawn from ``rng``.
+        drop_last : bool
+            Drop each epoch's last incomplete batch.
+        momentum : float
+            Heavy-ball momentum in ``[0, 1)``.
+        weight_decay : float
+            L2 coefficient added to the gradient.
+        rng : None, int or numpy.random.Generator
+            Source of the shuffled order.
+        """
+        X = check_array(X, "X", ndim=2, shape=(None, self.sizes[0]))
+        loss = check_in_options(loss, "loss", LOSSES)
+        y = check_labels(y, loss, self.sizes[-1], len(X))
+        recipe = make_recipe(
+            len(X),
+            loss=loss,
+            epochs=epochs,
+            learning_rate=learning_rate,
+            batch_size=batch_size,
+            shuffle=shuffle,
+            drop_last=drop_last,
+            momentum=momentum,
+            weight_decay=weight_decay,
+            rng=rng,
+        )
+        return self.run(X, y, recipe)
+
+    def run(self, X: np.ndarray, y: np.ndarray, recipe: Recipe) -> list[MLP]:
+        """Train by ``recipe`` on validated ``X`` and ``y`` (as `check_labels` returns them).
+
+        Returns the models after epochs ``0, 1, ..., recipe.epochs``.
+        """
+        check_allocation(
+            8.0 * self.n_params * (recipe.epochs + 1.0), "epochs", recipe.epochs, what="the trained models"
+        )
+        if recipe.loss == "mse" and y.ndim == 1:
+            y = y[:, None]
+        theta, velocity = self.to_vector(), None
         path = [self]
-        for t in range(epochs + 1):
+        model = self
+        for step, rows in enumerate(recipe.batches):
             try:
-                if t < epochs:
-                    path.append(path[-1].gd_step(X, y, loss=loss, learning_rate=learning_rate))
-                elif epochs:  # the trained model's outputs must be finite too
-                    path[-1]._finite_forward(check_array(X, "X", ndim=2))
+                grad = model._gradient_vector(X[rows], y[rows], recipe.loss)
             except _OutputOverflow as exc:
-                if t == 0:
+                if step == 0:
                     raise
                 raise ValueError(
-                    f"training overflowed: after {t} gradient-descent step(s) with learning_rate="
-                    f"{learning_rate:g} {exc}; use a smaller learning_rate (or fewer epochs)"
+                    f"training overflowed: after {step} gradient step(s) ({recipe.describe()}) {exc}; use a "
+                    "smaller learning_rate (or fewer epochs)"
+                ) from exc
+            with np.errstate(over="ignore", invalid="ignore"):
+                theta, velocity = recipe.update(theta, velocity, grad, step)
+            if not np.all(np.isfinite(theta)):
+                raise ValueError(
+                    f"training overflowed: gradient step {step} ({recipe.describe()}) made the parameters "
+                    "non-finite; use a smaller learning_rate (or fewer epochs, or scaled inputs)"
+                )
+            model = MLP.from_vector(theta, self.sizes)
+            if (step + 1) % recipe.steps_per_epoch == 0:
+                path.append(model)
+        if recipe.n_steps:  # the trained model's outputs must be finite too
+            try:
+                model._finite_forward(X)
+            except _OutputOverflow as exc:
+                raise ValueError(
+                    f"training overflowed: after {recipe.n_steps} gradient step(s) ({recipe.describe()}) "
+                    f"{exc}; use a smaller learning_rate (or fewer epochs)"
                 ) from exc
         return path
 
@@ -304,11 +397,11 @@ def check_labels(
 ) -> np.ndarray:
     """Validate labels for ``loss`` and an ``n_outputs``-output network.
 
-    Binary hinge (one output): labels in {-1, +1}.  Multi-class hinge (``C > 1``
-    outputs): integer labels in ``0 .. C-1``.  MSE: real targets of shape ``(n,)``
-    (one output) or ``(n, C)``.  ``loss="classes"``: the classes `MLP.predict` returns, as for the
-    hinge loss (to score predictions, whatever the training loss).  ``name`` / ``x_name`` name the
-    labels and inputs in errors.
+    Binary hinge (one output): labels in {-1, +1}.  Multi-class hinge and cross-entropy (``C >= 2``
+    outputs): integer labels in ``0 .. C-1``.  Binary cross-entropy (one output): labels in {0, 1}.
+    MSE: real targets of shape ``(n,)`` (one output) or ``(n, C)``.  ``loss="classes"``: the classes
+    `MLP.predict` returns, as for the hinge loss (to score predictions, whatever the training loss).
+    ``name`` / ``x_name`` name the labels and inputs in errors.
     """
     if loss == "mse":
         y = check_array(y, name, ndim=(1, 2))
@@ -319,27 +412,52 @@ def check_labels(
                 f"{name} must have shape ({n},) or ({n}, {n_outputs}) for the MSE loss, got {y.shape}"
             )
         return y
+    if loss == "cross_entropy" and n_outputs < 2:
+        raise ValueError(
+            "loss='cross_entropy' needs a network with at least 2 outputs (one logit per class); "
+            "for one output use loss='binary_cross_entropy' with labels in {0, 1}"
+        )
+    if loss == "binary_cross_entropy" and n_outputs != 1:
+        raise ValueError(
+            f"loss='binary_cross_entropy' needs a network with one output, this one has {n_outputs}; "
+            "use loss='cross_entropy' with labels 0..C-1"
+        )
     y = check_array(y, name, ndim=1, dtype=None)
     check_same_length((x_name, range(n)), (name, y))
+    binary01 = loss == "binary_cross_entropy"
     if y.dtype == np.bool_ or not (np.issubdtype(y.dtype, np.integer) or np.issubdtype(y.dtype, np.floating)):
-        want = "-1 or +1" if n_outputs == 1 else f"integers in 0..{n_outputs - 1}"
+        want = "0 or 1" if binary01 else "-1 or +1" if n_outputs == 1 else f"integers in 0..{n_outputs - 1}"
         raise TypeError(f"labels {name} must be real numbers ({want}), got dtype {y.dtype}")
-    if loss != "hinge":
-        what = "the classes predict() returns"
+    if loss in ("hinge", "cross_entropy"):
+        what = f"the {'binary' if n_outputs == 1 else 'multi-class'} {loss.replace('_', '-')} loss"
+    elif binary01:
+        what = "the binary cross-entropy loss"
     else:
-        what = "the binary hinge loss" if n_outputs == 1 else "the multi-class hinge loss"
+        what = "the classes predict() returns"
     what += " (one output)" if n_outputs == 1 else f" ({n_outputs} outputs)"
+    if binary01:
+        if not np.all(np.isin(y, (0, 1))):
+            raise ValueError(f"labels {name} must be 0 or 1 for {what}")
+        return y.astype(np.float64)
     if n_outputs == 1:
         if not np.all(np.isin(y, (-1, 1))):
             raise ValueError(f"labels {name} must be -1 or +1 for {what}; map {{0, 1}} labels with 2*y - 1")
         return y.astype(np.float64)
-    if (
-        not np.all(y == np.round(y))
-        or y.min() < 0
-        or y.max() >= n_outputs
-    ):
+    if not np.all(y == np.round(y)) or y.min() < 0 or y.max() >= n_outputs:
         raise ValueError(f"labels {name} must be integers in 0..{n_outputs - 1} for {what}")
     return y.astype(np.int64)
+
+
+def softmax(f: np.ndarray) -> np.ndarray:
+    """Row-wise softmax of ``f`` (n, C), computed as ``exp(f - max f) / Σ exp(f - max f)``."""
+    e = np.exp(f - f.max(axis=1, keepdims=True))
+    return e / e.sum(axis=1, keepdims=True)
+
+
+def sigmoid(f: np.ndarray) -> np.ndarray:
+    """``1 / (1 + exp(-f))`` without overflow."""
+    e = np.exp(-np.abs(f))
+    return np.where(f >= 0, 1.0 / (1.0 + e), e / (1.0 + e))
 
 
 def loss_gradient_output(f: np.ndarray, y: np.ndarray, loss: str) -> np.ndarray:
@@ -348,10 +466,17 @@ def loss_gradient_output(f: np.ndarray, y: np.ndarray, loss: str) -> np.ndarray:
     Binary hinge ``max(0, 1 - y f)``: ``-y`` where ``1 - y f > 0``, else 0 (so 0 at the kink).
     Multi-class (Weston-Watkins) hinge ``Σ_{c≠y} max(0, 1 + f_c - f_y)``: each strictly
     positive term contributes +1 to ``f_c`` and -1 to ``f_y`` (0 at the kink).  MSE
-    ``Σ_c (f_c - y_c)^2``: ``2 (f - y)``.
+    ``Σ_c (f_c - y_c)^2``: ``2 (f - y)``.  Cross-entropy ``-log softmax(f)_y``: ``softmax(f) - onehot(y)``.
+    Binary cross-entropy with logits ``-y log σ(f) - (1 - y) log(1 - σ(f))``: ``σ(f) - y``.
     """
     if loss == "mse":
         return 2.0 * (f - y)
+    if loss == "cross_entropy":
+        g = softmax(f)
+        g[np.arange(len(f)), y] -= 1.0
+        return g
+    if loss == "binary_cross_entropy":
+        return sigmoid(f) - y[:, None]
     if f.shape[1] == 1:
         active = (1.0 - y * f[:, 0]) > 0
         return (-y * active)[:, None]

@@ -47,7 +47,11 @@ class InputSets:
     budget : int or None
         At most this many points differ from ``nominal`` (None: any number).
     label_flips : int or None
-        At most this many binary labels (±1) may be flipped (None: labels are exact).
+        At most this many labels may change to another class, on any points (None: labels are exact
+        unless ``flip_labels``).
+    flip_labels : bool
+        Paired poisoning: a point that deviates under ``budget`` may also change its label to another
+        class (``Budget(FeatureBox(ε) & LabelFlips(1), k)``).
     """
 
     nominal: np.ndarray
@@ -57,6 +61,12 @@ class InputSets:
     offset_hi: np.ndarray
     budget: int | None = None
     label_flips: int | None = None
+    flip_labels: bool = False
+
+    @property
+    def labels_vary(self) -> bool:
+        """Whether some label may change."""
+        return self.flip_labels or bool(self.label_flips)
 
     @classmethod
     def exact(cls, X: np.ndarray) -> InputSets:
@@ -86,8 +96,10 @@ class InputSets:
         Under a budget, a random subset of points deviates (``budget`` of them half of the time, a uniform
         number in ``0..budget`` otherwise) and the rest keep ``nominal``.
         """
-        vertex = check_bool(vertex, "vertex")
-        gen = check_rng(rng)
+        return self._sample(check_bool(vertex, "vertex"), check_rng(rng))[0]
+
+    def _sample(self, vertex: bool, gen: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+        """`sample` and the mask of the points that deviate (all of them without a budget)."""
         n, d = self.nominal.shape
         pick = np.floor(gen.random((n, d)) * self.n_options).astype(np.int64)
         base = np.take_along_axis(self.options, pick[:, :, None], axis=2)[:, :, 0]
@@ -96,26 +108,63 @@ class InputSets:
         else:
             off = self.offset_lo + gen.random((n, d)) * (self.offset_hi - self.offset_lo)
         X = base + off
+        deviates = np.ones(n, dtype=bool)
         if self.budget is not None:
             b = min(self.budget, n)
             m = b if gen.random() < 0.5 else int(gen.integers(0, b + 1))
-            keep = np.ones(n, dtype=bool)
-            keep[gen.choice(n, size=m, replace=False)] = False
-            X[keep] = self.nominal[keep]
-        return X
+            deviates[:] = False
+            deviates[gen.choice(n, size=m, replace=False)] = True
+            X[~deviates] = self.nominal[~deviates]
+        return X, deviates
 
-    def sample_labels(self, y: np.ndarray, rng: RNGLike = None) -> np.ndarray:
-        """Labels with up to ``label_flips`` random binary labels flipped (a copy of ``y`` otherwise)."""
+    def sample_labels(self, y: np.ndarray, rng: RNGLike = None, *, classes: Any = None) -> np.ndarray:
+        """Labels with up to ``label_flips`` random labels changed (a copy of ``y`` otherwise).
+
+        ``classes``: the label values (default ``(-1, 1)``, binary labels); a changed label takes another
+        of them, uniformly.
+        """
         y = np.array(check_array(y, "y", ndim=(1, 2), dtype=None), copy=True)
-        if self.label_flips and not np.all(np.isin(y, (-1, 1))):
-            raise ValueError("labels y must be -1 or +1 to be flipped (LabelFlips: binary hinge loss)")
+        classes = self._classes(y, classes)
         if self.label_flips:
             gen = check_rng(rng)
             b = min(self.label_flips, len(y))
             m = b if gen.random() < 0.5 else int(gen.integers(0, b + 1))
             flip = gen.choice(len(y), size=m, replace=False)
-            y[flip] = -y[flip]
+            y[flip] = _other_class(y[flip], classes, gen)
         return y
+
+    def sample_dataset(
+        self, y: np.ndarray, rng: RNGLike = None, *, vertex: bool = False, classes: Any = None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """One allowed training set ``(X', y')``: inputs as `sample`, labels as `sample_labels`; under paired
+        poisoning (``flip_labels``) each deviating point changes its label half of the time."""
+        gen = check_rng(rng)
+        X, deviates = self._sample(check_bool(vertex, "vertex"), gen)
+        y = self.sample_labels(y, gen, classes=classes)
+        if self.flip_labels:
+            classes = self._classes(y, classes)
+            rows = np.flatnonzero(deviates & (gen.random(len(y)) < 0.5))
+            y[rows] = _other_class(y[rows], classes, gen)
+        return X, y
+
+    def _classes(self, y: np.ndarray, classes: Any) -> np.ndarray:
+        if classes is None:
+            if self.labels_vary and not np.all(np.isin(y, (-1, 1))):
+                raise ValueError(
+                    "labels y must be -1 or +1 to be flipped without classes= (the label values)"
+                )
+            return np.array([-1.0, 1.0])
+        classes = np.unique(check_array(classes, "classes", ndim=1))
+        if self.labels_vary and (classes.size < 2 or not np.all(np.isin(y, classes))):
+            raise ValueError("classes must list at least two label values, including every label in y")
+        return classes
+
+
+def _other_class(labels: np.ndarray, classes: np.ndarray, gen: np.random.Generator) -> np.ndarray:
+    """A uniformly drawn class other than each label."""
+    pos = np.searchsorted(classes, labels)
+    shift = gen.integers(1, len(classes), size=len(labels))
+    return classes[(pos + shift) % len(classes)].astype(labels.dtype)
 
 
 class Perturbation:
@@ -294,7 +343,11 @@ class OrdinalShift(Perturbation):
 
 
 class Budget(Perturbation):
-    """At most ``k`` training points deviate (according to ``perturbation``); the others are exact."""
+    """At most ``k`` training points deviate (according to ``perturbation``); the others are exact.
+
+    With ``LabelFlips(1)`` inside (``Budget(FeatureBox(eps) & LabelFlips(1), k)``), each deviating point
+    may also change its label: paired feature-and-label poisoning of at most ``k`` points.
+    """
 
     def __init__(self, perturbation: Perturbation, k: int):
         if not isinstance(perturbation, Perturbation):
@@ -306,14 +359,22 @@ class Budget(Perturbation):
         _no_budget(sets, "another Budget")
         inner = self.perturbation.apply(sets)
         if inner.label_flips is not None:
-            raise ValueError("Budget and LabelFlips cannot be combined (two budgets); use one of them")
+            if inner.label_flips != 1:
+                raise ValueError(
+                    "inside a Budget, LabelFlips(1) says that each deviating point may also change its label "
+                    "(paired poisoning: Budget(FeatureBox(eps) & LabelFlips(1), k)); "
+                    f"got LabelFlips({inner.label_flips})"
+                )
+            return replace(inner, budget=self.k, label_flips=None, flip_labels=True)
         return replace(inner, budget=self.k)
 
 
 class LabelFlips(Perturbation):
-    """At most ``k`` training labels are flipped (binary hinge loss, labels in {-1, +1}).
+    """At most ``k`` training labels change to another class (any other class when there are more than two).
 
-    Combines with input perturbations (``FeatureBox(0.01) & LabelFlips(2)``) but not with `Budget`.
+    For the classification losses (hinge, cross-entropy, binary cross-entropy).  Combines with input
+    perturbations of every point (``FeatureBox(0.01) & LabelFlips(2)``); inside a `Budget`,
+    ``LabelFlips(1)`` makes the budget's deviating points change label too (paired poisoning).
     """
 
     def __init__(self, k: int):
@@ -321,7 +382,10 @@ class LabelFlips(Perturbation):
 
     def apply(self, sets: InputSets) -> InputSets:
         if sets.budget is not None:
-            raise ValueError("Budget and LabelFlips cannot be combined (two budgets); use one of them")
+            raise ValueError(
+                "LabelFlips cannot follow a Budget; for paired poisoning put LabelFlips(1) inside it: "
+                "Budget(FeatureBox(eps) & LabelFlips(1), k)"
+            )
         if sets.label_flips is not None:
             raise ValueError("LabelFlips may appear only once in a composition")
         return replace(sets, label_flips=self.k)

@@ -10,6 +10,7 @@ import numpy as np
 from certkit._results import ResultMixin, format_table
 from certkit._validation import check_integer
 from certkit.mibp.mlp import MLP
+from certkit.mibp.recipe import Recipe
 from certkit.mibp.solvers import SolveStats
 
 __all__ = ["CertifiedTrainingResult", "check_epoch"]
@@ -35,9 +36,13 @@ class CertifiedTrainingResult(ResultMixin):
         early and used the dual bound), ``rejected`` (programs whose coefficients exceed `MAX_SCALE`,
         bounded by interval arithmetic instead), ``max_vars``, ``max_bilinear``, ``programs``.
     backend, formulation, loss : str
-    learning_rate : float
+    learning_rate : float or tuple of float
+        The constant rate, or every step's rate when they vary.
     carry : str
         How the parameter set is carried between steps (``"box"`` or ``"affine"``).
+    recipe : Recipe or None
+        The training recipe (`certkit.mibp.recipe.Recipe`): every step's rate and batch (the batch order
+        drawn once; the boxes hold for that order), momentum and weight decay.
     """
 
     lower: tuple[MLP, ...]
@@ -49,8 +54,9 @@ class CertifiedTrainingResult(ResultMixin):
     backend: str
     formulation: str
     loss: str
-    learning_rate: float
+    learning_rate: float | tuple[float, ...]
     carry: str = "box"
+    recipe: Recipe | None = None
 
     @property
     def bounds(self) -> list[tuple[MLP, MLP]]:
@@ -98,9 +104,10 @@ class CertifiedTrainingResult(ResultMixin):
                     st["max_vars"],
                 ]
             )
+        recipe = self.recipe.describe() if self.recipe is not None else f"loss={self.loss}"
         title = (
             f"MIBP certified training: backend={self.backend}, formulation={self.formulation}, "
-            f"loss={self.loss}, lr={self.learning_rate}, carry={self.carry}, model {list(self.nominal.sizes)}"
+            f"{recipe}, carry={self.carry}, model {list(self.nominal.sizes)}"
         )
         return format_table(
             ["epoch", "max width", "mean width", "seconds", "solves", "not optimal", "max vars"],

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
 import math
 import time
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
-from certkit._typing import ExecutorArg, Progress
+from certkit._typing import ExecutorArg, Progress, RNGLike
 from certkit._validation import (
     check_allocation,
     check_array,
@@ -22,12 +24,13 @@ from certkit.mibp.encoding import build_decomposed, build_joint
 from certkit.mibp.interval import interval_margin, interval_step, magnitude, pad, sum_with_budget
 from certkit.mibp.lagrangian import centre_multipliers
 from certkit.mibp.licence import check_gurobi_licence
-from certkit.mibp.mlp import LOSSES, MLP, check_labels
+from certkit.mibp.mlp import MLP, check_labels
 from certkit.mibp.perturbation import InputSets, Perturbation
+from certkit.mibp.recipe import LOSSES, Recipe, make_recipe
 from certkit.mibp.result import CertifiedTrainingResult
 from certkit.mibp.solvers import BACKENDS, BackendOptions, SolveStats, check_backend, lp_bounds, solve_program
 from certkit.mibp.witnesses import Witnesses
-from certkit.parallel import parallel_map, resolve_executor
+from certkit.parallel import parallel_map, resolve_executor, single_threaded
 
 __all__ = ["BACKENDS", "CARRIES", "FORMULATIONS", "CertifiedTrainingResult", "certified_training"]
 
@@ -58,7 +61,13 @@ def certified_training(
     perturbation: Perturbation,
     loss: str = "hinge",
     epochs: int = 1,
-    learning_rate: float = 0.1,
+    learning_rate: float | Sequence[float] | Callable[[int], float] = 0.1,
+    batch_size: int | None = None,
+    shuffle: bool = False,
+    drop_last: bool = False,
+    momentum: float = 0.0,
+    weight_decay: float = 0.0,
+    rng: RNGLike = None,
     backend: str = "interval",
     formulation: str = "decomposed",
     carry: str = "box",
@@ -71,7 +80,7 @@ def certified_training(
     validation: tuple[Any, Any] | None = None,
     patience: int | None = None,
 ) -> CertifiedTrainingResult:
-    """Bound every parameter of full-batch gradient descent over all datasets allowed by ``perturbation``.
+    """Bound every parameter of SGD training over all datasets allowed by ``perturbation``.
 
     Parameters
     ----------
@@ -81,20 +90,39 @@ def certified_training(
         Observed training inputs.
     y : array (n,) or (n, C)
         Labels: {-1, +1} for the binary hinge (one output), integers ``0..C-1`` for the
-        multi-class hinge, real targets for ``loss="mse"``.
+        multi-class hinge and for cross-entropy (``C >= 2`` outputs), {0, 1} for binary
+        cross-entropy (one output), real targets for ``loss="mse"``.
     perturbation : Perturbation
-        Which inputs could have been observed instead (`FeatureBox`, `MissingValues`,
-        `OrdinalShift`, `Budget`, or a composition ``a & b``).
-    loss : {"hinge", "mse"}
-        Mean training loss ``J = (1/n) Σ_k ℓ_k``.
+        Which training sets could have been the real one (`FeatureBox`, `MissingValues`,
+        `OrdinalShift`, `Budget`, `LabelFlips`, or a composition ``a & b``; paired poisoning of at
+        most ``k`` points: ``Budget(FeatureBox(eps) & LabelFlips(1), k)``).
+    loss : {"hinge", "mse", "cross_entropy", "binary_cross_entropy"}
+        Mean training loss of each batch ``J = (1/|B|) Σ_{k∈B} ℓ_k`` (PyTorch's ``CrossEntropyLoss`` and
+        ``BCEWithLogitsLoss`` for the two cross-entropies).
     epochs : int
-        Number of full-batch gradient-descent steps ``θ_{t+1} = θ_t - λ ∇J(θ_t)``.
-    learning_rate : float
-        λ > 0.
+        Passes over the data; the result holds the box after each.
+    learning_rate : float, sequence or callable
+        A constant rate λ > 0, one rate per gradient step, or a callable ``step -> rate`` (steps counted
+        from 0 over all gradient steps; `InverseDecay` is ``lr / (1 + decay * step)`` with a floor).
+    batch_size : int, optional
+        Rows per gradient step (None: full batch, one step per epoch).
+    shuffle : bool
+        Draw a new order of the rows every epoch from ``rng``; the order is drawn once, stored in
+        ``result.recipe`` and the boxes hold for that order.
+    drop_last : bool
+        Drop each epoch's last batch when it is incomplete.
+    momentum : float
+        Heavy-ball momentum in ``[0, 1)`` (``torch.optim.SGD(momentum=...)``); the velocity gets its own box.
+    weight_decay : float
+        L2 coefficient added to the gradient (``torch.optim.SGD(weight_decay=...)``).
+    rng : None, int or numpy.random.Generator
+        Source of the shuffled batch order.
     backend : {"interval", "gurobi", "scip", "milp", "lp"}
-        ``interval``: interval arithmetic (fast, loosest). ``gurobi`` / ``scip``: exact mixed-integer
-        bilinear programs. ``milp``: McCormick envelopes + binaries (HiGHS directly, or the cvxpy
-        ``solver``). ``lp``: its LP relaxation.
+        ``interval``: interval arithmetic (fast, loosest; every recipe). ``gurobi`` / ``scip``: exact
+        mixed-integer bilinear programs. ``milp``: McCormick envelopes + binaries (HiGHS directly, or the
+        cvxpy ``solver``). ``lp``: its LP relaxation.  The program backends certify full-batch gradient
+        descent with a constant rate, the hinge or MSE loss and input perturbations or binary label
+        flips; other recipes raise a `ValueError` naming the backends that support them.
     formulation : {"decomposed", "joint", "hybrid", "lagrangian"}
         ``joint``: one program over all samples with shared θ (tightest); ``decomposed``: one program
         per sample with its own copy of θ (a sound relaxation that scales linearly in n);
@@ -181,7 +209,18 @@ def certified_training(
     check_allocation(
         24.0 * model.n_params * (epochs + 1.0), "epochs", epochs, what="the per-epoch parameter boxes"
     )
-    lr = check_positive(learning_rate, "learning_rate")
+    recipe = make_recipe(
+        len(X),
+        loss=loss,
+        epochs=epochs,
+        learning_rate=learning_rate,
+        batch_size=batch_size,
+        shuffle=shuffle,
+        drop_last=drop_last,
+        momentum=momentum,
+        weight_decay=weight_decay,
+        rng=rng,
+    )
     backend = check_in_options(backend, "backend", BACKENDS)
     formulation = check_in_options(formulation, "formulation", FORMULATIONS)
     carry = check_in_options(carry, "carry", CARRIES)
@@ -209,16 +248,37 @@ def certified_training(
             validation[1], "classes", model.sizes[-1], len(X_val), name="y_val", x_name="X_val"
         )
     sets = perturbation.sets(X)
-    if sets.label_flips is not None and (loss != "hinge" or model.sizes[-1] != 1):
-        raise ValueError("LabelFlips needs the binary hinge loss (one output, labels in {-1, +1})")
+    if sets.labels_vary and loss == "mse":
+        raise ValueError(
+            "LabelFlips needs a classification loss (hinge, cross_entropy or binary_cross_entropy)"
+        )
+    if backend != "interval":
+        _check_program_recipe(backend, recipe, sets, model.sizes[-1])
     options = BackendOptions(backend, time_limit, solver, tighten_bounds, verbose)
+    early_stop = None if patience is None else (X_val, y_val, patience)
 
-    nominal_path = model.train(X, y_fit, loss=loss, epochs=epochs, learning_rate=lr)
+    # interval arithmetic and the nominal run multiply thin matrices: one BLAS thread is faster
+    with single_threaded() if backend == "interval" else contextlib.nullcontext():
+        return _train(
+            model, X, y, y_fit, sets, recipe, options, formulation, carry, executor, progress, early_stop
+        )
+
+
+def _train(model, X, y, y_fit, sets, recipe, options, formulation, carry, executor, progress, early_stop):
+    """The certified run once its arguments are checked: the nominal run, then every step of every epoch.
+
+    ``early_stop``: None or ``(X_val, y_val, patience)``.
+    """
+    epochs, loss, backend = recipe.epochs, recipe.loss, options.backend
+    lr = float(recipe.rates[0])
+    nominal_path = model.run(X, y_fit, recipe)
     witnesses = Witnesses(model, X, y, y_fit, sets, loss, lr, epochs) if backend != "interval" else None
-    affine = AffineCarry(model, sets, y, loss, lr) if carry == "affine" else None
+    affine = AffineCarry(model, sets, y, recipe) if carry == "affine" else None
     lowers, uppers, seconds, stats = [model], [model], [], []
     scores: list[float] = []  # validation certified accuracy after epochs 1, 2, ...
     sizes = model.sizes
+    velocity = None  # the velocity box (momentum)
+    lower, upper = model, model
     # one pool for every epoch (an int executor), none for interval arithmetic
     with resolve_executor(executor if backend != "interval" else None, n_items=len(X)) as pool:
         for t in range(epochs):
@@ -230,23 +290,35 @@ def certified_training(
                     if isinstance(progress, bool)
                     else f"{progress} epoch {t + 1}/{epochs}"
                 )
-            newL, newU, st = _step(
-                lowers[-1], uppers[-1], sets, y, loss, lr, formulation, options, pool, desc, (witnesses, t)
-            )
-            if affine is not None:
-                aL, aU = affine.step(lowers[-1], uppers[-1])
-                newL, newU = np.fmax(newL, aL), np.fmin(newU, aU)  # a non-finite zonotope bound is ignored
-            if witnesses is not None:
-                witnesses.check_step(t, newL, newU, backend)
-            if np.any(newL > newU):
-                raise RuntimeError("internal error: empty parameter box; please report this with the inputs")
-            lowers.append(MLP.from_vector(newL, sizes))
-            uppers.append(MLP.from_vector(newU, sizes))
+            st = SolveStats()
+            for step in range(recipe.epoch_end(t), recipe.epoch_end(t + 1)):
+                if backend == "interval":
+                    (newL, newU), velocity = _interval_step(lower, upper, sets, y, recipe, step, velocity)
+                else:
+                    newL, newU, st = _step(
+                        lower, upper, sets, y, loss, lr, formulation, options, pool, desc, (witnesses, t)
+                    )
+                if affine is not None:
+                    aL, aU = affine.step(lower, upper, step)
+                    newL, newU = (
+                        np.fmax(newL, aL),
+                        np.fmin(newU, aU),
+                    )  # a non-finite zonotope bound is ignored
+                if witnesses is not None:
+                    witnesses.check_step(t, newL, newU, backend)
+                if np.any(newL > newU):
+                    raise RuntimeError(
+                        "internal error: empty parameter box; please report this with the inputs"
+                    )
+                lower, upper = MLP.from_vector(newL, sizes), MLP.from_vector(newU, sizes)
+            lowers.append(lower)
+            uppers.append(upper)
             seconds.append(time.perf_counter() - start)
             stats.append(st)
-            if patience is not None:  # the validation score drives early stopping only
+            if early_stop is not None:  # the validation score drives early stopping only
+                X_val, y_val, patience = early_stop
                 pred = nominal_path[t + 1].predict(X_val)
-                certified = interval_margin(lowers[-1], uppers[-1], X_val, pred) > 0
+                certified = interval_margin(lower, upper, X_val, pred) > 0
                 scores.append(float(np.mean(certified & (pred == y_val))))
                 if len(scores) - 1 - int(np.argmax(scores)) >= patience:
                     nominal_path = nominal_path[: t + 2]
@@ -261,9 +333,40 @@ def certified_training(
         backend=backend,
         formulation=formulation if backend != "interval" else "interval",
         loss=loss,
-        learning_rate=lr,
+        learning_rate=recipe.learning_rate,
         carry=carry,
+        recipe=recipe,
     )
+
+
+def _check_program_recipe(backend: str, recipe: Recipe, sets: InputSets, n_outputs: int) -> None:
+    """The program backends certify plain full-batch GD with the hinge or MSE loss and binary label flips."""
+    why = None
+    if recipe.loss not in ("hinge", "mse"):
+        why = f"loss={recipe.loss!r}"
+    elif not recipe.plain:
+        why = "a learning-rate schedule, mini-batches, momentum or weight decay"
+    elif sets.flip_labels:
+        why = "paired poisoning (LabelFlips inside a Budget)"
+    elif sets.label_flips is not None and n_outputs != 1:
+        why = "label flips between more than two classes"
+    if why is not None:
+        raise ValueError(
+            f"backend={backend!r} does not support {why}; use backend='interval' (with carry='box' or "
+            "carry='affine'), which certifies every recipe"
+        )
+
+
+def _interval_step(lower, upper, sets, y, recipe, step, velocity):
+    """`interval_step`, refusing bounds that left the float64 range."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        (iL, iU), velocity = interval_step(lower, upper, sets, y, recipe, step, velocity)
+    if not (np.all(np.isfinite(iL)) and np.all(np.isfinite(iU))):
+        raise BoundsOverflowError(
+            "the parameter bounds overflowed (interval bounds are no longer finite); certify fewer epochs "
+            "or use a smaller epsilon or learning_rate"
+        )
+    return (iL, iU), velocity
 
 
 def _step(
@@ -273,13 +376,8 @@ def _step(
 
     ``witness = (Witnesses or None, epoch)``: known feasible points for the runtime guard.
     """
-    with np.errstate(over="ignore", invalid="ignore"):
-        iL, iU = interval_step(lower, upper, sets, y, loss, lr)
-    if not (np.all(np.isfinite(iL)) and np.all(np.isfinite(iU))):
-        raise BoundsOverflowError(
-            "the parameter bounds overflowed (interval bounds are no longer finite); certify fewer epochs "
-            "or use a smaller epsilon or learning_rate"
-        )
+    plain = make_recipe(len(y), loss=loss, epochs=1, learning_rate=lr)
+    (iL, iU), _ = _interval_step(lower, upper, sets, y, plain, 0, None)
     if options.backend == "interval":
         return iL, iU, SolveStats()
     if formulation == "joint":

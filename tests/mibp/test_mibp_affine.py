@@ -10,15 +10,17 @@ from scipy.optimize import linprog
 from certkit.mibp import MLP, Budget, FeatureBox, LabelFlips, certified_training
 from certkit.mibp.affine import AffineCarry
 from certkit.mibp.attack import PERTURBATION_KINDS, attack_violation, random_case
+from certkit.mibp.recipe import make_recipe
 
 
 def _pure_zonotopes(model, X, y, perturbation, loss, lr, epochs):
     """Zonotopes of the affine carry alone: each step is told only the zonotope's own hull."""
-    carry = AffineCarry(model, perturbation.sets(X), y, loss, lr)
+    recipe = make_recipe(len(X), loss=loss, epochs=epochs, learning_rate=lr)
+    carry = AffineCarry(model, perturbation.sets(X), y, recipe)
     out = [carry.zonotope]
-    for _ in range(epochs):
+    for step in range(epochs):
         lo, hi = carry.zonotope.bounds()
-        carry.step(MLP.from_vector(lo, model.sizes), MLP.from_vector(hi, model.sizes))
+        carry.step(MLP.from_vector(lo, model.sizes), MLP.from_vector(hi, model.sizes), step)
         out.append(carry.zonotope)
     return out
 
@@ -201,7 +203,10 @@ def test_unperturbed_entries_get_no_symbol():
     """Review finding: every entry of X got a symbol of radius ~1e-300 (slow steps)."""
     X = np.random.default_rng(0).normal(size=(20, 3))
     carry = AffineCarry(
-        MLP.random([3, 4, 1], rng=0), FeatureBox(0.1, points=[0]).sets(X), np.ones(20), "hinge", 0.1
+        MLP.random([3, 4, 1], rng=0),
+        FeatureBox(0.1, points=[0]).sets(X),
+        np.ones(20),
+        make_recipe(20, loss="hinge", epochs=1, learning_rate=0.1),
     )
     assert np.count_nonzero(carry.rad) == 3
 
@@ -209,7 +214,10 @@ def test_unperturbed_entries_get_no_symbol():
 def test_a_non_finite_remainder_is_not_dropped():
     """Review finding: `_reduce` picked fresh symbols with ``r > 0``, so a NaN remainder vanished."""
     carry = AffineCarry(
-        MLP.random([1, 2, 1], rng=0), FeatureBox(0.1).sets(np.zeros((1, 1))), np.array([1.0]), "hinge", 0.1
+        MLP.random([1, 2, 1], rng=0),
+        FeatureBox(0.1).sets(np.zeros((1, 1))),
+        np.array([1.0]),
+        make_recipe(1, loss="hinge", epochs=1, learning_rate=0.1),
     )
     zonotope = carry._reduce(np.zeros(7), np.zeros((7, 0)), np.zeros(0, dtype=np.int64), np.full(7, np.nan))
     lower, upper = zonotope.bounds()

@@ -163,7 +163,7 @@ def test_bad_arguments(monkeypatch):
         certified_training(model, X, y[:-1], perturbation=box)
     with pytest.raises(TypeError, match="Perturbation"):
         certified_training(model, X, y, perturbation=0.01)
-    with pytest.raises(ValueError, match="LabelFlips needs the binary hinge"):
+    with pytest.raises(ValueError, match="LabelFlips needs a classification loss"):
         certified_training(model, X, X[:, 0], perturbation=LabelFlips(1), loss="mse")
     with pytest.raises(TypeError, match="MLP"):
         certified_training("net", X, y, perturbation=box)
