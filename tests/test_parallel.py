@@ -4,6 +4,8 @@ import functools
 import math
 import operator
 import os
+import subprocess
+import sys
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 
@@ -165,15 +167,59 @@ def test_single_threaded_limits_the_block_and_restores_after_the_last_of_nested_
             inside.wait()
             if last:
                 left.wait()  # the other two have left their blocks
-                return parallel._SINGLE.depth, parallel._SINGLE.limiter is not None
+                return parallel._SINGLE.depth, parallel._SINGLE.limiters != []
         left.wait()
         return None
 
     with ThreadPoolExecutor(3) as pool:
         seen = list(pool.map(block, [True, False, False]))
     assert seen[0] == (1, True)
-    assert parallel._SINGLE.depth == 0 and parallel._SINGLE.limiter is None
+    assert parallel._SINGLE.depth == 0 and parallel._SINGLE.limiters == []
     assert _native_threads() == before
+
+
+_SECOND_THREAD = """
+import os
+import threading
+import numpy as np
+from threadpoolctl import threadpool_info
+from certkit.parallel import single_threaded
+
+seen = {}
+
+def second():
+    import scipy.linalg, sklearn.utils._openmp_helpers  # a second OpenBLAS and OpenMP, loaded now
+    with single_threaded():
+        seen["inside"] = {(p["internal_api"], p["filepath"]): p["num_threads"] for p in threadpool_info()}
+    seen["after"] = threadpool_info()  # this thread's OpenMP; OpenBLAS while main's block is open
+
+with single_threaded():
+    thread = threading.Thread(target=second)
+    thread.start()
+    thread.join()
+assert set(seen["inside"].values()) == {1}, seen["inside"]
+assert {p["internal_api"] for p in seen["after"]} >= {"openblas", "openmp"}
+# restored after the last block (OpenBLAS caps its default at the CPU count)
+assert os.cpu_count() == 1 or min(p["num_threads"] for p in threadpool_info()) > 1, threadpool_info()
+
+def alone():  # a block in a thread, when no other block is open
+    with single_threaded():
+        seen["alone"] = {p["filepath"]: p["num_threads"] for p in threadpool_info()}
+
+thread = threading.Thread(target=alone)
+thread.start()
+thread.join()
+assert set(seen["alone"].values()) == {1}, seen["alone"]
+"""
+
+
+def test_single_threaded_holds_in_a_second_thread_for_libraries_loaded_after_the_first_block():
+    """Issue 30 item 5: a block opened in a second thread after the main thread opened one left the
+    OpenBLAS loaded since (scipy's) and that thread's OpenMP at their default thread counts."""
+    env = {**os.environ, "OPENBLAS_NUM_THREADS": "3", "OMP_NUM_THREADS": "3"}
+    proc = subprocess.run([sys.executable, "-c", _SECOND_THREAD], capture_output=True, text=True, env=env,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
 
 
 def test_serial_then_pool_with_highs_does_not_hang(many_cpus):

@@ -133,33 +133,81 @@ def resolve_executor(
     yield executor
 
 
+def _per_thread(lib: Any) -> bool:
+    """Whether a thread pool's limit is per calling thread: OpenMP's (and BLAS built on OpenMP)."""
+    return lib.internal_api == "openmp" or getattr(lib, "threading_layer", None) == "openmp"
+
+
+def _release_blas_control() -> None:
+    """Let the next thread set OpenBLAS's process-wide limit.
+
+    threadpoolctl (>= 3.6) lets only the thread that last set an OpenBLAS limit set it again, until that
+    thread releases it, and ignores the others silently; `single_threaded` serialises its changes with its own
+    lock, so it releases control after every change: a block opened in any thread can then limit OpenBLAS
+    (a block in a second thread, after one in the main thread, left OpenBLAS at its default otherwise).
+    """
+    from threadpoolctl import OpenBLASController
+
+    release = getattr(OpenBLASController, "clear_controlling_thread", None)
+    if release is not None:
+        release()
+
+
 class _SingleThreaded:
-    """State of `single_threaded`: how many blocks are open in this process, and the limit they hold."""
+    """State of `single_threaded`: the blocks open in this process and in each thread, and their limits.
+
+    Process-wide pools (OpenBLAS or BLIS on pthreads, MKL) are limited when the first block in the process
+    opens and restored when the last closes; a pool loaded by an import made while blocks are open is
+    limited when the next block opens. OpenMP's limit belongs to the calling thread, so each thread limits
+    its own OpenMP pools when its first block opens and restores them when its last closes.
+    """
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
         self.depth = 0
-        self.limiter: Any = None
+        self.limiters: list[Any] = []  # process-wide limits held while depth > 0
+        self.limited: set[str] = set()  # the libraries they hold, by file path
         self.controller: Any = None
         self.modules = -1  # len(sys.modules) when the controller was made
+        self.thread = threading.local()  # depth and OpenMP limit of the calling thread
+
+    def _libraries(self) -> Any:
+        if self.modules != len(sys.modules):  # a library imported since may bring a thread pool
+            from threadpoolctl import ThreadpoolController
+
+            self.controller = ThreadpoolController()
+            self.modules = len(sys.modules)
+        return self.controller
 
     def enter(self) -> None:
         with self.lock:
-            if self.depth == 0:
-                if self.modules != len(sys.modules):  # a library imported since may bring a thread pool
-                    from threadpoolctl import ThreadpoolController
-
-                    self.controller = ThreadpoolController()
-                    self.modules = len(sys.modules)
-                self.limiter = self.controller.limit(limits=1)
+            libraries = self._libraries()
+            shared = [lib.filepath for lib in libraries.lib_controllers
+                      if not _per_thread(lib) and lib.filepath not in self.limited]
+            if shared:
+                self.limiters.append(libraries.select(filepath=shared).limit(limits=1))
+                self.limited.update(shared)
+                _release_blas_control()
             self.depth += 1
+            depth = getattr(self.thread, "depth", 0)
+            if depth == 0:
+                own = [lib.filepath for lib in libraries.lib_controllers if _per_thread(lib)]
+                self.thread.limiter = libraries.select(filepath=own).limit(limits=1) if own else None
+            self.thread.depth = depth + 1
 
     def exit(self) -> None:
         with self.lock:
+            self.thread.depth -= 1
+            if self.thread.depth == 0 and self.thread.limiter is not None:
+                self.thread.limiter.restore_original_limits()
+                self.thread.limiter = None
             self.depth -= 1
             if self.depth == 0:
-                self.limiter.restore_original_limits()
-                self.limiter = None
+                for limiter in reversed(self.limiters):
+                    limiter.restore_original_limits()
+                _release_blas_control()
+                self.limiters.clear()
+                self.limited.clear()
 
 
 _SINGLE = _SingleThreaded()
@@ -174,8 +222,11 @@ def single_threaded() -> Iterator[None]:
     where its item ran (a BLAS reduction can round differently with another thread count), and
     workers do not oversubscribe the CPUs (two workers with two OpenBLAS threads each on two cores
     were 40% slower in the causal graph search). Blocks nest and may be open in several threads at
-    once: the limit is set when the first opens and the previous limits come back when the last
-    closes. Libraries are found with ``threadpoolctl``.
+    once, and the limit holds in every thread inside a block: process-wide pools (OpenBLAS, BLIS,
+    MKL) are limited when the first block in the process opens and restored when the last closes,
+    including pools of libraries imported while blocks are open (limited when the next block opens);
+    OpenMP pools, whose limit belongs to the calling thread, are limited by each thread's first block
+    and restored when that thread's last block closes. Libraries are found with ``threadpoolctl``.
     """
     _SINGLE.enter()
     try:
