@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import csv
 import sys
 import time
 
@@ -51,41 +50,15 @@ _FORMAT = (
 )
 
 
-def _read_csv(path: str) -> tuple[np.ndarray, list[str]]:
-    try:
-        with open(path, newline="", encoding="utf-8") as handle:
-            rows = list(csv.reader(handle))
-    except (UnicodeDecodeError, csv.Error) as exc:
-        with open(path, "rb") as handle:
-            magic = handle.read(6)
-        kind = {b"\x93NUMPY": "a NumPy .npy file", b"PK\x03\x04": "a zip or NumPy .npz file"}.get(
-            magic if magic == b"\x93NUMPY" else magic[:4], "binary"
-        )
-        raise ValueError(f"{path} is not a text CSV file ({kind}); {_FORMAT}") from exc
-    if len(rows) < 2:
-        raise ValueError(f"{path} needs a header row and at least one data row")
-    header, body = rows[0], rows[1:]
-    data = np.empty((len(body), len(header)))
-    for r, row in enumerate(body, start=2):
-        if len(row) != len(header):
-            raise ValueError(f"{path} line {r} has {len(row)} fields, the header has {len(header)}")
-        for c, value in enumerate(row):
-            try:
-                data[r - 2, c] = float(value)
-            except ValueError:
-                raise ValueError(
-                    f"{path} line {r}, column {header[c]!r}: {value!r} is not a number"
-                ) from None
-    return data, header
-
-
 def _load(args: argparse.Namespace) -> tuple[np.ndarray, list[str], object]:
     if args.dataset == "sachs":
         from certkit.datasets import load_sachs
 
         ds = load_sachs()
         return np.log(ds.X), list(ds.feature_names), ds
-    X, names = _read_csv(args.csv)
+    from certkit.datasets._base import read_numeric_csv
+
+    X, names = read_numeric_csv(args.csv, how=_FORMAT)
     if args.log:
         if np.any(~(X > 0)):
             raise ValueError("--log needs strictly positive values")

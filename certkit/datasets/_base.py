@@ -1,8 +1,10 @@
-"""Dataset containers and the reader for the embedded data files."""
+"""Dataset containers, the reader for the embedded data files and the reader of users' numeric CSV files."""
 
 from __future__ import annotations
 
+import csv
 import gzip
+import io
 from dataclasses import dataclass
 from importlib import resources
 
@@ -261,3 +263,47 @@ def read_table(filename: str) -> tuple[tuple[str, ...], list[list[str]]]:
     header = tuple(name.strip('"') for name in lines[0].split(","))
     rows = [[cell.strip('"') for cell in line.split(",")] for line in lines[1:] if line]
     return header, rows
+
+
+def read_numeric_csv(path: str, *, how: str) -> tuple[np.ndarray, list[str]]:
+    """A user's CSV file: a header row of names, then numeric rows, as ``(X, names)``.
+
+    UTF-8 with or without a byte-order mark is read; any other file raises a ``ValueError`` that says what
+    the file is (a NumPy file, UTF-16 or other non-UTF-8 text, binary) and ends with ``how`` (the format the
+    caller reads).
+    """
+    with open(path, "rb") as handle:
+        raw = handle.read()
+    try:
+        text = raw.decode("utf-8-sig")  # a byte-order mark (Excel's "CSV UTF-8") is not part of the header
+        rows = list(csv.reader(io.StringIO(text, newline="")))
+    except (UnicodeDecodeError, csv.Error) as exc:
+        raise ValueError(f"{path} is not a UTF-8 text CSV file ({_file_kind(raw)}); {how}") from exc
+    if len(rows) < 2:
+        raise ValueError(f"{path} needs a header row and at least one data row")
+    header, body = rows[0], rows[1:]
+    data = np.empty((len(body), len(header)))
+    for r, row in enumerate(body, start=2):
+        if len(row) != len(header):
+            raise ValueError(f"{path} line {r} has {len(row)} fields, the header has {len(header)}")
+        for c, value in enumerate(row):
+            try:
+                data[r - 2, c] = float(value)
+            except ValueError:
+                raise ValueError(
+                    f"{path} line {r}, column {header[c]!r}: {value!r} is not a number"
+                ) from None
+    return data, header
+
+
+def _file_kind(raw: bytes) -> str:
+    """What a file that is not UTF-8 text is, and what to do about it."""
+    if raw.startswith(b"\x93NUMPY"):
+        return "a NumPy .npy file"
+    if raw.startswith(b"PK\x03\x04"):
+        return "a zip or NumPy .npz file"
+    if raw.startswith((b"\xff\xfe", b"\xfe\xff")):
+        return "UTF-16 text: re-save it as UTF-8"
+    if b"\x00" in raw[:4096]:
+        return "binary"
+    return "text in another encoding than UTF-8, such as latin-1 or cp1252: re-save it as UTF-8"

@@ -56,3 +56,35 @@ def test_equal_mixing_sets_count_once():
     many = cpdag(CHAIN, mixing_sets=[[0]] * 10**6)  # tried to allocate 931 GiB before
     assert time.perf_counter() - start < 30
     np.testing.assert_array_equal(many, cpdag(CHAIN, mixing_sets=[[0]]))
+
+
+# --- items 6 and 11: what certkit causal reads ---
+
+
+def _table(n=60, seed=0):
+    X = np.random.default_rng(seed).normal(size=(n, 3))
+    return "a,b,c\n" + "\n".join(",".join(f"{v:.6f}" for v in row) for row in X) + "\n"
+
+
+def test_cli_reads_a_utf8_file_with_a_byte_order_mark(tmp_path):
+    from certkit.datasets._base import read_numeric_csv
+
+    path = tmp_path / "bom.csv"
+    path.write_bytes(_table().encode("utf-8-sig"))
+    X, names = read_numeric_csv(str(path), how="")
+    assert names == ["a", "b", "c"] and X.shape == (60, 3)  # the first name was "\ufeffa"
+
+
+@pytest.mark.parametrize(("encoding", "kind"), [
+    ("utf-16", r"UTF-16 text: re-save it as UTF-8"),
+    ("latin-1", r"text in another encoding than UTF-8, such as latin-1 or cp1252: re-save it as UTF-8"),
+])
+def test_cli_says_to_resave_other_encodings_as_utf8(tmp_path, capsys, encoding, kind):
+    from certkit.cli import main
+
+    path = tmp_path / "data.csv"
+    path.write_bytes(_table().replace("a,b,c", "a,b,é").encode(encoding))
+    assert main(["causal", str(path)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1
+    assert err[0].startswith(f"certkit causal: error: {path} is not a UTF-8 text CSV file ({kind})")
