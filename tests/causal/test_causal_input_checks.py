@@ -232,5 +232,6 @@ def test_cli_says_which_format_it_reads(tmp_path, capsys, suffix):
     np.save(path, X) if suffix == ".npy" else np.savez(path, X=X)
     assert main(["causal", str(path)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and err[0].startswith(f"certkit causal: error: {path} is not a UTF-8 text CSV file (a")
+    assert len(err) == 1
+    assert err[0].startswith(f"certkit causal: error: {path} is not a UTF-8 text CSV file (a")
     assert "header row of variable names" in err[0] and "numpy.savetxt" in err[0] and "codec" not in err[0]
