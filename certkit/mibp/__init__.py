@@ -30,6 +30,7 @@ from certkit.mibp.perturbation import (
     OrdinalShift,
     Perturbation,
 )
+from certkit.mibp.recipe import InverseDecay, Recipe
 from certkit.mibp.selection import EpochSelection, select_epoch
 from certkit.mibp.solvers import MAX_SCALE, GurobiLicenseError, SolveStats, UnsoundBoundError
 from certkit.mibp.training import (
@@ -53,11 +54,13 @@ __all__ = [
     "FeatureBox",
     "GurobiLicenseError",
     "InputSets",
+    "InverseDecay",
     "LabelFlips",
     "MissingValues",
     "OrdinalShift",
     "Perturbation",
     "PredictionCertificate",
+    "Recipe",
     "SolveStats",
     "UnsoundBoundError",
     "certified_training",

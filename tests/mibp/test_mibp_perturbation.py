@@ -99,7 +99,7 @@ def test_label_flips():
     assert np.array_equal(FeatureBox(0.1).sets(X).sample_labels(y, rng), y)
     with pytest.raises(ValueError, match="before LabelFlips"):
         (LabelFlips(1) & FeatureBox(0.1)).sets(X)
-    with pytest.raises(ValueError, match=r"cannot follow a Budget.*Budget\(FeatureBox\(eps\) & LabelFlips\(1\), k\)"):
+    with pytest.raises(ValueError, match=r"cannot follow a Budget.*LabelFlips\(1\) inside it"):
         (Budget(FeatureBox(0.1), 1) & LabelFlips(1)).sets(X)
     with pytest.raises(ValueError, match=r"inside a Budget, LabelFlips\(1\).*got LabelFlips\(2\)"):
         Budget(FeatureBox(0.1) & LabelFlips(2), 1).sets(X)
