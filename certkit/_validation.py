@@ -42,6 +42,11 @@ def as_numpy(x: Any, name: str) -> np.ndarray:
         x = x.detach().cpu().numpy()
     if isinstance(x, (str, bytes)) or x is None:
         raise TypeError(f"{name} must be array-like, got {type(x).__name__}")
+    if type(x).__module__.startswith("scipy.sparse"):
+        raise TypeError(
+            f"{name} is a scipy.sparse {type(x).__name__}; sparse input is not supported: pass a dense array "
+            f"({name}.toarray(), if it fits in memory)"
+        )
     try:
         return np.asarray(x)
     except Exception as exc:  # pragma: no cover - numpy raises various errors on ragged input
@@ -245,6 +250,24 @@ def memory_limit() -> int:
     except OSError:
         pass
     return int(total) // 2
+
+
+def check_squares_fit(X: np.ndarray, name: str, columns: Iterable[int]) -> None:
+    """Raise ``ValueError`` naming the columns of a 2-D ``X`` whose squares leave the float64 range.
+
+    A column with a magnitude above 1e100 overflows when squared; a nonzero column whose magnitudes are all
+    below 1e-150 underflows to zero variance. Both are refused with the advice to rescale.
+    """
+    columns = list(columns)
+    peak = np.abs(X[:, columns]).max(axis=0)
+    for what, bad in (("magnitudes above 1e100", peak > 1e100),
+                      ("all magnitudes below 1e-150", (peak < 1e-150) & (peak > 0))):
+        if bad.any():
+            which = ", ".join(str(columns[j]) for j in np.flatnonzero(bad)[:5])
+            raise ValueError(
+                f"{name} has {what} in column(s) {which}; rescale them (e.g. standardize each column): "
+                "their squares leave the float64 range"
+            )
 
 
 def check_allocation(n_bytes: float, name: str, value: Any, *, what: str) -> None:

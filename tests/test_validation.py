@@ -18,12 +18,35 @@ from certkit._validation import (
     check_probability,
     check_rng,
     check_same_length,
+    check_squares_fit,
     memory_limit,
     seed_from_rng,
 )
 
 
 # ---------------------------------------------------------------- as_numpy
+def test_as_numpy_refuses_sparse_input_saying_how_to_densify():
+    import scipy.sparse as sp
+
+    for sparse in (sp.csr_matrix(np.eye(3)), sp.coo_array(np.eye(3))):
+        with pytest.raises(TypeError, match=rf"^X is a scipy.sparse {type(sparse).__name__}; sparse input is "
+                                            r"not supported: pass a dense array \(X.toarray\(\)"):
+            check_array(sparse, "X")
+
+
+def test_check_squares_fit_names_the_columns_to_rescale():
+    X = np.ones((4, 3))
+    check_squares_fit(X, "X", range(3))
+    check_squares_fit(np.zeros((4, 3)), "X", range(3))  # zeros are a constant, not a scale problem
+    X[:, 1] = 1e-200
+    with pytest.raises(ValueError, match=r"^X has all magnitudes below 1e-150 in column\(s\) 1; rescale"):
+        check_squares_fit(X, "X", range(3))
+    check_squares_fit(X, "X", [0, 2])
+    X[0, 2] = 1e150
+    with pytest.raises(ValueError, match=r"^X has magnitudes above 1e100 in column\(s\) 2; rescale"):
+        check_squares_fit(X, "X", [0, 2])
+
+
 def test_as_numpy_passes_arrays_and_lists():
     arr = np.arange(3.0)
     assert as_numpy(arr, "x") is arr

@@ -17,6 +17,7 @@ from certkit._validation import (
     check_nonnegative,
     check_positive,
     check_progress,
+    check_squares_fit,
     seed_from_rng,
 )
 from certkit.causal.equivalence import cpdag, identified_orientations
@@ -48,9 +49,15 @@ def check_data(X: Any, name: str = "X") -> tuple[np.ndarray, tuple[str, ...] | N
         names = tuple(str(c) for c in X.columns)
         X = X.to_numpy(dtype=np.float64)
     X = check_array(X, name, ndim=2)
-    d = X.shape[1]
+    n, d = X.shape
     if d < 2:
         raise ValueError(f"{name} must have at least 2 columns (variables), got {d}")
+    if n < 2:
+        raise ValueError(
+            f"{name} has {n} sample: too few samples to fit a mechanism (a variance needs 2, a mixture of "
+            "regressions on the other variables many more)"
+        )
+    check_squares_fit(X, name, range(d))
     spread = X.std(axis=0)
     # Relative tolerance: a spread at rounding level of the column's magnitude is a constant.
     constant = np.flatnonzero(~(spread > 1e-10 * np.abs(X).max(axis=0)))

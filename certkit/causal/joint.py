@@ -13,7 +13,7 @@ the labels of one node.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,7 +22,7 @@ from scipy.special import logsumexp
 
 from certkit._results import ResultMixin, format_table
 from certkit._typing import RNGLike
-from certkit._validation import check_array, check_integer, check_positive, check_rng
+from certkit._validation import check_array, check_integer, check_positive, check_rng, check_squares_fit
 from certkit.causal.mixture_regression import (
     BURN_IN,
     MAX_STARTS,
@@ -285,6 +285,12 @@ def fit_joint_mixture(
         raise TypeError(f"parents must be a sequence of parent lists, got {type(parents).__name__}")
     if len(parents) != len(nodes):
         raise ValueError(f"parents must hold one parent list per node ({len(nodes)}), got {len(parents)}")
+    for v, pa in zip(nodes, parents):
+        if isinstance(pa, (str, bytes)) or not isinstance(pa, Iterable):
+            raise TypeError(
+                "parents must be a list of parent lists, one per node (e.g. [[0, 2], []]: the first node has "
+                f"parents 0 and 2, the second none), got {pa!r} for node {v}"
+            )
     parents = [[check_integer(p, "parents", minimum=0, maximum=d - 1) for p in pa] for pa in parents]
     for v, pa in zip(nodes, parents):
         if v in pa:
@@ -292,9 +298,7 @@ def fit_joint_mixture(
         if len(set(pa)) != len(pa):
             raise ValueError(f"parents of node {v} must be distinct, got {pa}")
     _check_acyclic(nodes, parents)
-    used = sorted(set(nodes).union(*parents))
-    if np.abs(X[:, used]).max() > 1e100:
-        raise ValueError("X has magnitudes above 1e100 in the columns used; rescale them (squares overflow)")
+    check_squares_fit(X, "X", sorted(set(nodes).union(*parents)))
     K = check_integer(n_components, "n_components", minimum=1)
     n_init = check_integer(n_init, "n_init", minimum=1, maximum=MAX_STARTS)
     max_iter = check_integer(max_iter, "max_iter", minimum=1)
@@ -306,6 +310,10 @@ def fit_joint_mixture(
         )
     if np.any(np.ptp(X[:, nodes], axis=0) == 0.0):
         raise ValueError("a node in nodes is constant; a mechanism needs a response that varies")
+    if isinstance(starts, (str, bytes)) or not isinstance(starts, Iterable):
+        raise TypeError(
+            f"starts must be a sequence of starting points (default (): none), got {type(starts).__name__}"
+        )
     extra = []
     for s in starts:
         s = np.asarray(s)

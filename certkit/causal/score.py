@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from certkit._typing import ExecutorArg
-from certkit._validation import check_bool, check_integer, check_positive
+from certkit._validation import check_array, check_bool, check_integer, check_positive, check_squares_fit
 from certkit.causal.mixture_regression import (
     MAX_STARTS,
     MixtureRegressionResult,
@@ -117,7 +117,10 @@ class LatentBIC:
     """
 
     def __init__(self, X: np.ndarray, settings: ScoreSettings, *, executor: ExecutorArg = None) -> None:
-        self.X = X
+        self.X = check_array(X, "X", ndim=2)
+        check_squares_fit(self.X, "X", range(self.X.shape[1]))
+        if not isinstance(settings, ScoreSettings):
+            raise TypeError(f"settings must be a ScoreSettings, got {type(settings).__name__}")
         self.settings = settings
         self.executor = executor
         self._cache: dict[Key, tuple[float, int]] = {}

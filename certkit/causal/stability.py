@@ -14,6 +14,7 @@ from certkit._results import ResultMixin, format_table
 from certkit._typing import ExecutorArg, Progress, RNGLike
 from certkit._validation import check_allocation, check_integer, check_positive, check_progress, check_rng
 from certkit.causal.estimator import CausalMixtureModel, check_data
+from certkit.causal.mixture_regression import n_mixture_parameters
 from certkit.parallel import parallel_map
 
 __all__ = ["MAX_BOOTSTRAP", "StabilityResult", "edge_stability"]
@@ -159,6 +160,14 @@ def edge_stability(
     if not replace and sample_fraction > 1:
         raise ValueError(f"sample_fraction must be <= 1 without replacement, got {sample_fraction}")
     size = max(2, round(sample_fraction * X.shape[0]))
+    k = check_integer(estimator.max_components, "max_components", minimum=1)
+    need = n_mixture_parameters(k, d)
+    if size < need <= X.shape[0]:  # (too few rows in X itself: the fit says so, naming X)
+        raise ValueError(
+            f"sample_fraction={sample_fraction:g} draws {size} of the {X.shape[0]} rows per fit, fewer than "
+            f"the {need} parameters of the estimator's {k}-component mixture on all other {d - 1} variables; "
+            f"use sample_fraction >= {need / X.shape[0]:.3g} (or more samples, or a smaller max_components)"
+        )
     seeds = check_rng(rng).integers(0, 2**63 - 1, size=n_bootstrap)
     fits = parallel_map(
         functools.partial(_bootstrap_fit, X, estimator, size, bool(replace)),

@@ -88,3 +88,77 @@ def test_cli_says_to_resave_other_encodings_as_utf8(tmp_path, capsys, encoding, 
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1
     assert err[0].startswith(f"certkit causal: error: {path} is not a UTF-8 text CSV file ({kind})")
+
+
+# --- items 9, 10 and 11: errors that name the cause ---
+
+
+@pytest.fixture(scope="module")
+def sem():
+    from certkit.causal import make_mixture_sem
+
+    X, _, _ = make_mixture_sem(4, 200, rng=0)
+    return X
+
+
+def test_sparse_input_says_sparse_is_not_supported(sem):
+    import scipy.sparse as sp
+
+    from certkit.causal import CausalMixtureModel
+
+    with pytest.raises(TypeError, match=r"^X is a scipy.sparse csr_matrix; sparse input is not supported: "
+                                        r"pass a dense array \(X.toarray\(\)"):
+        CausalMixtureModel().fit(sp.csr_matrix(sem))
+
+
+def test_one_row_says_too_few_samples(sem, tmp_path, capsys):
+    from certkit.causal import CausalMixtureModel
+    from certkit.cli import main
+
+    with pytest.raises(ValueError, match=r"^X has 1 sample: too few samples"):
+        CausalMixtureModel().fit(sem[:1])
+    path = tmp_path / "one_row.csv"
+    path.write_text("a,b,c\n1,2,3\n")
+    assert main(["causal", str(path)]) == 2
+    assert capsys.readouterr().err.strip() == (
+        "certkit causal: error: X has 1 sample: too few samples to fit a mechanism (a variance needs 2, a "
+        "mixture of regressions on the other variables many more)")
+
+
+def test_fit_joint_mixture_bad_parents_and_starts(sem):
+    from certkit.causal import fit_joint_mixture
+
+    with pytest.raises(TypeError, match=r"^parents must be a list of parent lists, one per node .* got 0 for "
+                                        r"node 1"):
+        fit_joint_mixture(sem, [1], [0], 2)
+    with pytest.raises(TypeError, match=r"^starts must be a sequence of starting points .* got NoneType"):
+        fit_joint_mixture(sem, [1], [[0]], 2, starts=None)
+
+
+@pytest.mark.parametrize(("scale", "what"), [(1e-300, "all magnitudes below 1e-150"),
+                                             (1e307, "magnitudes above 1e100")])
+def test_data_out_of_the_squares_range_are_told_to_rescale(sem, scale, what):
+    from certkit.causal import CausalMixtureModel, fit_joint_mixture
+
+    message = rf"^X has {what} in column\(s\) .*; rescale them"
+    with pytest.raises(ValueError, match=message):
+        fit_joint_mixture(sem * scale, [1], [[0]], 2)  # said "use fewer groups" at 1e-300
+    with pytest.raises(ValueError, match=message):
+        CausalMixtureModel().fit(sem * scale)  # said "node 0 is constant" at 1e307
+
+
+def test_latent_bic_checks_x_up_front(sem):
+    from certkit.causal import LatentBIC, ScoreSettings
+
+    bad = sem.copy()
+    bad[0, 0] = np.nan
+    with pytest.raises(ValueError, match=r"^X must be finite"):
+        LatentBIC(bad, ScoreSettings())
+
+
+def test_edge_stability_names_a_too_small_sample_fraction(sem):
+    from certkit.causal import edge_stability
+
+    with pytest.raises(ValueError, match=r"^sample_fraction=0.001 draws 2 of the 200 rows per fit, fewer "
+                                         r"than the 29 parameters .*use sample_fraction >= 0.145"):
+        edge_stability(sem, sample_fraction=0.001, n_bootstrap=2)
