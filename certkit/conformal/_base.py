@@ -178,7 +178,13 @@ class _ConformalBase(BaseEstimator):
             if n_samples > 1:
                 xb = np.repeat(xb, n_samples, axis=0)
             if noise is not None:
-                xb = xb + sample_noise(self.rng_, xb.shape, sigma, noise)
+                with np.errstate(over="ignore", invalid="ignore"):  # reported below, naming sigma
+                    xb = xb + sample_noise(self.rng_, xb.shape, sigma, noise)
+                if not np.all(np.isfinite(xb)):
+                    raise ValueError(
+                        f"sigma={sigma:g} makes the noisy inputs overflow float64 (|x + noise| > 1.8e308); "
+                        "use a sigma on the scale of the features"
+                    )
             yield start, xb.shape[0], self.predictor_(xb)
 
 

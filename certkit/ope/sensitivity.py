@@ -118,7 +118,20 @@ def sensitivity(
         q_hat = fit_outcome(data.x_pre, data.action, data.reward, outcome_model, folds=folds)
     scales = response.scale_ * np.geomspace(lo, hi, n_points)
     values, ses = np.empty(n_points), np.empty(n_points)
+    multiples = np.geomspace(lo, hi, n_points)
     for j, s in enumerate(scales):
-        fixed = dataclasses.replace(prob, response=response._profile(float(s)))
-        values[j], ses[j], _, _ = _estimate(fixed, gen, q_hat=q_hat)
+        try:
+            with np.errstate(all="ignore"):  # a failure is reported below, naming scale_range
+                fixed = dataclasses.replace(prob, response=response._profile(float(s)))
+                values[j], ses[j], _, _ = _estimate(fixed, gen, q_hat=q_hat)
+        except ValueError as exc:
+            raise ValueError(
+                f"scale_range=({lo:g}, {hi:g}): at s = {multiples[j]:.3g} x the fitted scale the estimate "
+                f"failed ({exc}); use a narrower scale_range (default (0.5, 2.0))"
+            ) from exc
+        if not (np.isfinite(values[j]) and np.isfinite(ses[j])):
+            raise ValueError(
+                f"scale_range=({lo:g}, {hi:g}): at s = {multiples[j]:.3g} x the fitted scale the estimate is "
+                "not finite; use a narrower scale_range (default (0.5, 2.0))"
+            )
     return SensitivityResult(estimator, scales, values, ses, response.scale_)

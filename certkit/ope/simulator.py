@@ -95,6 +95,17 @@ class StrategicSimulator:
             return self.features[rng.integers(0, self.features.shape[0], n)]
         return self.feature_mean + rng.standard_normal((n, self.n_features))
 
+    def _check_policy_features(self, policy: ExplainingPolicy) -> None:
+        """A policy with coefficients ``theta`` has one per simulated feature (ValueError naming both)."""
+        theta = getattr(policy, "theta", None)
+        d = np.shape(theta)[0] if np.ndim(theta) == 1 else None
+        if d is not None and d != self.n_features:
+            raise ValueError(
+                f"policy has {d} coefficients (theta) but the simulator draws agents with n_features="
+                f"{self.n_features}; use StrategicSimulator(n_features={d}) or a policy with "
+                f"{self.n_features} coefficients"
+            )
+
     def _check_size(self, n: int) -> None:
         # x_pre, x_cf, x_post and their temporaries (n, d), plus about ten vectors of length n.
         check_allocation(8.0 * n * (4.0 * self.n_features + 10.0), "n", n, what=f"{n} simulated agents")
@@ -111,6 +122,7 @@ class StrategicSimulator:
     def sample(self, policy: ExplainingPolicy, n: int, rng: RNGLike = None) -> StrategicData:
         """Log `n` agents under `policy`: responses, decisions a ~ π(· | x'), rewards, propensities."""
         _require_explaining(policy, "policy")
+        self._check_policy_features(policy)
         n = check_integer(n, "n", minimum=1)
         self._check_size(n)
         gen = check_rng(rng)
@@ -140,6 +152,7 @@ class StrategicSimulator:
         rng : None, int or numpy.random.Generator, default 0
         """
         _require_explaining(policy, "policy")
+        self._check_policy_features(policy)
         n_mc = check_integer(n_mc, "n_mc", minimum=1)
         gen = check_rng(rng)
         total = 0.0

@@ -72,6 +72,12 @@ def _rademacher(
             "some rows of X have ||x||_2 > feature_norm; feature_norm must bound every feature vector"
         )
     Xc = math.hypot(Xb, 1.0) if affine else Xb  # bound on ||(x, 1)||_2 for the affine class
+    if not math.isfinite(Lam * Xc):
+        raise ValueError(
+            f"weight_norm = {Lam:g} times feature_norm = {Xb:g} overflows float64: the class's largest "
+            "margin, its complexity term and the default loss_bound are infinite; use norms that bound the "
+            "model and the data tightly"
+        )
     both_radii = radius_population is not None and radius_sample is not None
     if both_radii and (share is not None or diameter is not None):
         raise TypeError(

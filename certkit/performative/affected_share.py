@@ -13,7 +13,7 @@ from certkit._validation import (
     check_in_options,
     check_integer,
 )
-from certkit.performative.bounds import KINDS, _ZeroRadius, generalization_bound
+from certkit.performative.bounds import KINDS, generalization_bound
 from certkit.performative.retraining import retraining_bound
 
 __all__ = ["max_affected_share"]
@@ -75,8 +75,10 @@ def max_affected_share(target: float, *, kind: str, **kwargs: Any) -> float:
             return retraining_bound(share=m / n, **kwargs).total
         try:
             return generalization_bound(kind=kind, share=m / n, **kwargs).total
-        except _ZeroRadius:  # share 0: the complexity term is infinite, never the best share
-            return math.inf
+        except ValueError as exc:
+            if getattr(exc, "zero_radius", False):  # share 0: the complexity term is infinite, never the best
+                return math.inf
+            raise
 
     if kind in ("thm3.13", "thm3.15") and n < _BRUTE_FORCE_BELOW:
         # R(r) is increasing (so the bound unimodal in r) only when n exceeds q^2; small n: check every m

@@ -65,8 +65,12 @@ class BoundResult(ResultMixin):
 _RANGE_KEYS = ("F (loss range)", "loss_bound M")
 
 
-class _ZeroRadius(ValueError):
-    """A Thm 3.13 (p > 1) / 3.15 bound at radius R = 0, where its complexity term is infinite."""
+def _zero_radius_error(message: str) -> ValueError:
+    """The plain ``ValueError`` of a Thm 3.13 (p > 1) / 3.15 bound at radius R = 0, where its complexity term
+    is infinite; marked ``zero_radius`` so that `max_affected_share` can treat that share as infinite."""
+    error = ValueError(message)
+    error.zero_radius = True  # type: ignore[attr-defined]
+    return error
 
 
 def _result(terms: dict[str, float], assumptions: dict[str, Any], *, culprits: str) -> BoundResult:

@@ -22,7 +22,7 @@ from certkit._validation import (
 )
 from certkit.performative._inputs import check_order
 from certkit.performative._rademacher import _rademacher
-from certkit.performative.bound_result import BoundResult, _overflow_guard, _result, _ZeroRadius
+from certkit.performative.bound_result import BoundResult, _overflow_guard, _result, _zero_radius_error
 from certkit.performative.retraining import retraining_bound
 
 # BoundResult and retraining_bound stay importable from here.
@@ -59,7 +59,7 @@ def _thm_terms(
     if R == 0 and (kind == "thm3.15" or p > 1.0):
         zero = "share=0" if share == 0 else "diameter=0"
         term = "L_loss L_f D_Z^p / R^(p-1)" if kind == "thm3.13" else "B 2^(p-1) (1 + D_Z/R)^p"
-        raise _ZeroRadius(
+        raise _zero_radius_error(
             f"{zero} gives the radius R = 0, where the Thm {kind[3:]} complexity term {term} is infinite: "
             "the bound is vacuous; give share > 0 and diameter > 0"
             + (" (or p=1)" if kind == "thm3.13" else "")

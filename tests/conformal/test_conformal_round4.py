@@ -29,3 +29,13 @@ def test_one_large_irrelevant_column_does_not_hide_the_drowned_features():
     model = LogisticRegression().fit(X[:300], y[:300])
     with pytest.warns(UserWarning, match=r"sigma=50 exceeds the standard deviation of 3 of 4 features"):
         RCP1Classifier(model.predict_proba, sigma=50.0, radius=0.1, rng=0).calibrate(X[300:], y[300:])
+
+
+def test_a_sigma_that_overflows_the_inputs_is_named():
+    from sklearn.linear_model import LogisticRegression
+
+    X = np.random.default_rng(0).normal(size=(100, 2))
+    y = (X[:, 0] > 0).astype(int)
+    model = LogisticRegression().fit(X, y)
+    with pytest.raises(ValueError, match=r"^sigma=1e\+308 makes the noisy inputs overflow float64"):
+        RCP1Classifier(model.predict_proba, sigma=1e308, radius=0.1, rng=0).calibrate(X, y)

@@ -51,3 +51,25 @@ def test_another_policy_is_still_named(data):
 def test_negative_x_post_tol_is_refused():
     with pytest.raises(ValueError, match=r"x_post_tol"):
         LogNormalCostResponse(x_post_tol=-1.0)
+
+
+@pytest.mark.parametrize("n_features", [3, 10**6])
+def test_simulator_names_a_policy_of_another_dimension(pi0, n_features):
+    from certkit.ope import StrategicSimulator
+
+    sim = StrategicSimulator(n_features=n_features)
+    message = (r"^policy has 2 coefficients \(theta\) but the simulator draws agents with "
+               rf"n_features={n_features}; use StrategicSimulator\(n_features=2\)")
+    with pytest.raises(ValueError, match=message):
+        sim.sample(pi0, n=10, rng=0)
+    with pytest.raises(ValueError, match=message):
+        sim.true_value(pi0, n_mc=10)
+
+
+def test_sensitivity_names_an_extreme_scale_range(data, pi, pi0):
+    from certkit.ope import sensitivity
+
+    resp = LogNormalCostResponse().fit(data, policy=pi0)
+    with pytest.raises(ValueError, match=r"^scale_range=\(1e-300, 1e\+300\): at s = 1e-300 x the fitted "
+                                         r"scale the estimate failed .*use a narrower scale_range"):
+        sensitivity(data, target_policy=pi, logging_policy=pi0, response=resp, scale_range=(1e-300, 1e300))
