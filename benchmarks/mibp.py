@@ -19,6 +19,8 @@ need a full Gurobi licence, SCIP joint only returns interval-level dual bounds w
     python benchmarks/mibp.py                       # quick
     python benchmarks/mibp.py --seeds 10 --full     # closer to the paper's protocol (hours)
     python benchmarks/mibp.py --datasets two_moons --workers 2
+    python benchmarks/mibp.py --agt --agt-path ~/AbstractGradientTraining --agt-python ~/agt-venv/bin/python
+    python benchmarks/mibp.py --epochs-curve --plot docs/images/mibp_epochs.png
 """
 
 from __future__ import annotations
@@ -168,8 +170,9 @@ def paper_data(name: str, seed: int) -> PaperSplit:
     if name == "two_moons":
         ds = datasets.load_two_moons(n_train=100, n_test=400, noise=0.1, rng=seed)
         y_rest = ds.y_test_signed
-        return PaperSplit(ds.X_train, ds.y_train_signed, ds.X_test[:200], y_rest[:200], ds.X_test[200:],
-                          y_rest[200:])
+        return PaperSplit(
+            ds.X_train, ds.y_train_signed, ds.X_test[:200], y_rest[:200], ds.X_test[200:], y_rest[200:]
+        )
     full = datasets.load_iris(binary=True)
     gen = np.random.default_rng(seed)
     parts: list[list[int]] = [[], [], []]
@@ -211,14 +214,25 @@ def _exact_backend() -> str:
     return "gurobi"
 
 
-def paper_run(split: PaperSplit, eps: float, options: dict, *, hidden, lr, epochs, seed, time_limit,
-              workers=None):
+def paper_run(
+    split: PaperSplit, eps: float, options: dict, *, hidden, lr, epochs, seed, time_limit, workers=None
+):
     """Certified training of one method, the epoch selected on validation, its test scores."""
     model = MLP.random([split.X.shape[1], hidden, 1], init="torch", rng=seed)
     cpu = time.process_time()
-    res = certified_training(model, split.X, split.y, perturbation=FeatureBox(eps), epochs=epochs,
-                             learning_rate=lr, time_limit=time_limit, validation=(split.X_val, split.y_val),
-                             patience=PAPER_PATIENCE, executor=workers, **options)
+    res = certified_training(
+        model,
+        split.X,
+        split.y,
+        perturbation=FeatureBox(eps),
+        epochs=epochs,
+        learning_rate=lr,
+        time_limit=time_limit,
+        validation=(split.X_val, split.y_val),
+        patience=PAPER_PATIENCE,
+        executor=workers,
+        **options,
+    )
     cpu = time.process_time() - cpu
     # one hidden layer and a fixed input: every parameter occurs once in f, so interval bounds on the
     # prediction are exact (the certificate's looseness is all in the parameter box)
@@ -240,8 +254,19 @@ def attack_bound(split: PaperSplit, eps: float, at_epochs, *, hidden, lr, epochs
     """For the epochs ``at_epochs``: the fraction of test points correct and not flipped by the prediction
     attack, an upper bound on the certified accuracy of any sound method at that epoch."""
     model = MLP.random([split.X.shape[1], hidden, 1], init="torch", rng=seed)
-    flipped = attack_predictions(model, split.X, split.y, FeatureBox(eps), split.X_test, epochs=epochs,
-                                 learning_rate=lr, restarts=1, steps=8, at_epochs=at_epochs, rng=seed)
+    flipped = attack_predictions(
+        model,
+        split.X,
+        split.y,
+        FeatureBox(eps),
+        split.X_test,
+        epochs=epochs,
+        learning_rate=lr,
+        restarts=1,
+        steps=8,
+        at_epochs=at_epochs,
+        rng=seed,
+    )
     path = model.train(split.X, split.y, epochs=epochs, learning_rate=lr)
     return {
         str(t): float(np.mean((path[t].predict(split.X_test) == split.y_test) & ~flipped[t]))
@@ -300,8 +325,9 @@ def paper_main(args) -> None:
                 todo = [(label, {"backend": backend, **opt}) for label, opt in methods] + [("attack", None)]
                 for label, options in todo:
                     if options is None:  # at the epochs this seed's methods selected, those not yet attacked
-                        mine = [r for r in records
-                                if (r["dataset"], r["eps"], r["seed"]) == (name, eps, seed)]
+                        mine = [
+                            r for r in records if (r["dataset"], r["eps"], r["seed"]) == (name, eps, seed)
+                        ]
                         covered = {int(e) for r in mine if r["method"] == "attack" for e in r["bound"]}
                         at = sorted({r["epoch"] for r in mine if r["method"] != "attack"} - covered)
                         if not at:
@@ -310,8 +336,9 @@ def paper_main(args) -> None:
                     elif (name, eps, seed, label) in done:
                         continue
                     else:
-                        result = paper_run(split, eps, options, seed=seed, time_limit=time_limit,
-                                           workers=args.workers, **kw)
+                        result = paper_run(
+                            split, eps, options, seed=seed, time_limit=time_limit, workers=args.workers, **kw
+                        )
                         result["backend"] = options["backend"]
                     record = {"dataset": name, "eps": eps, "seed": seed, "method": label, **result, **kw}
                     records.append(record)
@@ -319,8 +346,11 @@ def paper_main(args) -> None:
                     if out:
                         with open(out, "a") as fh:
                             fh.write(json.dumps(record) + "\n")
-                    print(f"{name} ε={eps:g} seed {seed} {label}: "
-                          + ", ".join(f"{k}={v}" for k, v in result.items() if k != "bound"), flush=True)
+                    print(
+                        f"{name} ε={eps:g} seed {seed} {label}: "
+                        + ", ".join(f"{k}={v}" for k, v in result.items() if k != "bound"),
+                        flush=True,
+                    )
     print(paper_table(records, [label for label, _ in methods], args.datasets))
     for name in args.datasets:
         hidden, lr, epochs = _settings(name, args)
@@ -346,35 +376,51 @@ def paper_table(records: list[dict], methods: list[str], datasets) -> str:
                 if (r["dataset"], r["eps"], r["method"]) == (name, eps, "attack"):
                     bounds.setdefault(r["seed"], {}).update(r["bound"])
             for label in methods:
-                runs = [r for r in records if (r["dataset"], r["eps"], r["method"]) == (name, eps, label)
-                        and str(r["epoch"]) in bounds.get(r["seed"], {})]
+                runs = [
+                    r
+                    for r in records
+                    if (r["dataset"], r["eps"], r["method"]) == (name, eps, label)
+                    and str(r["epoch"]) in bounds.get(r["seed"], {})
+                ]
                 if not runs:
                     continue
-                base = {r["seed"]: r["certified"] for r in records
-                        if (r["dataset"], r["eps"], r["method"]) == (name, eps, "interval")}
+                base = {
+                    r["seed"]: r["certified"]
+                    for r in records
+                    if (r["dataset"], r["eps"], r["method"]) == (name, eps, "interval")
+                }
                 paired = [r["certified"] - base[r["seed"]] for r in runs if r["seed"] in base]
-                rows.append([
-                    name,
-                    f"{eps:g}",
-                    label,
-                    runs[0]["backend"],
-                    _mean_std([r["certified"] for r in runs]),
-                    f"{np.mean(paired):+.3f}" if paired else "-",
-                    _mean_std([r["nominal"] for r in runs]),
-                    _mean_std([bounds[r["seed"]][str(r["epoch"])] for r in runs]),
-                    f"{np.mean([r['epoch'] for r in runs]):.1f}",
-                    f"{np.mean([r['epochs_run'] for r in runs]):.1f}",
-                    float(np.mean([r["s_per_epoch"] for r in runs])),
-                    (float(np.mean(cpu)) if None not in (cpu := [r["cpu_per_epoch"] for r in runs]) else "-"),
-                    len(runs),
-                ])
+                rows.append(
+                    [
+                        name,
+                        f"{eps:g}",
+                        label,
+                        runs[0]["backend"],
+                        _mean_std([r["certified"] for r in runs]),
+                        f"{np.mean(paired):+.3f}" if paired else "-",
+                        _mean_std([r["nominal"] for r in runs]),
+                        _mean_std([bounds[r["seed"]][str(r["epoch"])] for r in runs]),
+                        f"{np.mean([r['epoch'] for r in runs]):.1f}",
+                        f"{np.mean([r['epochs_run'] for r in runs]):.1f}",
+                        float(np.mean([r["s_per_epoch"] for r in runs])),
+                        (
+                            float(np.mean(cpu))
+                            if None not in (cpu := [r["cpu_per_epoch"] for r in runs])
+                            else "-"
+                        ),
+                        len(runs),
+                    ]
+                )
                 stopped = sum(r["not_optimal"] for r in runs)
                 if stopped:
                     notes.append(f"{name} ε={eps:g} {label}: {stopped} solves stopped at the time limit")
         if name in PAPER_SETTINGS:
             hidden, lr, epochs = PAPER_SETTINGS[name]
-            notes.insert(0, f"{name}: 2-{hidden}-1 MLP (torch init), lr {lr}, at most {epochs} epochs, "
-                         f"patience {PAPER_PATIENCE}")
+            notes.insert(
+                0,
+                f"{name}: 2-{hidden}-1 MLP (torch init), lr {lr}, at most {epochs} epochs, "
+                f"patience {PAPER_PATIENCE}",
+            )
     title = (
         "MIBP certified training, paper protocol (test scores at the validation-selected epoch), mean ± std "
         "over seeds; attack bound: correct test points no found training set flips (a ceiling for every "
@@ -398,23 +444,51 @@ def tune_main(args) -> None:
                 cert, nominal, chosen, best_nominal = [], [], [], []
                 for seed, sp in enumerate(splits):
                     model = MLP.random([sp.X.shape[1], hidden, 1], init="torch", rng=seed)
-                    res = certified_training(model, sp.X, sp.y, perturbation=FeatureBox(eps), epochs=epochs,
-                                             learning_rate=lr, validation=(sp.X_val, sp.y_val),
-                                             patience=PAPER_PATIENCE)
+                    res = certified_training(
+                        model,
+                        sp.X,
+                        sp.y,
+                        perturbation=FeatureBox(eps),
+                        epochs=epochs,
+                        learning_rate=lr,
+                        validation=(sp.X_val, sp.y_val),
+                        patience=PAPER_PATIENCE,
+                    )
                     sel = select_epoch(res, sp.X_val, sp.y_val)
                     cert.append(sel.certified_accuracy[sel.epoch])
                     nominal.append(sel.nominal_accuracy[sel.epoch])
                     chosen.append(sel.epoch)
                     path = model.train(sp.X, sp.y, epochs=epochs, learning_rate=lr)
                     best_nominal.append(max(np.mean(m.predict(sp.X_val) == sp.y_val) for m in path[1:]))
-                rows.append([name, f"{eps:g}", lr, epochs, _mean_std(cert), _mean_std(nominal),
-                             f"{np.mean(chosen):.1f}", _mean_std(best_nominal)])
-        print(format_table(
-            ["dataset", "eps", "lr", "epochs", "val. cert. acc (interval)", "val. nominal acc", "epoch",
-             "best val. nominal acc"],
-            rows,
-            title=f"validation split only, {args.seeds} seeds, 2-{hidden}-1 MLP, torch init",
-        ), flush=True)
+                rows.append(
+                    [
+                        name,
+                        f"{eps:g}",
+                        lr,
+                        epochs,
+                        _mean_std(cert),
+                        _mean_std(nominal),
+                        f"{np.mean(chosen):.1f}",
+                        _mean_std(best_nominal),
+                    ]
+                )
+        print(
+            format_table(
+                [
+                    "dataset",
+                    "eps",
+                    "lr",
+                    "epochs",
+                    "val. cert. acc (interval)",
+                    "val. nominal acc",
+                    "epoch",
+                    "best val. nominal acc",
+                ],
+                rows,
+                title=f"validation split only, {args.seeds} seeds, 2-{hidden}-1 MLP, torch init",
+            ),
+            flush=True,
+        )
 
 
 def main() -> None:
@@ -447,7 +521,30 @@ def main() -> None:
         choices=["box", "affine"],
         help="what is carried between steps (each configuration runs once per carry)",
     )
+    parser.add_argument(
+        "--agt",
+        action="store_true",
+        help="AGT's half-moons protocol, 16 budgets, certkit against AGT (benchmarks/mibp_agt.py)",
+    )
+    parser.add_argument(
+        "--agt-path", default=None, help="--agt: a local checkout of AbstractGradientTraining"
+    )
+    parser.add_argument("--agt-python", default=None, help="--agt: the Python of AGT's environment")
+    parser.add_argument(
+        "--epochs-curve",
+        action="store_true",
+        help="--agt: nominal and certified accuracy per epoch (1..10) for one budget, drawn to --plot",
+    )
+    parser.add_argument("--plot", default=None, help="--epochs-curve: write the figure here (PNG)")
     args = parser.parse_args()
+    if args.agt or args.epochs_curve:
+        import mibp_agt
+
+        if args.epochs_curve:
+            mibp_agt.epochs_curve(args.plot)
+        else:
+            mibp_agt.main(args.agt_path, args.agt_python)
+        return
     if not args.paper and (args.report or args.records or args.methods or args.eps):
         parser.error("--report, --records, --methods and --eps apply to --paper only")
     if args.paper or args.tune:

@@ -1,0 +1,228 @@
+"""Side-by-side peer runner for Abstract Gradient Training (AGT) on the half-moons poisoning protocol.
+
+AGT (Sosnin et al., https://github.com/psosnin/AbstractGradientTraining) is licensed GPL-3. This file
+contains none of its code or text: it only imports AGT's public API from a checkout the user already has on
+disk (``--agt-path``), in a Python environment the user set up for it, and runs it in this process. Nothing
+from AGT is vendored, copied or redistributed with certkit.
+
+The half-moons protocol (data, initial network, training budgets) is described here independently so that
+certkit's own benchmark can import :func:`halfmoons_protocol` and :func:`initial_torch_model` and train on
+exactly the same data from exactly the same starting weights:
+
+* 3500 points from ``sklearn.datasets.make_moons(noise=0.1, random_state=0)``, class 0 moved up by 0.2 in the
+  second coordinate, split 3000/500 by ``train_test_split(random_state=42)``, features ``[x, x**2, x**3]``;
+* a 6-128-2 ReLU network in float64, initialised by torch's default initialisation after
+  ``torch.manual_seed(1234)``;
+* full-batch SGD, 4 epochs, learning rate 2.0 with decay 0.6 (floor 1e-3), cross-entropy loss;
+* 16 poisoning budgets (:data:`AGT_BUDGETS`).
+
+Usage, with the AGT environment's interpreter (torch, numpy, scikit-learn, pydantic, scipy, gurobipy)::
+
+    python benchmarks/agt_peer.py --agt-path /path/to/AbstractGradientTraining \
+        [--only 0,5] [--json out.json] [--dump-bounds DIR] [--threads N]
+
+One JSON object is printed per configuration. ``certified_accuracy`` is the share of test points that the
+final parameter box classifies correctly for every parameter in the box (AGT's worst-case test accuracy, no
+test-time perturbation); ``nominal_accuracy`` is the accuracy of the nominally trained network.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+N_TRAIN = 3000
+N_TEST = 500
+SEED = 1234
+HIDDEN = 128
+
+# The 16 budgets of the half-moons study: k = number of poisoned training points, epsilon = l-inf radius of
+# the feature perturbation, label_k = number of points whose label may be flipped (to any other class). In the
+# "paired" sweep the same k points may have both their features and their labels poisoned.
+AGT_BUDGETS: list[dict[str, Any]] = (
+    [{"sweep": "features-k", "k": k, "epsilon": 0.01, "label_k": 0} for k in (50, 100, 200, 300)]
+    + [{"sweep": "features-eps", "k": 10, "epsilon": eps, "label_k": 0} for eps in (0.05, 0.1, 0.15, 0.2)]
+    + [{"sweep": "labels", "k": 0, "epsilon": 0.0, "label_k": lk} for lk in (1, 3, 5, 7)]
+    + [{"sweep": "paired", "k": k, "epsilon": 0.1, "label_k": k} for k in (1, 3, 5, 7)]
+)
+
+# Training hyper-parameters shared by every budget.
+TRAINING = {
+    "learning_rate": 2.0,
+    "n_epochs": 4,
+    "loss": "cross_entropy",
+    "lr_decay": 0.6,
+    "lr_min": 1e-3,
+    "paired_poison": True,
+}
+
+
+def halfmoons_protocol() -> dict[str, np.ndarray]:
+    """Half-moons train/test data of the protocol (numpy and scikit-learn only).
+
+    Returns float64 ``X_train`` (3000, 6), ``X_test`` (500, 6) with columns ``[x1, x2, x1**2, x2**2, x1**3,
+    x2**3]`` and int64 labels ``y_train`` (3000,), ``y_test`` (500,) in {0, 1}.
+    """
+    from sklearn.datasets import make_moons
+    from sklearn.model_selection import train_test_split
+
+    n = N_TRAIN + N_TEST
+    x, y = make_moons(n_samples=n, noise=0.1, random_state=0)
+    x = np.asarray(x, dtype=np.float64)
+    x[y == 0, 1] += 0.2
+    x_tr, x_te, y_tr, y_te = train_test_split(x, y, test_size=N_TEST / n, random_state=42)
+
+    def features(z: np.ndarray) -> np.ndarray:
+        return np.hstack((z, z**2, z**3)).astype(np.float64)
+
+    return {
+        "X_train": features(x_tr),
+        "y_train": np.asarray(y_tr, dtype=np.int64),
+        "X_test": features(x_te),
+        "y_test": np.asarray(y_te, dtype=np.int64),
+    }
+
+
+def initial_torch_model():
+    """The protocol's initial network: Linear(6, 128) - ReLU - Linear(128, 2), float64, torch seed 1234.
+
+    The global torch RNG state is left as it was.
+    """
+    import torch
+
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(SEED)
+        model = torch.nn.Sequential(
+            torch.nn.Linear(6, HIDDEN),
+            torch.nn.ReLU(),
+            torch.nn.Linear(HIDDEN, 2),
+        ).double()
+    return model
+
+
+PARAM_NAMES = ("W1", "b1", "W2", "b2")
+
+
+def flat_params(params) -> np.ndarray:
+    """Concatenate W1, b1, W2, b2 (each W in torch (out, in) layout) row-major into one float64 vector."""
+    return np.concatenate([p.detach().cpu().numpy().astype(np.float64).reshape(-1) for p in params])
+
+
+def _import_agt(agt_path: str | None):
+    if agt_path is not None:
+        root = Path(agt_path).resolve()
+        if not (root / "abstract_gradient_training").is_dir():
+            raise SystemExit(f"--agt-path {root} has no abstract_gradient_training package")
+        sys.path.insert(0, str(root))
+    import abstract_gradient_training as agt
+
+    return agt
+
+
+def run_budget(agt, budget: dict[str, Any], data: dict[str, np.ndarray]) -> tuple[dict[str, Any], Any]:
+    """Train one budget with AGT on CPU from the seed-1234 weights; return the result row and the model."""
+    import torch
+    from torch.utils.data import DataLoader, TensorDataset
+
+    def loader(x: np.ndarray, y: np.ndarray, batch: int) -> DataLoader:
+        ds = TensorDataset(torch.from_numpy(x).double(), torch.from_numpy(y))
+        return DataLoader(ds, batch_size=batch, shuffle=False)
+
+    dl_train = loader(data["X_train"], data["y_train"], N_TRAIN)
+    dl_test = loader(data["X_test"], data["y_test"], N_TEST)
+
+    config = agt.AGTConfig(
+        **TRAINING,
+        device="cpu",
+        log_level="WARNING",
+        k_poison=budget["k"],
+        epsilon=budget["epsilon"],
+        label_k_poison=budget["label_k"],
+    )
+    # A fresh model for every budget, so each starts from the same initial weights whatever AGT does with it.
+    bounded = agt.bounded_models.IntervalBoundedModel(initial_torch_model())
+
+    wall0, cpu0 = time.perf_counter(), time.process_time()
+    agt.poison_certified_training(bounded, config, dl_train, dl_test)
+    seconds, cpu_seconds = time.perf_counter() - wall0, time.process_time() - cpu0
+
+    x_test = torch.from_numpy(data["X_test"]).double()
+    y_test = torch.from_numpy(data["y_test"])
+    worst, nominal, _best = agt.test_metrics.test_accuracy(bounded, x_test, y_test)
+    row = {
+        "sweep": budget["sweep"],
+        "k": budget["k"],
+        "epsilon": budget["epsilon"],
+        "label_k": budget["label_k"],
+        # AGT returns float32 means over the 500 test points; report the exact fractions.
+        "nominal_accuracy": round(float(nominal) * N_TEST) / N_TEST,
+        "certified_accuracy": round(float(worst) * N_TEST) / N_TEST,
+        "seconds": seconds,
+        "cpu_seconds": cpu_seconds,
+    }
+    return row, bounded
+
+
+def _parse_only(text: str | None) -> list[int]:
+    if text is None:
+        return list(range(len(AGT_BUDGETS)))
+    idx = [int(t) for t in text.split(",") if t.strip()]
+    bad = [i for i in idx if not 0 <= i < len(AGT_BUDGETS)]
+    if bad:
+        raise SystemExit(f"--only: indices out of range 0..{len(AGT_BUDGETS) - 1}: {bad}")
+    return idx
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--agt-path", help="local checkout of AbstractGradientTraining (put on sys.path)")
+    ap.add_argument("--only", help="comma-separated indices into AGT_BUDGETS (default: all 16)")
+    ap.add_argument("--json", help="also write all result rows to this JSON file")
+    ap.add_argument("--dump-bounds", metavar="DIR", help="write each budget's final parameter box as .npz")
+    ap.add_argument("--threads", type=int, help="torch intra-op threads (default: torch's choice)")
+    args = ap.parse_args(argv)
+
+    agt = _import_agt(args.agt_path)
+    import torch
+
+    if args.threads is not None:
+        torch.set_num_threads(args.threads)
+    dump = Path(args.dump_bounds) if args.dump_bounds else None
+    if dump is not None:
+        dump.mkdir(parents=True, exist_ok=True)
+
+    data = halfmoons_protocol()
+    rows = []
+    for i in _parse_only(args.only):
+        budget = AGT_BUDGETS[i]
+        row, bounded = run_budget(agt, budget, data)
+        rows.append(row)
+        print(json.dumps(row), flush=True)
+        if dump is not None:
+            tag = f"k{budget['k']}_eps{budget['epsilon']:g}_lk{budget['label_k']}"
+            name = f"{i:02d}_{budget['sweep']}_{tag}.npz"
+            np.savez(
+                dump / name,
+                lower=flat_params(bounded.param_l),
+                upper=flat_params(bounded.param_u),
+                nominal=flat_params(bounded.param_n),
+                names=np.array(PARAM_NAMES),
+                sizes=np.array([p.numel() for p in bounded.param_n]),
+                index=i,
+                k=budget["k"],
+                epsilon=budget["epsilon"],
+                label_k=budget["label_k"],
+            )
+    if args.json:
+        Path(args.json).write_text(json.dumps(rows, indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,215 @@
+"""certkit against Abstract Gradient Training (AGT) on AGT's half-moons poisoning protocol, side by side.
+
+AGT (GPL-3) runs from the user's own checkout in its own Python environment, through
+``benchmarks/agt_peer.py`` in a subprocess; certkit trains the identical run (same data, same torch initial
+weights, cross-entropy, full batch of 3000, 4 epochs, learning rate ``InverseDecay(2.0, 0.6, minimum=1e-3)``)
+in this process.  For each of the 16 budgets the table gives both tools' certified test accuracy (test points
+whose prediction is correct for every parameter in the final box), the mean width of the final parameter
+box, and seconds of CPU (process time) and wall time per configuration, all measured in one run.
+
+certkit's budgets: ``Budget(FeatureBox(eps), k)`` (features of at most k points), ``LabelFlips(k)`` (at most
+k labels changed), ``Budget(FeatureBox(eps) & LabelFlips(1), k)`` (paired: at most k points, each may move and
+change its label).  Run through ``python benchmarks/mibp.py --agt --agt-path PATH --agt-python PYTHON``.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from certkit._results import format_table
+from certkit.mibp import (
+    MLP,
+    Budget,
+    FeatureBox,
+    InverseDecay,
+    LabelFlips,
+    certified_training,
+    certify_predictions,
+)
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+from agt_peer import AGT_BUDGETS, halfmoons_protocol, initial_torch_model  # noqa: E402
+
+#: The recipe of AGT's half-moons run, in certkit's terms.
+RECIPE = dict(loss="cross_entropy", epochs=4, learning_rate=InverseDecay(2.0, 0.6, minimum=1e-3))
+
+
+def perturbation(budget: dict):
+    """certkit's perturbation model for one of AGT's budgets."""
+    if budget["sweep"] == "labels":
+        return LabelFlips(budget["label_k"])
+    if budget["sweep"] == "paired":
+        return Budget(FeatureBox(budget["epsilon"]) & LabelFlips(1), budget["k"])
+    return Budget(FeatureBox(budget["epsilon"]), budget["k"])
+
+
+def run_certkit(budget: dict, data: dict, model: MLP, **options) -> dict:
+    """Certified training and certification of one budget; process and wall seconds of both together."""
+    cpu, wall = time.process_time(), time.perf_counter()
+    res = certified_training(
+        model, data["X_train"], data["y_train"], perturbation=perturbation(budget), **RECIPE, **options
+    )
+    cert = certify_predictions(res, data["X_test"])
+    return {
+        "certified_accuracy": cert.certified_accuracy(data["y_test"]),
+        "nominal_accuracy": float(np.mean(res.nominal.predict(data["X_test"]) == data["y_test"])),
+        "cpu_seconds": time.process_time() - cpu,
+        "seconds": time.perf_counter() - wall,
+        "mean_width": float(res.mean_widths()[-1]),
+    }
+
+
+def run_agt(agt_path: str, agt_python: str, dump: Path) -> list[dict]:
+    """AGT's 16 configurations in one subprocess of its own environment."""
+    out = dump / "agt.json"
+    cmd = [agt_python, str(HERE / "agt_peer.py"), "--agt-path", agt_path, "--json", str(out)]
+    cmd += ["--dump-bounds", str(dump)]
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+    rows = json.loads(out.read_text())
+    for i, row in enumerate(rows):
+        box = np.load(next(dump.glob(f"{i:02d}_*.npz")))
+        row["mean_width"] = float(np.mean(box["upper"] - box["lower"]))
+    return rows
+
+
+def main(agt_path: str | None, agt_python: str | None) -> None:
+    data = halfmoons_protocol()
+    model = MLP.from_torch(initial_torch_model())
+    run_certkit(AGT_BUDGETS[0], data, model)  # warm-up (imports, caches)
+    ours = [run_certkit(b, data, model) for b in AGT_BUDGETS]
+    theirs: list[dict | None] = [None] * len(AGT_BUDGETS)
+    if agt_path is not None:
+        with tempfile.TemporaryDirectory() as tmp:
+            theirs = run_agt(agt_path, agt_python or sys.executable, Path(tmp))
+    rows, wins, ties = [], 0, 0
+    for b, c, a in zip(AGT_BUDGETS, ours, theirs):
+        label = {
+            "features-k": "features eps=0.01",
+            "features-eps": "features k=10",
+            "labels": "label flips",
+            "paired": "paired eps=0.1",
+        }[b["sweep"]]
+        size = (
+            b["epsilon"]
+            if b["sweep"] == "features-eps"
+            else b["label_k"]
+            if b["sweep"] == "labels"
+            else b["k"]
+        )
+        row = [label, size, c["certified_accuracy"]]
+        if a is not None:
+            wins += c["certified_accuracy"] > a["certified_accuracy"]
+            ties += c["certified_accuracy"] == a["certified_accuracy"]
+            row += [
+                a["certified_accuracy"],
+                c["mean_width"] / a["mean_width"],
+                c["cpu_seconds"],
+                a["cpu_seconds"],
+                c["seconds"],
+                a["seconds"],
+            ]
+        else:
+            row += ["-", "-", c["cpu_seconds"], "-", c["seconds"], "-"]
+        rows.append(row)
+    print(
+        format_table(
+            [
+                "budget",
+                "k / eps",
+                "certkit",
+                "AGT",
+                "width ratio",
+                "certkit CPU s",
+                "AGT CPU s",
+                "certkit s",
+                "AGT s",
+            ],
+            rows,
+            title=(
+                "AGT half-moons protocol: certified test accuracy (nominal "
+                f"{ours[0]['nominal_accuracy']:.3f}), final box width certkit / AGT, "
+                "seconds per configuration"
+            ),
+        )
+    )
+    if agt_path is not None:
+        cpu = sum(c["cpu_seconds"] for c in ours) / sum(a["cpu_seconds"] for a in theirs)
+        print(
+            f"certkit (interval, default) certifies more than AGT at {wins} of {len(ours)} budgets, "
+            f"as much at {ties}, less at {len(ours) - wins - ties}; total CPU time certkit / AGT = {cpu:.2f}"
+        )
+    else:
+        print("AGT not run: give --agt-path (a checkout of AbstractGradientTraining) and --agt-python")
+
+
+#: Budgets of the accuracy/certification trade-off curve (one of each kind of AGT's sweeps).
+CURVE_BUDGETS = (
+    {"sweep": "features-k", "k": 100, "epsilon": 0.01, "label_k": 0},
+    {"sweep": "labels", "k": 0, "epsilon": 0.0, "label_k": 3},
+    {"sweep": "paired", "k": 3, "epsilon": 0.1, "label_k": 3},
+)
+
+
+def epochs_curve(plot: str | None, epochs: int = 10) -> None:
+    """Nominal and certified test accuracy after each of 1..``epochs`` epochs of AGT's recipe (the decaying
+    rate continues), for the budgets of `CURVE_BUDGETS`; optionally drawn to ``plot``."""
+    data = halfmoons_protocol()
+    model = MLP.from_torch(initial_torch_model())
+    recipe = RECIPE | {"epochs": epochs}
+    curves, rows = {}, []
+    for budget in CURVE_BUDGETS:
+        start = time.process_time()
+        res = certified_training(
+            model, data["X_train"], data["y_train"], perturbation=perturbation(budget), **recipe
+        )
+        seconds = time.process_time() - start
+        nominal = [float(np.mean(m.predict(data["X_test"]) == data["y_test"])) for m in res.nominal_path[1:]]
+        certified = [
+            certify_predictions(res, data["X_test"], epoch=t).certified_accuracy(data["y_test"])
+            for t in range(1, epochs + 1)
+        ]
+        name = (
+            repr(perturbation(budget))
+            if budget["sweep"] == "labels"
+            else (f"{budget['sweep']} k={budget['k']} eps={budget['epsilon']:g}")
+        )
+        curves[name] = (nominal, certified)
+        rows += [
+            [name, t + 1, nominal[t], certified[t], float(res.mean_widths()[t + 1])] for t in range(epochs)
+        ]
+        rows.append([name, "CPU s", seconds, "", ""])
+    print(
+        format_table(
+            ["budget", "epoch", "nominal", "certified", "mean width"],
+            rows,
+            title="AGT half-moons recipe: accuracy and certified accuracy per epoch (interval)",
+        )
+    )
+    if plot:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        fig, ax = plt.subplots(figsize=(6.4, 3.8))
+        steps = np.arange(1, epochs + 1)
+        ax.plot(steps, curves[next(iter(curves))][0], "k-", marker="o", label="nominal (all budgets)")
+        for (name, (_, certified)), style in zip(curves.items(), ("--", "-.", ":")):
+            ax.plot(steps, certified, style, marker="s", label=f"certified: {name}")
+        ax.set_xlabel("epoch")
+        ax.set_ylabel("test accuracy")
+        ax.set_ylim(0, 1)
+        ax.set_xticks(steps)
+        ax.legend(fontsize=8, loc="lower left")
+        ax.set_title("Half moons, AGT's recipe: accuracy vs certified accuracy (interval)", fontsize=9)
+        fig.tight_layout()
+        fig.savefig(plot, dpi=120)
+        print(f"figure written to {plot}")
