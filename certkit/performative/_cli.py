@@ -1,4 +1,5 @@
-"""``certkit performative``: performative generalization bounds and worst/best-case risks on the NSW data."""
+"""``certkit performative``: performative generalization bounds and worst/best-case risks on the NSW data or a
+user's labelled data (CSV or NPZ)."""
 
 from __future__ import annotations
 
@@ -22,22 +23,86 @@ _PAPER = {
 }
 
 
+#: Most shares one run evaluates (each costs a bound and two Wasserstein risks; 5,000 took 6 minutes).
+MAX_SHARES = 200
+
+
 def lalonde_model() -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
     """NSW covariates and programme indicator scaled to [0, 1], labels +1 = employed in 1978, logistic fit."""
-    from sklearn.linear_model import LogisticRegression
-
     from certkit.datasets import load_lalonde
 
     data = load_lalonde()
-    X = np.column_stack([data.X, data.treatment])
-    X = (X - X.min(axis=0)) / (X.max(axis=0) - X.min(axis=0))
-    y = np.where(data.outcome > 0, 1.0, -1.0)
+    return _fit_model(np.column_stack([data.X, data.treatment]), np.where(data.outcome > 0, 1.0, -1.0))
+
+
+def _fit_model(X: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
+    """Columns scaled to [0, 1] (so ||x||_2 <= sqrt(d)), labels in {-1, +1}, the logistic fit (C = 1)."""
+    from sklearn.linear_model import LogisticRegression
+
+    low, high = X.min(axis=0), X.max(axis=0)
+    constant = np.flatnonzero(high == low)
+    if constant.size:
+        raise ValueError(f"data has constant feature column(s) {constant.tolist()}; drop them")
+    X = (X - low) / (high - low)
     model = LogisticRegression(C=1.0).fit(X, y)
     return X, y, model.coef_[0], float(model.intercept_[0])
 
 
+_DATA_FORMAT = (
+    "a CSV file (a header row of names, then numeric rows; the label column is --label, default the last) "
+    "or a NumPy .npz archive (numpy.savez) of the arrays X (n, d) and y (n,), labels 0/1 or -1/+1"
+)
+
+
+def _load_data(path: str, label: str | None) -> tuple[np.ndarray, np.ndarray]:
+    """Features and labels (in {-1, +1}) of a user's CSV or NPZ file; ValueError naming --data otherwise."""
+    from certkit._validation import check_array
+    from certkit.datasets._base import read_numeric_csv
+
+    if path.endswith(".npz"):
+        if label is not None:
+            raise ValueError("label names a CSV column; an .npz archive holds X and y")
+        try:
+            with np.load(path, allow_pickle=False) as f:
+                X, y = f["X"], f["y"]
+        except (KeyError, ValueError, EOFError, OSError) as exc:
+            if isinstance(exc, FileNotFoundError):
+                raise
+            raise ValueError(f"data: {path} is not {_DATA_FORMAT}") from None
+    else:
+        table, names = read_numeric_csv(path, how=f"--data reads {_DATA_FORMAT}")
+        column = len(names) - 1 if label is None else _column(names, label)
+        X, y = np.delete(table, column, axis=1), table[:, column]
+    X = check_array(X, "data X", ndim=2)
+    y = check_array(y, "data y", ndim=1, shape=(X.shape[0],))
+    if X.shape[1] < 1 or X.shape[0] < 2:
+        raise ValueError(f"data needs at least 2 rows and 1 feature column besides the label, got {X.shape}")
+    classes = set(np.unique(y).tolist())
+    if not (classes <= {0.0, 1.0} or classes <= {-1.0, 1.0}) or len(classes) != 2:
+        raise ValueError(
+            f"data labels must be two classes coded 0/1 or -1/+1, got values {sorted(classes)[:5]}"
+        )
+    return X, np.where(y > 0, 1.0, -1.0)
+
+
+def _column(names: list[str], label: str) -> int:
+    if label not in names:
+        raise ValueError(f"label {label!r} is not a column of the CSV file; its columns are {names}")
+    return names.index(label)
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of the subcommand."""
+    parser.add_argument(
+        "--data",
+        metavar="FILE",
+        help="labelled data: a CSV file (header row, numeric rows, the label column last or --label) or an "
+        ".npz archive of X and y; labels 0/1 or -1/+1; features are scaled to [0, 1] and a logistic model "
+        "fitted (default: the NSW/LaLonde sample)",
+    )
+    parser.add_argument(
+        "--label", default=None, help="the label column of a --data CSV file (default: the last)"
+    )
     parser.add_argument(
         "--kind",
         default="thm3.13",
@@ -47,10 +112,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--shares",
         default="0.01,0.05,0.1,0.2,0.3,0.5",
-        help="comma-separated shares m/n of affected units (default 0.01,0.05,0.1,0.2,0.3,0.5)",
+        help="comma-separated shares m/n of affected units, at most 200 (default 0.01,0.05,0.1,0.2,0.3,0.5)",
     )
     parser.add_argument(
-        "--n", type=int, default=None, help="sample size of the Thm bounds (default: the NSW sample, 445)"
+        "--n", type=int, default=None,
+        help="sample size of the Thm bounds (default: the rows of the data, 445 for NSW); the risk table "
+        "always uses the data's rows",
     )
     parser.add_argument("--p", type=float, default=2.0, help="Wasserstein order (default 2)")
     parser.add_argument("--confidence-level", type=float, default=0.95, help="1 - delta (default 0.95)")
@@ -107,6 +174,11 @@ def _shares(text: str) -> list[float]:
         raise ValueError(f"shares must be comma-separated numbers, got {text!r}") from None
     if not shares:
         raise ValueError(f"shares must list at least one share m/n of affected units, got {text!r}")
+    if len(shares) > MAX_SHARES:
+        raise ValueError(
+            f"shares lists {len(shares)} values; at most {MAX_SHARES} (each costs a bound and two "
+            "Wasserstein risks): use a coarser grid, or --target for the largest share under a bound"
+        )
     return shares
 
 
@@ -145,15 +217,18 @@ def run(args: argparse.Namespace) -> int:
     try:
         shares = _shares(args.shares)
         _check_options(args)
-    except ValueError as exc:
-        print(f"certkit performative: error: {_error_message(exc, _parser())}", file=sys.stderr)
-        return 2
-    start = time.perf_counter()
-    X, y, theta, b = lalonde_model()
-    margins = y * (X @ theta + b)
-    D_Z = float(2.0 * np.abs(margins).max() / np.linalg.norm(theta))  # largest label flip, as a move of x
-    n = args.n if args.n is not None else X.shape[0]
-    try:
+        if args.target is not None and not math.isfinite(args.target):
+            raise ValueError(f"target must be finite, got {args.target}")
+        start = time.perf_counter()
+        if args.data is None:
+            X, y, theta, b = lalonde_model()
+            source = "the NSW model"
+        else:
+            X, y, theta, b = _fit_model(*_load_data(args.data, args.label))
+            source = f"the logistic model of {args.data}"
+        margins = y * (X @ theta + b)
+        D_Z = float(2.0 * np.abs(margins).max() / np.linalg.norm(theta))  # largest label flip, as a move of x
+        n = args.n if args.n is not None else X.shape[0]
         kwargs = _bound_kwargs(args, n, X, y, theta, D_Z, b)
         bounds = [generalization_bound(kind=args.kind, share=r, **kwargs) for r in shares]
         risks = []
@@ -166,8 +241,7 @@ def run(args: argparse.Namespace) -> int:
                 for d in ("inf", "sup")
             )
             risks.append((r, radius, lo, hi))
-        share = None if args.target is None else max_affected_share(args.target, kind=args.kind, **kwargs)
-    except (ValueError, TypeError) as exc:
+    except (ValueError, TypeError, OSError) as exc:
         print(f"certkit performative: error: {_error_message(exc, _parser())}", file=sys.stderr)
         return 2
     names = list(bounds[0].terms)
@@ -176,7 +250,8 @@ def run(args: argparse.Namespace) -> int:
         format_table(
             ["share", *names, "total"],
             rows,
-            title=f"{args.kind} bound, p = {args.p:g}, confidence {args.confidence_level:g}",
+            title=f"{args.kind} bound, p = {args.p:g}, confidence {args.confidence_level:g}"
+            + ("" if args.kind == "rademacher" else f", n = {n}"),
         )
     )
     vacuous = [r for r, bd in zip(shares, bounds) if bd.vacuous]
@@ -190,12 +265,16 @@ def run(args: argparse.Namespace) -> int:
         format_table(
             ["share", "radius", "W_p inf (self-fulfilling)", "W_p sup (self-negating)"],
             risks,
-            title=f"logistic risk of the NSW model ({float(np.logaddexp(0, -margins).mean()):.4f}) "
-            f"over the flip ball, D_Z = {D_Z:.3f}",
+            title=f"logistic risk of {source} ({float(np.logaddexp(0, -margins).mean()):.4f}) over the flip "
+            f"ball on its {X.shape[0]} rows, D_Z = {D_Z:.3f}",
         )
     )
-    if share is not None:
-        print(f"\nlargest share of affected units with {args.kind} bound <= {args.target:g}: {share:.4f}")
+    if args.target is not None:
+        try:
+            share = max_affected_share(args.target, kind=args.kind, **kwargs)
+            print(f"\nlargest share of affected units with {args.kind} bound <= {args.target:g}: {share:.4f}")
+        except ValueError as exc:  # the options passed every bound above: the target is out of reach
+            print(f"\n--target {args.target:g} is unreachable: {exc}")
     print(f"\n({time.perf_counter() - start:.2f} s)")
     return 0
 
