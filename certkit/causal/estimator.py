@@ -142,7 +142,10 @@ class CausalMixtureModel(BaseEstimator):
         One joint fit per mixing variable (nodes, parents, per-group mechanisms, weights,
         responsibilities, labels, joint BIC).
     mixing_sets_ : list of frozenset
-        Nodes switched by the same latent variable (``mixing_variables_[m].nodes``).
+        Nodes switched by the same latent variable (``mixing_variables_[m].nodes``), as column indices.
+    mixing_set_names_ : list of tuple of str
+        The same sets as column names (``feature_names_in_``), each in column order, as ``summary()`` and
+        ``edges()`` name them.
     group_labels_ : ndarray (n, len(mixing_sets_)) of int
         Per-sample group of each mixing variable (group 0 the largest).
     mixing_ami_ : ndarray (d, d)
@@ -314,6 +317,9 @@ class CausalMixtureModel(BaseEstimator):
         self.cpdag_ = cpdag(adjacency, mixing_sets=self.mixing_sets_)
         self.identified_ = identified_orientations(adjacency, self.cpdag_)
         self.feature_names_in_ = names if names is not None else tuple(f"x{j}" for j in range(d))
+        self.mixing_set_names_ = [
+            tuple(self.feature_names_in_[j] for j in sorted(s)) for s in self.mixing_sets_
+        ]
         self.n_features_in_ = d
         return self
 

@@ -43,7 +43,9 @@ def _progress_bar(total: int, progress: Progress) -> Any:
         return None
     from tqdm.auto import tqdm
 
-    return tqdm(total=total, desc=progress if isinstance(progress, str) else "causal search", leave=False)
+    # mininterval=0: every step is drawn (a few steps, seconds apart; the default skipped the last ones)
+    return tqdm(total=total, desc=progress if isinstance(progress, str) else "causal search", leave=False,
+                mininterval=0)
 
 
 def _next_source(score: LocalScore, candidates: list[int], parents: list[set[int]]) -> int:

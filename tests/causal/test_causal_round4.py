@@ -162,3 +162,27 @@ def test_edge_stability_names_a_too_small_sample_fraction(sem):
     with pytest.raises(ValueError, match=r"^sample_fraction=0.001 draws 2 of the 200 rows per fit, fewer "
                                          r"than the 29 parameters .*use sample_fraction >= 0.145"):
         edge_stability(sem, sample_fraction=0.001, n_bootstrap=2)
+
+
+# --- item 17: names of the mixing sets, the progress bar ---
+
+
+def test_mixing_sets_have_column_names_too():
+    import pandas as pd
+
+    from certkit.causal import CausalMixtureModel, make_mixture_sem
+
+    X, _, _ = make_mixture_sem(5, 800, 0.4, 2, mixing_size=2, rng=3)
+    names = ["age", "dose", "bp", "hr", "temp"]
+    model = CausalMixtureModel(rng=0).fit(pd.DataFrame(X, columns=names))
+    assert model.mixing_sets_
+    assert model.mixing_set_names_ == [tuple(names[j] for j in sorted(s)) for s in model.mixing_sets_]
+
+
+def test_the_search_progress_bar_reaches_its_total(capsys):
+    from certkit.causal import CausalMixtureModel, make_mixture_sem
+
+    X, _, _ = make_mixture_sem(6, 600, 0.4, 2, mixing_size=2, rng=0)
+    CausalMixtureModel(rng=0, progress=True).fit(X)
+    err = capsys.readouterr().err
+    assert "7/7" in err  # 6 search steps and the refinement; the bar stopped at 3/7 before clearing
