@@ -18,11 +18,12 @@ import numpy as np
 from certkit._optional import require
 from certkit._typing import RNGLike
 from certkit._validation import check_array, check_in_options, check_integer, check_positive, check_rng
-from certkit.mibp.mlp import LOSSES, MLP, check_labels
+from certkit.mibp.mlp import MLP, check_labels
 from certkit.mibp.perturbation import InputSets, Perturbation
+from certkit.mibp.recipe import LOSSES, Recipe, make_recipe
 from certkit.mibp.result import CertifiedTrainingResult
 
-__all__ = ["attack_predictions", "attack_violation"]
+__all__ = ["attack_predictions", "attack_violation", "label_classes"]
 
 
 def _violation(result, path) -> float:
@@ -51,29 +52,64 @@ def _torch_forward(torch, params, X, sizes):
     return h
 
 
-def _torch_train(torch, params, X, y, loss: str, lr: float, epochs: int, sizes) -> list:
-    """Unrolled full-batch GD (as `MLP.gradients`: ReLU' = 0 at 0, hinge' = 0 at the kink).
+def _torch_train(torch, params, X, y, recipe: Recipe, sizes) -> list:
+    """Unrolled SGD of ``recipe`` (as `MLP.run`: ReLU' = 0 at 0, hinge' = 0 at the kink); the parameters
+    after every epoch.
 
     Batched when ``X`` is ``(B, n, d)`` and every parameter has a leading batch dimension ``B``: the
     ``B`` trainings are independent (``y`` is ``(n, ...)`` or ``(B, n, ...)``).
     """
-    path = [params]
-    for _ in range(epochs):
-        h = _torch_forward(torch, params, X, sizes)
-        if loss == "mse":
-            per = ((h - y) ** 2).sum(dim=-1)
+    path, velocity = [params], None
+    axis = 1 if X.ndim == 3 else 0
+    y_axis = 1 if y.ndim > (2 if recipe.loss == "mse" else 1) else 0
+    for step, rows in enumerate(recipe.batches):
+        index = torch.as_tensor(rows)
+        h = _torch_forward(torch, params, X.index_select(axis, index), sizes)
+        yb = y.index_select(y_axis, index)
+        if recipe.loss == "mse":
+            per = ((h - yb) ** 2).sum(dim=-1)
+        elif recipe.loss == "cross_entropy":
+            per = torch.logsumexp(h, dim=-1) - h.gather(-1, yb[..., None])[..., 0]
+        elif recipe.loss == "binary_cross_entropy":
+            per = torch.nn.functional.softplus(h[..., 0]) - yb * h[..., 0]
         elif h.shape[-1] == 1:
-            per = torch.relu(1.0 - y * h[..., 0])
+            per = torch.relu(1.0 - yb * h[..., 0])
         else:
-            index = y[..., None].expand(*h.shape[:-1], 1)
-            fy = h.gather(-1, index)
+            fy = h.gather(-1, yb[..., None])
             margins = torch.relu(1.0 + h - fy)
-            per = margins.sum(dim=-1) - margins.gather(-1, index)[..., 0]
+            per = margins.sum(dim=-1) - margins.gather(-1, yb[..., None])[..., 0]
         J = per.mean(dim=-1).sum()
         grads = torch.autograd.grad(J, params, create_graph=True)
-        params = [p - lr * g for p, g in zip(params, grads)]
-        path.append(params)
+        if recipe.weight_decay:
+            grads = [g + recipe.weight_decay * p for g, p in zip(grads, params)]
+        if velocity is not None and recipe.momentum:
+            grads = [recipe.momentum * v + g for v, g in zip(velocity, grads)]
+        velocity = grads
+        lr = float(recipe.rates[step])
+        params = [p - lr * v for p, v in zip(params, velocity)]
+        if (step + 1) % recipe.steps_per_epoch == 0:
+            path.append(params)
     return path
+
+
+def _label_tensor(torch, labels: np.ndarray, loss: str):
+    """Labels as torch wants them: int64 class indices, float64 otherwise."""
+    return torch.tensor(
+        labels,
+        dtype=torch.int64
+        if loss in ("cross_entropy", "hinge") and labels.dtype.kind == "i"
+        else torch.float64,
+    )
+
+
+def label_classes(loss: str, n_outputs: int) -> np.ndarray:
+    """The label values of a classification loss: {-1, +1} (binary hinge), {0, 1} (binary cross-entropy),
+    ``0..C-1`` otherwise."""
+    if loss == "binary_cross_entropy":
+        return np.array([0, 1])
+    if n_outputs == 1:
+        return np.array([-1.0, 1.0])
+    return np.arange(n_outputs)
 
 
 def _start(sets: InputSets, Xs: np.ndarray, gen: np.random.Generator) -> tuple[np.ndarray, ...]:
@@ -120,16 +156,15 @@ def attack_violation(
     model = result.nominal_path[0]
     X = check_array(X, "X", ndim=2, shape=(None, model.sizes[0]))
     sets: InputSets = perturbation.sets(X)
-    sizes, loss, lr, epochs = model.sizes, result.loss, result.learning_rate, result.epochs
+    sizes, loss, recipe, epochs = model.sizes, result.loss, result.recipe, result.epochs
     y_fit = check_labels(y, loss, sizes[-1], len(X))
-    if loss == "mse" and sizes[-1] == 1:
-        y_fit = y_fit[:, 0]
+    classes = None if loss == "mse" else label_classes(loss, sizes[-1])
     worst, count = -np.inf, 0
     for r in range(restarts):
         # discrete choices of this restart
-        Xs = sets.sample(gen, vertex=bool(r % 2))
-        y_r = sets.sample_labels(y_fit, gen)
-        path_np = model.train(Xs, y_r, loss=loss, epochs=epochs, learning_rate=lr)
+        Xs, y_r = sets.sample_dataset(y_fit, gen, vertex=bool(r % 2), classes=classes)
+        y_r = y_r.astype(y_fit.dtype)
+        path_np = model.run(Xs, y_r, recipe)
         worst = max(worst, _violation(result, path_np))
         count += 1
         base, lo_off, hi_off, off = _start(sets, Xs, gen)
@@ -142,14 +177,12 @@ def attack_violation(
             for w, b in zip(model.weights, model.biases)
             for a in (w, b)
         ]
-        yt = torch.tensor(y_r, dtype=torch.int64 if y_r.dtype.kind == "i" else torch.float64)
-        if loss == "mse" and yt.ndim == 1:
-            yt = yt[:, None]
+        yt = _label_tensor(torch, y_r, loss)
         step = 0.25 * (hi_off - lo_off)
         for _ in range(steps):
             ot = torch.tensor(off, dtype=torch.float64, requires_grad=True)
             Xt = torch.tensor(base, dtype=torch.float64) + ot
-            path = _torch_train(torch, theta0, Xt, yt, loss, lr, epochs, sizes)
+            path = _torch_train(torch, theta0, Xt, yt, recipe, sizes)
             flat = [torch.cat([p.reshape(-1) for p in params]) for params in path]
             if mix is None:
                 goal = sign * flat[t_goal][p_goal]
@@ -160,7 +193,7 @@ def attack_violation(
                 break
             off = np.clip(off + step * np.sign(g.detach().numpy()), lo_off, hi_off)
             Xp = base + off
-            path_np = model.train(Xp, y_r, loss=loss, epochs=epochs, learning_rate=lr)
+            path_np = model.run(Xp, y_r, recipe)
             worst = max(worst, _violation(result, path_np))
             count += 1
     return worst, count
@@ -231,6 +264,7 @@ def attack_predictions(
     gen = check_rng(rng)
     sets: InputSets = perturbation.sets(X)
     nominal_path = model.train(X, y_fit, loss=loss, epochs=epochs, learning_rate=lr)
+    classes = None if loss == "mse" else label_classes(loss, sizes[-1])
     m = len(X_test)
     flipped = np.zeros((epochs + 1, m), dtype=bool)
     Xt_test = torch.tensor(X_test, dtype=torch.float64)
@@ -247,10 +281,9 @@ def attack_predictions(
                 break
             starts = [_start(sets, sets.sample(gen, vertex=True), gen) for _ in todo]
             base, lo_off, hi_off, off = (np.stack(parts) for parts in zip(*starts))
-            labels = np.stack([sets.sample_labels(y_fit, gen) for _ in todo])
-            yt = torch.tensor(labels, dtype=torch.int64 if labels.dtype.kind == "i" else torch.float64)
-            if loss == "mse" and yt.ndim == 2:
-                yt = yt[..., None]
+            labels = np.stack([sets.sample_labels(y, gen, classes=classes) for _ in todo])
+            yt = _label_tensor(torch, labels, loss)
+            recipe = make_recipe(len(X), loss=loss, epochs=t, learning_rate=lr)
             step = 0.25 * (hi_off - lo_off)
             params = [
                 torch.tensor(np.broadcast_to(a, (len(todo), *a.shape)).copy(), requires_grad=True)
@@ -258,69 +291,16 @@ def attack_predictions(
             ]
             for s in range(steps + 1):
                 ot = torch.tensor(off, dtype=torch.float64, requires_grad=True)
-                path_t = _torch_train(torch, params, torch.tensor(base) + ot, yt, loss, lr, t, sizes)
+                path_t = _torch_train(torch, params, torch.tensor(base) + ot, yt, recipe, sizes)
                 margins = _margin(torch, path_t[-1], Xt_test[todo], pred[todo], sizes)
                 # a margin at or below 0 in torch: confirm on the float trajectory of MLP.train
                 for j in np.flatnonzero(margins.detach().numpy() <= 0):
                     i = todo[j]
                     if not flipped[t, i]:
-                        path = model.train(base[j] + off[j], labels[j], loss=loss, epochs=t, learning_rate=lr)
+                        path = model.run(base[j] + off[j], labels[j], recipe)
                         flipped[t, i] = path[-1].predict(X_test[i : i + 1])[0] != pred_np[i]
                 if s == steps or flipped[t, todo].all():
                     break
                 (g,) = torch.autograd.grad(margins.sum(), ot)
                 off = np.clip(off - step * np.sign(g.detach().numpy()), lo_off, hi_off)
     return flipped
-
-
-#: Perturbation types of `random_case`.
-PERTURBATION_KINDS = ("feature_box", "missing_values", "ordinal_shift", "budget", "label_flips")
-
-
-def random_case(
-    gen: np.random.Generator, kind: str, *, max_hidden: int = 3, max_points: int = 8, max_epochs: int = 2
-) -> dict:
-    """A random tiny certified-training configuration with a perturbation of type ``kind``.
-
-    Returns the keyword arguments of `certified_training` except the backend and formulation
-    (``model``, ``X``, ``y``, ``perturbation``, ``loss``, ``epochs``, ``learning_rate``).
-    """
-    from certkit.mibp.mlp import MLP
-    from certkit.mibp.perturbation import Budget, FeatureBox, LabelFlips, MissingValues, OrdinalShift
-
-    d = int(gen.integers(1, 3))
-    n = int(gen.integers(2, max_points + 1))
-    head = "binary" if kind == "label_flips" else str(gen.choice(["binary", "multiclass", "mse"]))
-    out = 3 if head == "multiclass" else 1
-    model = MLP.random([d, int(gen.integers(1, max_hidden + 1)), out], rng=gen)
-    X = np.round(gen.normal(size=(n, d)), 2) if kind == "ordinal_shift" else gen.normal(size=(n, d))
-    if head == "binary":
-        y = np.where(gen.random(n) < 0.5, -1.0, 1.0)
-    elif head == "multiclass":
-        y = gen.integers(0, 3, size=n)
-    else:
-        y = gen.normal(size=n)
-    eps = float(gen.choice([0.01, 0.1, 0.3]))
-    if kind == "feature_box":
-        pert = FeatureBox(eps)
-    elif kind == "missing_values":
-        mask = gen.random((n, d)) < 0.3
-        mask[int(gen.integers(n)), int(gen.integers(d))] = True
-        pert = MissingValues(mask, -1.0, 1.0)
-    elif kind == "ordinal_shift":
-        pert = OrdinalShift([0], shifts=(-1, 0, 1)) & FeatureBox(eps / 3)
-    elif kind == "budget":
-        pert = Budget(FeatureBox(eps * 3), int(gen.integers(1, max(2, n // 2))))
-    elif kind == "label_flips":
-        pert = FeatureBox(eps / 3) & LabelFlips(int(gen.integers(1, 3)))
-    else:
-        raise ValueError(f"unknown perturbation kind {kind!r}; expected one of {PERTURBATION_KINDS}")
-    return dict(
-        model=model,
-        X=X,
-        y=y,
-        perturbation=pert,
-        loss="mse" if head == "mse" else "hinge",
-        epochs=int(gen.integers(1, max_epochs + 1)),
-        learning_rate=float(gen.choice([0.1, 0.5, 1.0])),
-    )

@@ -9,7 +9,8 @@ from scipy.optimize import linprog
 
 from certkit.mibp import MLP, Budget, FeatureBox, LabelFlips, certified_training
 from certkit.mibp.affine import AffineCarry
-from certkit.mibp.attack import PERTURBATION_KINDS, attack_violation, random_case
+from certkit.mibp.attack import attack_violation
+from certkit.mibp.cases import PERTURBATION_KINDS, random_case
 from certkit.mibp.recipe import make_recipe
 
 

@@ -14,6 +14,8 @@ from certkit.mibp import (
     certified_training,
     certify_predictions,
 )
+from certkit.mibp.attack import attack_violation
+from certkit.mibp.cases import RECIPE_KINDS, random_recipe_case
 from certkit.mibp.interval import _affine, _hidden_derivative_ce, softmax_bounds
 from certkit.mibp.recipe import make_recipe
 
@@ -401,3 +403,19 @@ def test_label_checks_for_the_cross_entropies():
         InverseDecay(1.0, -0.5)
     with pytest.raises(ValueError, match="learning_rate must be a finite number > 0"):
         InverseDecay(0.0, 0.5)
+
+
+@pytest.mark.parametrize("carry", ["box", "affine"])
+@pytest.mark.parametrize("kind", RECIPE_KINDS)
+def test_attacked_random_recipes_stay_inside(kind, carry):
+    """Projected gradient ascent on the inputs through the unrolled recipe (torch) and sampled datasets,
+    on random tiny configurations of every recipe option."""
+    gen = np.random.default_rng([RECIPE_KINDS.index(kind), carry == "affine"])
+    for _ in range(8):
+        case = random_recipe_case(gen, kind)
+        res = certified_training(**case, carry=carry)
+        violation, trajectories = attack_violation(
+            res, case["X"], case["y"], case["perturbation"], restarts=3, steps=4, rng=gen
+        )
+        assert trajectories >= 3
+        assert violation <= 0.0, f"a trajectory leaves its box by {violation} ({case})"
