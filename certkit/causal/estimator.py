@@ -51,7 +51,7 @@ def check_data(X: Any, name: str = "X") -> tuple[np.ndarray, tuple[str, ...] | N
     X = check_array(X, name, ndim=2)
     n, d = X.shape
     if d < 2:
-        raise ValueError(f"{name} must have at least 2 columns (variables), got {d}")
+        raise ValueError(f"{name} must have at least 2 columns (variables), got {d} feature(s)")
     if n < 2:
         raise ValueError(
             f"{name} has {n} sample: too few samples to fit a mechanism (a variance needs 2, a mixture of "

@@ -30,6 +30,7 @@ __all__ = [
     "check_inputs",
     "check_labels",
     "lower_conformal_threshold",
+    "renamed_score",
     "required_calibration_size",
     "sample_noise",
 ]
@@ -41,7 +42,10 @@ def check_inputs(X: Any, name: str = "X") -> np.ndarray:
     """Inputs of shape ``(n, ...)`` (at least 2-D), finite, as float64."""
     arr = check_array(X, name)
     if arr.ndim < 2:
-        raise ValueError(f"{name} must have shape (n_samples, n_features, ...), got shape {arr.shape}")
+        raise ValueError(
+            f"{name} must have shape (n_samples, n_features, ...), got shape {arr.shape}. Reshape your data "
+            f"with {name}.reshape(-1, 1) (one feature) or {name}.reshape(1, -1) (one sample)"
+        )
     return arr
 
 
@@ -121,6 +125,28 @@ def adjusted_alpha(confidence_level: float, radius: float, sigma: float, noise: 
     return 1.0 - robust_level(confidence_level, radius=radius, sigma=sigma, noise=noise)
 
 
+def renamed_score(owner: str, conformity_score: Any, deprecated: dict[str, Any]) -> Any:
+    """``conformity_score``, or the value given under its deprecated name ``score=`` (with a FutureWarning).
+
+    The old name is taken as a keyword only, so that no ``score`` attribute shadows scikit-learn's ``score``
+    method name; any other unknown keyword is a ``TypeError``, as Python would raise.
+    """
+    unknown = sorted(set(deprecated) - {"score"})
+    if unknown:
+        raise TypeError(f"{owner}.__init__() got an unexpected keyword argument {unknown[0]!r}")
+    if "score" not in deprecated:
+        return conformity_score
+    if not (isinstance(conformity_score, str) and conformity_score == "thr"):
+        raise TypeError("score is the deprecated name of conformity_score; pass conformity_score only")
+    warnings.warn(
+        f"{owner}(score=...) is deprecated and will be removed in certkit 0.3; use conformity_score=... (the "
+        "name MAPIE uses; score shadowed scikit-learn's score method)",
+        FutureWarning,
+        stacklevel=3,
+    )
+    return deprecated["score"]
+
+
 # ---------------------------------------------------------------------------------------------- bases
 class _ConformalBase(BaseEstimator):
     """Common parameter handling; subclasses store their parameters in ``__init__`` only."""
@@ -154,11 +180,28 @@ class _ConformalBase(BaseEstimator):
         self.input_shape_ = tuple(X.shape[1:])
         self.n_features_in_ = int(np.prod(self.input_shape_))
 
+    def fit(self, X: Any, y: Any) -> Any:
+        """Calibrate on ``(X, y)``: the same as `calibrate`, under scikit-learn's name.
+
+        The model is taken as trained (MAPIE's ``prefit=True``): `fit` never trains it, it only calibrates
+        the conformal threshold, so that the estimator can end a scikit-learn `Pipeline` (whose earlier
+        steps are then fitted on the calibration data) and `sklearn.utils.validation.check_is_fitted`
+        applies to it.
+
+        Returns
+        -------
+        self
+        """
+        return self.calibrate(X, y)
+
     def _check_fitted_inputs(self, X: Any) -> np.ndarray:
         """Inputs for a calibrated estimator: fitted, valid, and shaped like the calibration inputs."""
         check_is_fitted(self, self._fitted_attr)
         X = check_inputs(X)
         if tuple(X.shape[1:]) != self.input_shape_:
+            if X.ndim == 2 and len(self.input_shape_) == 1:  # scikit-learn's wording for feature vectors
+                raise ValueError(f"X has {X.shape[1]} features, but {type(self).__name__} is expecting "
+                                 f"{self.input_shape_[0]} features as input (the calibration inputs' number)")
             raise ValueError(f"X has inputs of shape {tuple(X.shape[1:])}, but the estimator was calibrated "
                              f"on inputs of shape {self.input_shape_}")
         return X
@@ -191,10 +234,14 @@ class _ConformalBase(BaseEstimator):
 class _ClassifierBase(_ConformalBase):
     """Classifiers: the score, probability checks and repeated noisy scoring."""
 
+    def _conformity_score(self) -> Any:
+        """The `ConformityScore` of ``conformity_score``."""
+        return get_score(self.conformity_score)
+
     def _setup(self, X: Any) -> tuple[np.ndarray, dict[str, Any]]:
         params = self._check_common()
         check_in_options(self.output, "output", OUTPUTS)
-        params["score"] = get_score(self.score)
+        params["score"] = self._conformity_score()
         X = check_inputs(X)
         self._remember_inputs(X)
         self.rng_ = check_rng(self.rng)

@@ -91,7 +91,7 @@ def compare(*, sigma: float, radius: float, confidence_level: float, methods: tu
     check_integer(attack_steps, "attack_steps", minimum=0)
     coef, intercept, (X_cal, y_cal), (X_test, y_test) = _digits_model(sigma, rng)
     model, is_torch = _linear_model(coef, intercept)
-    common = {"score": score, "confidence_level": confidence_level, "output": "logits", "rng": rng}
+    common = {"conformity_score": score, "confidence_level": confidence_level, "output": "logits", "rng": rng}
     smooth = {"sigma": sigma, "radius": radius, **common}
     makers = {
         "split": lambda: SplitConformalClassifier(model, **common),

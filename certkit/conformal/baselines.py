@@ -19,10 +19,10 @@ from certkit.conformal._base import (
     _ClassifierBase,
     check_labels,
     lower_conformal_threshold,
+    renamed_score,
     required_calibration_size,
     warn_small_calibration,
 )
-from certkit.conformal.scores import get_score
 from certkit.stats import clopper_pearson, empirical_bernstein_bound, hoeffding_bound, smoothing_lower_bound
 
 __all__ = ["BinCPClassifier", "RSCPPlusClassifier"]
@@ -95,8 +95,11 @@ class BinCPClassifier(_MultiSampleClassifier):
     ----------
     model : callable or torch.nn.Module
         Maps inputs to class probabilities ``(n, K)`` (logits with ``output="logits"``).
-    score : str, ConformityScore or callable, default "thr"
+    conformity_score : str, ConformityScore or callable, default "thr"
         Conformity score, higher = more conforming.
+    **deprecated
+        ``score=``: the deprecated name of `conformity_score` (it shadowed scikit-learn's `score` method
+        name); it warns (`FutureWarning`), sets `conformity_score` and will be removed in certkit 0.3.
     sigma : float
         Smoothing noise standard deviation, ``> 0``.
     radius : float
@@ -147,7 +150,7 @@ class BinCPClassifier(_MultiSampleClassifier):
         self,
         model: Any,
         *,
-        score: Any = "thr",
+        conformity_score: Any = "thr",
         sigma: float,
         radius: float,
         confidence_level: float = 0.9,
@@ -159,9 +162,10 @@ class BinCPClassifier(_MultiSampleClassifier):
         batch_size: int = 1024,
         device: Any = "cpu",
         rng: RNGLike = None,
+        **deprecated: Any,
     ) -> None:
         self.model = model
-        self.score = score
+        self.conformity_score = renamed_score(type(self).__name__, conformity_score, deprecated)
         self.sigma = sigma
         self.radius = radius
         self.confidence_level = confidence_level
@@ -244,8 +248,11 @@ class RSCPPlusClassifier(_MultiSampleClassifier):
     ----------
     model : callable or torch.nn.Module
         Maps inputs to class probabilities ``(n, K)`` (logits with ``output="logits"``).
-    score : str, ConformityScore or callable, default "thr"
+    conformity_score : str, ConformityScore or callable, default "thr"
         A conformity score with values in [0, 1] (``"thr"``, ``"aps"`` or a bounded callable; not RAPS).
+    **deprecated
+        ``score=``: the deprecated name of `conformity_score` (it shadowed scikit-learn's `score` method
+        name); it warns (`FutureWarning`), sets `conformity_score` and will be removed in certkit 0.3.
     sigma : float
         Smoothing noise standard deviation, ``> 0``.
     radius : float
@@ -295,7 +302,7 @@ class RSCPPlusClassifier(_MultiSampleClassifier):
         self,
         model: Any,
         *,
-        score: Any = "thr",
+        conformity_score: Any = "thr",
         sigma: float,
         radius: float,
         confidence_level: float = 0.9,
@@ -307,9 +314,10 @@ class RSCPPlusClassifier(_MultiSampleClassifier):
         batch_size: int = 1024,
         device: Any = "cpu",
         rng: RNGLike = None,
+        **deprecated: Any,
     ) -> None:
         self.model = model
-        self.score = score
+        self.conformity_score = renamed_score(type(self).__name__, conformity_score, deprecated)
         self.sigma = sigma
         self.radius = radius
         self.confidence_level = confidence_level
@@ -324,7 +332,7 @@ class RSCPPlusClassifier(_MultiSampleClassifier):
 
     def _check_bounded(self) -> None:
         check_in_options(self.mc_bound, "mc_bound", ("hoeffding", "bernstein"))
-        score = get_score(self.score)
+        score = self._conformity_score()
         if not score.bounded:
             raise ValueError(f"RSCP+ needs a conformity score with values in [0, 1] ('thr' or 'aps'), got "
                              f"{score!r}; for a callable use CallableScore(fn, bounded=True)")

@@ -19,7 +19,12 @@ from __future__ import annotations
 from typing import Any
 
 from certkit._typing import RNGLike
-from certkit.conformal._base import _SingleSampleClassifier, _SingleSampleRegressor, adjusted_alpha
+from certkit.conformal._base import (
+    _SingleSampleClassifier,
+    _SingleSampleRegressor,
+    adjusted_alpha,
+    renamed_score,
+)
 
 __all__ = ["RCP1Classifier", "RCP1Regressor"]
 
@@ -51,8 +56,11 @@ class RCP1Classifier(_RCP1Mixin, _SingleSampleClassifier):
     model : callable or torch.nn.Module
         Maps inputs ``(n, ...)`` to class probabilities ``(n, K)`` (logits with ``output="logits"``);
         ideally trained with noise of the same ``sigma``.
-    score : str, ConformityScore or callable, default "thr"
+    conformity_score : str, ConformityScore or callable, default "thr"
         Conformity score, higher = more conforming (see `certkit.conformal.scores`).
+    **deprecated
+        ``score=``: the deprecated name of `conformity_score` (it shadowed scikit-learn's `score` method
+        name); it warns (`FutureWarning`), sets `conformity_score` and will be removed in certkit 0.3.
     sigma : float
         Smoothing noise standard deviation per coordinate, ``> 0``.
     radius : float
@@ -104,7 +112,7 @@ class RCP1Classifier(_RCP1Mixin, _SingleSampleClassifier):
         self,
         model: Any,
         *,
-        score: Any = "thr",
+        conformity_score: Any = "thr",
         sigma: float,
         radius: float,
         confidence_level: float = 0.9,
@@ -113,9 +121,10 @@ class RCP1Classifier(_RCP1Mixin, _SingleSampleClassifier):
         batch_size: int = 1024,
         device: Any = "cpu",
         rng: RNGLike = None,
+        **deprecated: Any,
     ) -> None:
         self.model = model
-        self.score = score
+        self.conformity_score = renamed_score(type(self).__name__, conformity_score, deprecated)
         self.sigma = sigma
         self.radius = radius
         self.confidence_level = confidence_level

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from certkit._typing import RNGLike
-from certkit.conformal._base import _SingleSampleClassifier, _SingleSampleRegressor
+from certkit.conformal._base import _SingleSampleClassifier, _SingleSampleRegressor, renamed_score
 
 __all__ = ["SplitConformalClassifier", "SplitConformalRegressor"]
 
@@ -23,8 +23,11 @@ class SplitConformalClassifier(_SingleSampleClassifier):
     ----------
     model : callable or torch.nn.Module
         Maps inputs ``(n, ...)`` to class probabilities ``(n, K)`` (logits with ``output="logits"``).
-    score : str, ConformityScore or callable, default "thr"
+    conformity_score : str, ConformityScore or callable, default "thr"
         Conformity score, higher = more conforming (see `certkit.conformal.scores`).
+    **deprecated
+        ``score=``: the deprecated name of `conformity_score` (it shadowed scikit-learn's `score` method
+        name); it warns (`FutureWarning`), sets `conformity_score` and will be removed in certkit 0.3.
     confidence_level : float, default 0.9
         Target coverage $1 - \alpha$, in (0, 1).
     noise : {None, "gaussian", "uniform"}, default None
@@ -78,7 +81,7 @@ class SplitConformalClassifier(_SingleSampleClassifier):
         self,
         model: Any,
         *,
-        score: Any = "thr",
+        conformity_score: Any = "thr",
         confidence_level: float = 0.9,
         noise: str | None = None,
         sigma: float | None = None,
@@ -86,9 +89,10 @@ class SplitConformalClassifier(_SingleSampleClassifier):
         batch_size: int = 1024,
         device: Any = "cpu",
         rng: RNGLike = None,
+        **deprecated: Any,
     ) -> None:
         self.model = model
-        self.score = score
+        self.conformity_score = renamed_score(type(self).__name__, conformity_score, deprecated)
         self.confidence_level = confidence_level
         self.noise = noise
         self.sigma = sigma

@@ -175,7 +175,7 @@ def test_wrong_feature_count_names_x(make):
     est = make().calibrate(X, y)
     assert est.input_shape_ == (2,) and est.n_features_in_ == 2
     wrong = np.zeros((5, 3))
-    match = r"X has inputs of shape \(3,\), but the estimator was calibrated on inputs of shape \(2,\)"
+    match = r"X has 3 features, but \w+ is expecting 2 features as input \(the calibration inputs' number\)"
     with pytest.raises(ValueError, match=match):
         if hasattr(est, "predict_set"):
             est.predict_set(wrong)

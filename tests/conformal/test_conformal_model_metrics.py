@@ -140,7 +140,7 @@ def test_split_noise_needs_sigma_and_multi_sample_options():
     with pytest.raises(ValueError, match="base_probability"):
         BinCPClassifier(MODEL, sigma=0.2, radius=0.1, base_probability=1.0).calibrate(X, y)
     with pytest.raises(ValueError, match="RSCP"):
-        RSCPPlusClassifier(MODEL, score="raps", sigma=0.2, radius=0.1).calibrate(X, y)
+        RSCPPlusClassifier(MODEL, conformity_score="raps", sigma=0.2, radius=0.1).calibrate(X, y)
     with pytest.raises(ValueError, match="mc_bound"):
         RSCPPlusClassifier(MODEL, sigma=0.2, radius=0.1, mc_bound="chernoff").calibrate(X, y)
     n_classes = [2]
@@ -149,7 +149,7 @@ def test_split_noise_needs_sigma_and_multi_sample_options():
     n_classes[0] = 3  # the model changed after calibration
     with pytest.raises(ValueError, match="calibrated with 2"):
         clf.predict_set(np.zeros((4, 2)))
-    with pytest.raises(ValueError, match=r"X has inputs of shape \(3,\), but the estimator was calibrated"):
+    with pytest.raises(ValueError, match=r"X has 3 features, but \w+ is expecting 2 features as input"):
         clf.predict_set(np.zeros((4, 3)))  # issue 14 item 10: was the model's own error
 
 

@@ -85,8 +85,9 @@ def test_split_cp_rank_hand_example():
 def test_r0_identical_to_noisy_split_cp(score):
     X, y = _data(400, seed=2)
     Xt, _ = _data(300, seed=3)
-    rcp = RCP1Classifier(MODEL, score=score, sigma=0.3, radius=0.0, rng=7).calibrate(X, y)
-    cp = SplitConformalClassifier(MODEL, score=score, noise="gaussian", sigma=0.3, rng=7).calibrate(X, y)
+    rcp = RCP1Classifier(MODEL, conformity_score=score, sigma=0.3, radius=0.0, rng=7).calibrate(X, y)
+    cp = SplitConformalClassifier(MODEL, conformity_score=score, noise="gaussian", sigma=0.3,
+                                  rng=7).calibrate(X, y)
     assert rcp.adjusted_level_ == cp.adjusted_level_ == 0.9
     assert rcp.threshold_ == cp.threshold_
     np.testing.assert_array_equal(rcp.calibration_scores_, cp.calibration_scores_)
@@ -170,10 +171,10 @@ def test_trivial_regime_regression_and_impossible_uniform():
 
 def test_fresh_noise_each_call_and_deterministic_given_seed():
     X, y = _data(300, seed=10)
-    clf = RCP1Classifier(MODEL, score=APSScore(), sigma=0.5, radius=0.1, rng=3).calibrate(X, y)
+    clf = RCP1Classifier(MODEL, conformity_score=APSScore(), sigma=0.5, radius=0.1, rng=3).calibrate(X, y)
     a, b = clf.conformity_scores(X), clf.conformity_scores(X)
     assert not np.array_equal(a, b)
-    clf2 = RCP1Classifier(MODEL, score=APSScore(), sigma=0.5, radius=0.1, rng=3).calibrate(X, y)
+    clf2 = RCP1Classifier(MODEL, conformity_score=APSScore(), sigma=0.5, radius=0.1, rng=3).calibrate(X, y)
     np.testing.assert_array_equal(clf2.conformity_scores(X), a)
 
 
