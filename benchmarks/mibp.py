@@ -20,7 +20,7 @@ need a full Gurobi licence, SCIP joint only returns interval-level dual bounds w
     python benchmarks/mibp.py --seeds 10 --full     # closer to the paper's protocol (hours)
     python benchmarks/mibp.py --datasets two_moons --workers 2
     python benchmarks/mibp.py --agt --agt-path ~/AbstractGradientTraining --agt-python ~/agt-venv/bin/python
-    python benchmarks/mibp.py --epochs-curve --plot docs/images/mibp_epochs.png
+    python benchmarks/mibp.py --epochs-curve --plot docs/mibp_epochs.png
 """
 
 from __future__ import annotations
