@@ -18,7 +18,8 @@ import numpy as np
 from certkit._optional import require
 from certkit._typing import RNGLike
 from certkit._validation import check_array, check_in_options, check_integer, check_positive, check_rng
-from certkit.mibp.mlp import MLP, check_labels
+from certkit.mibp.losses import check_labels
+from certkit.mibp.mlp import MLP
 from certkit.mibp.perturbation import InputSets, Perturbation
 from certkit.mibp.recipe import LOSSES, Recipe, make_recipe
 from certkit.mibp.result import CertifiedTrainingResult

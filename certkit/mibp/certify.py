@@ -13,7 +13,8 @@ from certkit._validation import check_array, check_in_options, check_positive, c
 from certkit.mibp.encoding import build_output
 from certkit.mibp.interval import interval_margin
 from certkit.mibp.licence import check_gurobi_licence
-from certkit.mibp.mlp import MLP, check_labels
+from certkit.mibp.losses import check_labels
+from certkit.mibp.mlp import MLP
 from certkit.mibp.result import CertifiedTrainingResult, check_epoch
 from certkit.mibp.solvers import BACKENDS, BackendOptions, check_backend, solve_program
 from certkit.parallel import parallel_map, resolve_executor

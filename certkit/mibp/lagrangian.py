@@ -21,7 +21,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from certkit.mibp.mlp import MLP, loss_gradient_output
+from certkit.mibp.losses import loss_gradient_output
+from certkit.mibp.mlp import MLP
 
 __all__ = ["centre_multipliers", "sample_jacobians", "zero_sum"]
 

@@ -16,20 +16,11 @@ from certkit._validation import (
     check_integer,
     check_positive,
     check_rng,
-    check_same_length,
 )
+from certkit.mibp.losses import check_labels, loss_gradient_output
 from certkit.mibp.recipe import LOSSES, Recipe, make_recipe
 
-__all__ = [
-    "INITS",
-    "LOSSES",
-    "MLP",
-    "check_labels",
-    "check_sizes",
-    "loss_gradient_output",
-    "sigmoid",
-    "softmax",
-]
+__all__ = ["INITS", "LOSSES", "MLP", "check_sizes"]
 
 INITS = ("he", "torch")
 
@@ -390,100 +381,3 @@ def check_sizes(sizes: Any) -> list[int]:
     n_params = sum((float(a) + 1.0) * float(b) for a, b in itertools.pairwise(sizes))
     check_allocation(8.0 * n_params, "sizes", sizes, what="the network's parameters")
     return sizes
-
-
-def check_labels(
-    y: Any, loss: str, n_outputs: int, n: int, *, name: str = "y", x_name: str = "X"
-) -> np.ndarray:
-    """Validate labels for ``loss`` and an ``n_outputs``-output network.
-
-    Binary hinge (one output): labels in {-1, +1}.  Multi-class hinge and cross-entropy (``C >= 2``
-    outputs): integer labels in ``0 .. C-1``.  Binary cross-entropy (one output): labels in {0, 1}.
-    MSE: real targets of shape ``(n,)`` (one output) or ``(n, C)``.  ``loss="classes"``: the classes
-    `MLP.predict` returns, as for the hinge loss (to score predictions, whatever the training loss).
-    ``name`` / ``x_name`` name the labels and inputs in errors.
-    """
-    if loss == "mse":
-        y = check_array(y, name, ndim=(1, 2))
-        if y.ndim == 1:
-            y = y[:, None]
-        if y.shape != (n, n_outputs):
-            raise ValueError(
-                f"{name} must have shape ({n},) or ({n}, {n_outputs}) for the MSE loss, got {y.shape}"
-            )
-        return y
-    if loss == "cross_entropy" and n_outputs < 2:
-        raise ValueError(
-            "loss='cross_entropy' needs a network with at least 2 outputs (one logit per class); "
-            "for one output use loss='binary_cross_entropy' with labels in {0, 1}"
-        )
-    if loss == "binary_cross_entropy" and n_outputs != 1:
-        raise ValueError(
-            f"loss='binary_cross_entropy' needs a network with one output, this one has {n_outputs}; "
-            "use loss='cross_entropy' with labels 0..C-1"
-        )
-    y = check_array(y, name, ndim=1, dtype=None)
-    check_same_length((x_name, range(n)), (name, y))
-    binary01 = loss == "binary_cross_entropy"
-    if y.dtype == np.bool_ or not (np.issubdtype(y.dtype, np.integer) or np.issubdtype(y.dtype, np.floating)):
-        want = "0 or 1" if binary01 else "-1 or +1" if n_outputs == 1 else f"integers in 0..{n_outputs - 1}"
-        raise TypeError(f"labels {name} must be real numbers ({want}), got dtype {y.dtype}")
-    if loss in ("hinge", "cross_entropy"):
-        what = f"the {'binary' if n_outputs == 1 else 'multi-class'} {loss.replace('_', '-')} loss"
-    elif binary01:
-        what = "the binary cross-entropy loss"
-    else:
-        what = "the classes predict() returns"
-    what += " (one output)" if n_outputs == 1 else f" ({n_outputs} outputs)"
-    if binary01:
-        if not np.all(np.isin(y, (0, 1))):
-            raise ValueError(f"labels {name} must be 0 or 1 for {what}")
-        return y.astype(np.float64)
-    if n_outputs == 1:
-        if not np.all(np.isin(y, (-1, 1))):
-            raise ValueError(f"labels {name} must be -1 or +1 for {what}; map {{0, 1}} labels with 2*y - 1")
-        return y.astype(np.float64)
-    if not np.all(y == np.round(y)) or y.min() < 0 or y.max() >= n_outputs:
-        raise ValueError(f"labels {name} must be integers in 0..{n_outputs - 1} for {what}")
-    return y.astype(np.int64)
-
-
-def softmax(f: np.ndarray) -> np.ndarray:
-    """Row-wise softmax of ``f`` (n, C), computed as ``exp(f - max f) / Σ exp(f - max f)``."""
-    e = np.exp(f - f.max(axis=1, keepdims=True))
-    return e / e.sum(axis=1, keepdims=True)
-
-
-def sigmoid(f: np.ndarray) -> np.ndarray:
-    """``1 / (1 + exp(-f))`` without overflow."""
-    e = np.exp(-np.abs(f))
-    return np.where(f >= 0, 1.0 / (1.0 + e), e / (1.0 + e))
-
-
-def loss_gradient_output(f: np.ndarray, y: np.ndarray, loss: str) -> np.ndarray:
-    """``dℓ/df`` for outputs ``f`` (n, C).
-
-    Binary hinge ``max(0, 1 - y f)``: ``-y`` where ``1 - y f > 0``, else 0 (so 0 at the kink).
-    Multi-class (Weston-Watkins) hinge ``Σ_{c≠y} max(0, 1 + f_c - f_y)``: each strictly
-    positive term contributes +1 to ``f_c`` and -1 to ``f_y`` (0 at the kink).  MSE
-    ``Σ_c (f_c - y_c)^2``: ``2 (f - y)``.  Cross-entropy ``-log softmax(f)_y``: ``softmax(f) - onehot(y)``.
-    Binary cross-entropy with logits ``-y log σ(f) - (1 - y) log(1 - σ(f))``: ``σ(f) - y``.
-    """
-    if loss == "mse":
-        return 2.0 * (f - y)
-    if loss == "cross_entropy":
-        g = softmax(f)
-        g[np.arange(len(f)), y] -= 1.0
-        return g
-    if loss == "binary_cross_entropy":
-        return sigmoid(f) - y[:, None]
-    if f.shape[1] == 1:
-        active = (1.0 - y * f[:, 0]) > 0
-        return (-y * active)[:, None]
-    n = len(f)
-    fy = f[np.arange(n), y]
-    active = (1.0 + f - fy[:, None]) > 0
-    active[np.arange(n), y] = False
-    g = active.astype(np.float64)
-    g[np.arange(n), y] = -active.sum(axis=1)
-    return g

@@ -11,7 +11,7 @@ from certkit._results import ResultMixin, format_table
 from certkit._typing import ExecutorArg, Progress
 from certkit._validation import check_array, check_progress
 from certkit.mibp.certify import certify_predictions
-from certkit.mibp.mlp import check_labels
+from certkit.mibp.losses import check_labels
 from certkit.mibp.result import CertifiedTrainingResult
 from certkit.parallel import resolve_executor
 

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import contextlib
-import math
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -20,37 +20,20 @@ from certkit._validation import (
     check_progress,
 )
 from certkit.mibp.affine import CARRIES, AffineCarry
-from certkit.mibp.encoding import build_decomposed, build_joint
-from certkit.mibp.interval import interval_margin, interval_step, magnitude, pad, sum_with_budget
-from certkit.mibp.lagrangian import centre_multipliers
-from certkit.mibp.licence import check_gurobi_licence
-from certkit.mibp.mlp import MLP, check_labels
+from certkit.mibp.interval import interval_margin
+from certkit.mibp.losses import check_labels
+from certkit.mibp.mlp import MLP
 from certkit.mibp.perturbation import InputSets, Perturbation
 from certkit.mibp.recipe import LOSSES, Recipe, make_recipe
 from certkit.mibp.result import CertifiedTrainingResult
-from certkit.mibp.solvers import BACKENDS, BackendOptions, SolveStats, check_backend, lp_bounds, solve_program
+from certkit.mibp.solvers import BACKENDS, BackendOptions, SolveStats, check_backend
+from certkit.mibp.steps import check_program_recipe, interval_box_step, program_step
 from certkit.mibp.witnesses import Witnesses
-from certkit.parallel import parallel_map, resolve_executor, single_threaded
+from certkit.parallel import resolve_executor, single_threaded
 
 __all__ = ["BACKENDS", "CARRIES", "FORMULATIONS", "CertifiedTrainingResult", "certified_training"]
 
 FORMULATIONS = ("joint", "decomposed", "hybrid", "lagrangian")
-
-
-class BoundsOverflowError(FloatingPointError, ValueError):
-    """The interval parameter bounds left the float64 range (a `FloatingPointError` and, as a consequence of
-    the arguments' sizes, a `ValueError`)."""
-
-
-def _solve_item(item: tuple) -> dict:
-    program, tasks, options, witnesses = item
-    return solve_program(program, tasks, options, witnesses)
-
-
-def _chunks(m: int, parts: int) -> list[list[tuple[int, int]]]:
-    tasks = [(p, s) for p in range(m) for s in (1, -1)]
-    size = math.ceil(len(tasks) / max(1, parts))
-    return [tasks[i : i + size] for i in range(0, len(tasks), size)]
 
 
 def certified_training(
@@ -253,76 +236,117 @@ def certified_training(
             "LabelFlips needs a classification loss (hinge, cross_entropy or binary_cross_entropy)"
         )
     if backend != "interval":
-        _check_program_recipe(backend, recipe, sets, model.sizes[-1])
-    options = BackendOptions(backend, time_limit, solver, tighten_bounds, verbose)
-    early_stop = None if patience is None else (X_val, y_val, patience)
-
+        check_program_recipe(backend, recipe, sets, model.sizes[-1])
+    run = _Run(
+        model,
+        X,
+        y,
+        y_fit,
+        sets,
+        recipe,
+        BackendOptions(backend, time_limit, solver, tighten_bounds, verbose),
+        formulation,
+        carry,
+        None if patience is None else (X_val, y_val, patience),
+    )
     # interval arithmetic and the nominal run multiply thin matrices: one BLAS thread is faster
     with single_threaded() if backend == "interval" else contextlib.nullcontext():
-        return _train(
-            model, X, y, y_fit, sets, recipe, options, formulation, carry, executor, progress, early_stop
-        )
+        # one pool for every epoch (an int executor), none for interval arithmetic
+        with resolve_executor(executor if backend != "interval" else None, n_items=len(X)) as pool:
+            return _train(run, pool, progress)
 
 
-def _train(model, X, y, y_fit, sets, recipe, options, formulation, carry, executor, progress, early_stop):
-    """The certified run once its arguments are checked: the nominal run, then every step of every epoch.
+@dataclass(frozen=True)
+class _Run:
+    """A checked run: the data, its allowed sets, the recipe and how each step is bounded.
 
     ``early_stop``: None or ``(X_val, y_val, patience)``.
     """
-    epochs, loss, backend = recipe.epochs, recipe.loss, options.backend
-    lr = float(recipe.rates[0])
-    nominal_path = model.run(X, y_fit, recipe)
-    witnesses = Witnesses(model, X, y, y_fit, sets, loss, lr, epochs) if backend != "interval" else None
-    affine = AffineCarry(model, sets, y, recipe) if carry == "affine" else None
+
+    model: MLP
+    X: np.ndarray
+    y: np.ndarray  # as check_labels returns them
+    y_fit: np.ndarray  # the labels of the nominal run
+    sets: InputSets
+    recipe: Recipe
+    options: BackendOptions
+    formulation: str
+    carry: str
+    early_stop: tuple | None
+
+
+class _Stepper:
+    """Bounds one gradient step from the current parameter box: interval arithmetic or the programs, then
+    intersected with the affine carry's hull; every box is checked against the witnesses (programs)."""
+
+    def __init__(self, run: _Run, pool) -> None:
+        self.run, self.pool = run, pool
+        recipe, backend = run.recipe, run.options.backend
+        self.witnesses = None
+        if backend != "interval":
+            lr = float(recipe.rates[0])
+            self.witnesses = Witnesses(
+                run.model, run.X, run.y, run.y_fit, run.sets, recipe.loss, lr, recipe.epochs
+            )
+        self.affine = AffineCarry(run.model, run.sets, run.y, recipe) if run.carry == "affine" else None
+        self.velocity = None  # the velocity box (momentum)
+
+    def __call__(self, lower: MLP, upper: MLP, step: int, epoch: int, desc) -> tuple[MLP, MLP, SolveStats]:
+        run, stats = self.run, SolveStats()
+        if run.options.backend == "interval":
+            (lo, hi), self.velocity = interval_box_step(
+                lower, upper, run.sets, run.y, run.recipe, step, self.velocity
+            )
+        else:  # full-batch gradient descent: one step per epoch
+            lo, hi, stats = program_step(
+                lower,
+                upper,
+                run.sets,
+                run.y,
+                run.recipe.loss,
+                float(run.recipe.rates[step]),
+                run.formulation,
+                run.options,
+                self.pool,
+                desc,
+                (self.witnesses, epoch),
+            )
+        if self.affine is not None:
+            aL, aU = self.affine.step(lower, upper, step)
+            lo, hi = np.fmax(lo, aL), np.fmin(hi, aU)  # a non-finite zonotope bound is ignored
+        if self.witnesses is not None:
+            self.witnesses.check_step(epoch, lo, hi, run.options.backend)
+        if np.any(lo > hi):
+            raise RuntimeError("internal error: empty parameter box; please report this with the inputs")
+        return MLP.from_vector(lo, lower.sizes), MLP.from_vector(hi, lower.sizes), stats
+
+
+def _train(run: _Run, pool, progress) -> CertifiedTrainingResult:
+    """The nominal run, then each epoch's steps from the previous box, each epoch's box kept."""
+    recipe, model = run.recipe, run.model
+    nominal_path = model.run(run.X, run.y_fit, recipe)
+    step_box = _Stepper(run, pool)
     lowers, uppers, seconds, stats = [model], [model], [], []
     scores: list[float] = []  # validation certified accuracy after epochs 1, 2, ...
-    sizes = model.sizes
-    velocity = None  # the velocity box (momentum)
     lower, upper = model, model
-    # one pool for every epoch (an int executor), none for interval arithmetic
-    with resolve_executor(executor if backend != "interval" else None, n_items=len(X)) as pool:
-        for t in range(epochs):
-            start = time.perf_counter()
-            desc: bool | str = False
-            if progress:
-                desc = (
-                    f"epoch {t + 1}/{epochs}"
-                    if isinstance(progress, bool)
-                    else f"{progress} epoch {t + 1}/{epochs}"
-                )
-            st = SolveStats()
-            for step in range(recipe.epoch_end(t), recipe.epoch_end(t + 1)):
-                if backend == "interval":
-                    (newL, newU), velocity = _interval_step(lower, upper, sets, y, recipe, step, velocity)
-                else:
-                    newL, newU, st = _step(
-                        lower, upper, sets, y, loss, lr, formulation, options, pool, desc, (witnesses, t)
-                    )
-                if affine is not None:
-                    aL, aU = affine.step(lower, upper, step)
-                    newL, newU = (
-                        np.fmax(newL, aL),
-                        np.fmin(newU, aU),
-                    )  # a non-finite zonotope bound is ignored
-                if witnesses is not None:
-                    witnesses.check_step(t, newL, newU, backend)
-                if np.any(newL > newU):
-                    raise RuntimeError(
-                        "internal error: empty parameter box; please report this with the inputs"
-                    )
-                lower, upper = MLP.from_vector(newL, sizes), MLP.from_vector(newU, sizes)
-            lowers.append(lower)
-            uppers.append(upper)
-            seconds.append(time.perf_counter() - start)
-            stats.append(st)
-            if early_stop is not None:  # the validation score drives early stopping only
-                X_val, y_val, patience = early_stop
-                pred = nominal_path[t + 1].predict(X_val)
-                certified = interval_margin(lower, upper, X_val, pred) > 0
-                scores.append(float(np.mean(certified & (pred == y_val))))
-                if len(scores) - 1 - int(np.argmax(scores)) >= patience:
-                    nominal_path = nominal_path[: t + 2]
-                    break
+    for t in range(recipe.epochs):
+        start = time.perf_counter()
+        desc = _progress_label(progress, t, recipe.epochs)
+        for step in range(recipe.epoch_end(t), recipe.epoch_end(t + 1)):
+            lower, upper, st = step_box(lower, upper, step, t, desc)
+        lowers.append(lower)
+        uppers.append(upper)
+        seconds.append(time.perf_counter() - start)
+        stats.append(st)
+        if run.early_stop is not None:  # the validation score drives early stopping only
+            X_val, y_val, patience = run.early_stop
+            pred = nominal_path[t + 1].predict(X_val)
+            certified = interval_margin(lower, upper, X_val, pred) > 0
+            scores.append(float(np.mean(certified & (pred == y_val))))
+            if len(scores) - 1 - int(np.argmax(scores)) >= patience:
+                nominal_path = nominal_path[: t + 2]
+                break
+    backend = run.options.backend
     return CertifiedTrainingResult(
         lower=tuple(lowers),
         upper=tuple(uppers),
@@ -331,152 +355,16 @@ def _train(model, X, y, y_fit, sets, recipe, options, formulation, carry, execut
         epoch_seconds=np.asarray(seconds),
         solver_stats=tuple(stats),
         backend=backend,
-        formulation=formulation if backend != "interval" else "interval",
-        loss=loss,
+        formulation=run.formulation if backend != "interval" else "interval",
+        loss=recipe.loss,
         learning_rate=recipe.learning_rate,
-        carry=carry,
+        carry=run.carry,
         recipe=recipe,
     )
 
 
-def _check_program_recipe(backend: str, recipe: Recipe, sets: InputSets, n_outputs: int) -> None:
-    """The program backends certify plain full-batch GD with the hinge or MSE loss and binary label flips."""
-    why = None
-    if recipe.loss not in ("hinge", "mse"):
-        why = f"loss={recipe.loss!r}"
-    elif not recipe.plain:
-        why = "a learning-rate schedule, mini-batches, momentum or weight decay"
-    elif sets.flip_labels:
-        why = "paired poisoning (LabelFlips inside a Budget)"
-    elif sets.label_flips is not None and n_outputs != 1:
-        why = "label flips between more than two classes"
-    if why is not None:
-        raise ValueError(
-            f"backend={backend!r} does not support {why}; use backend='interval' (with carry='box' or "
-            "carry='affine'), which certifies every recipe"
-        )
-
-
-def _interval_step(lower, upper, sets, y, recipe, step, velocity):
-    """`interval_step`, refusing bounds that left the float64 range."""
-    with np.errstate(over="ignore", invalid="ignore"):
-        (iL, iU), velocity = interval_step(lower, upper, sets, y, recipe, step, velocity)
-    if not (np.all(np.isfinite(iL)) and np.all(np.isfinite(iU))):
-        raise BoundsOverflowError(
-            "the parameter bounds overflowed (interval bounds are no longer finite); certify fewer epochs "
-            "or use a smaller epsilon or learning_rate"
-        )
-    return (iL, iU), velocity
-
-
-def _step(
-    lower, upper, sets, y, loss, lr, formulation, options, executor=None, desc=False, witness=(None, 0)
-):
-    """Bounds (vectors) on the parameters after one step from the box [lower, upper], plus solver stats.
-
-    ``witness = (Witnesses or None, epoch)``: known feasible points for the runtime guard.
-    """
-    plain = make_recipe(len(y), loss=loss, epochs=1, learning_rate=lr)
-    (iL, iU), _ = _interval_step(lower, upper, sets, y, plain, 0, None)
-    if options.backend == "interval":
-        return iL, iU, SolveStats()
-    if formulation == "joint":
-        (sL, sU), st = _solve_epoch_joint(lower, upper, sets, y, loss, lr, options, executor, desc, witness)
-    else:
-        mu = None
-        if formulation == "lagrangian":
-            # inputs at the centres of their sets: the observed value of a missing entry is a placeholder
-            centre = 0.5 * sets.lower + 0.5 * sets.upper
-            mu = centre_multipliers(lower.to_vector(), upper.to_vector(), lower.sizes, centre, y, loss, lr)
-        (sL, sU), st, per_sample = _solve_epoch_decomposed(
-            lower, upper, sets, y, loss, lr, options, executor, desc, witness, mu
-        )
-    if formulation == "hybrid":
-        lp = BackendOptions("lp", options.time_limit, None, options.tighten, options.verbose)
-        cuts = None if sets.budget is not None or sets.label_flips is not None else per_sample
-        (jL, jU), jst = _solve_epoch_joint(lower, upper, sets, y, loss, lr, lp, executor, desc, witness, cuts)
-        sL, sU = np.maximum(sL, jL), np.minimum(sU, jU)
-        st = st + jst
-    return np.maximum(sL, iL), np.minimum(sU, iU), st
-
-
-def _solve_epoch_joint(lower, upper, sets, y, loss, lr, options, executor, desc, witness, cuts=None):
-    m = lower.n_params
-    tight = lp_bounds if options.tighten else None
-    program = build_joint(lower, upper, sets, y, loss, lr, tighten=tight, cuts=cuts)
-    if options.backend == "gurobi":
-        check_gurobi_licence(
-            program,
-            lambda lo, up: build_joint(lo, up, sets, y, loss, lr, tighten=tight, cuts=None),
-            lower,
-            upper,
-            decomposed=lambda: build_decomposed(lower, upper, sets, 0, y[0], loss, lr, tighten=tight),
-        )
-    witnesses, t = witness
-    values = None if witnesses is None else witnesses.joint(t)
-    parts = 1 if executor is None else min(2 * m, 32)
-    chunks = _chunks(m, parts)
-    results = parallel_map(
-        _solve_item, [(program, c, options, values) for c in chunks], executor=executor, progress=desc
-    )
-    L, U = np.empty(m), np.empty(m)
-    for chunk, res in zip(chunks, results):
-        for (p, s), v in zip(chunk, res["bounds"]):
-            (L if s > 0 else U)[p] = v
-    return (L, U), SolveStats.of(results, 1)
-
-
-def _solve_epoch_decomposed(lower, upper, sets, y, loss, lr, options, executor, desc, witness, mu=None):
-    """Per-sample programs summed; ``mu`` (array ``(n, m, m)``, zero-sum over the samples): Lagrangian
-    multipliers, ``mu[k, p] · θ`` added to sample ``k``'s objective ``p`` (`certkit.mibp.lagrangian`)."""
-    m = lower.n_params
-    n = len(y)
-    tight = lp_bounds if options.tighten else None
-    witnesses, t = witness
-    # (input sets, label sign, exact inputs) of each program: first the perturbed sets with the given
-    # labels; then the flipped labels (LabelFlips) or the unperturbed inputs (Budget)
-    kinds = [(sets, 1.0, False)]
-    budget = sets.budget
-    if sets.label_flips is not None:
-        budget = sets.label_flips
-        kinds.append((sets, -1.0, False))
-    elif budget is not None:
-        kinds.append((InputSets.exact(sets.nominal), 1.0, True))
-    programs, values = [], []
-    for kind_sets, sign, exact in kinds:
-        for k in range(n):
-            label = -y[k] if sign < 0 else y[k]
-            mu_k = None if mu is None else mu[k]
-            programs.append(
-                build_decomposed(lower, upper, kind_sets, k, label, loss, lr, tighten=tight, multipliers=mu_k)
-            )
-            if witnesses is not None:
-                values.append(witnesses.decomposed(t, k, flip=sign < 0, exact=exact, multipliers=mu_k))
-    if options.backend == "gurobi":
-        big = max(range(len(programs)), key=lambda r: programs[r].n_vars)
-        kind_sets, sign, _ = kinds[big // n]
-        k = big % n
-        label = -y[k] if sign < 0 else y[k]
-        check_gurobi_licence(
-            programs[big],
-            lambda lo, up: build_decomposed(lo, up, kind_sets, k, label, loss, lr, tighten=tight),
-            lower,
-            upper,
-        )
-    tasks = _chunks(m, 1)[0]
-    items = [(p, tasks, options, values[r] if values else None) for r, p in enumerate(programs)]
-    results = parallel_map(_solve_item, items, executor=executor, progress=desc)
-    lo = np.empty((len(programs), m))
-    hi = np.empty((len(programs), m))
-    for r, res in enumerate(results):
-        for (p, s), v in zip(tasks, res["bounds"]):
-            (lo if s > 0 else hi)[r, p] = v
-    if sets.label_flips is not None:
-        (NL, NU), (PL, PU) = (lo[:n], hi[:n]), (lo[n:], hi[n:])
-    elif budget is not None:
-        (PL, PU), (NL, NU) = (lo[:n], hi[:n]), (lo[n:], hi[n:])
-    else:
-        PL, PU = NL, NU = lo, hi
-    SL, SU = sum_with_budget(PL, PU, NL, NU, budget)
-    bounds = pad(SL / n, SU / n, magnitude(SL, SU) / n, 1)
-    return bounds, SolveStats.of(results, len(programs)), (lo, hi)
+def _progress_label(progress, epoch: int, epochs: int) -> bool | str:
+    if not progress:
+        return False
+    label = f"epoch {epoch + 1}/{epochs}"
+    return label if isinstance(progress, bool) else f"{progress} {label}"

@@ -20,7 +20,7 @@ from certkit.mibp.encoding import build_output as _output_program
 from certkit.mibp.interval import interval_forward
 from certkit.mibp.program import widen
 from certkit.mibp.solvers import BackendOptions, gurobi_size_limited, solve_program
-from certkit.mibp.training import _step
+from certkit.mibp.steps import program_step as _step
 
 EXACT = ["scip", "gurobi"]
 SOLVER_TOL = 1e-6  # solver feasibility tolerance 1e-9 on O(1) programs, padded by 1e-8 relative

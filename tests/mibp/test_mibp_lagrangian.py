@@ -9,9 +9,10 @@ import pytest
 
 from certkit.mibp import MLP, Budget, FeatureBox, MissingValues, certified_training
 from certkit.mibp.lagrangian import centre_multipliers, sample_jacobians, zero_sum
-from certkit.mibp.mlp import check_labels
+from certkit.mibp.losses import check_labels
 from certkit.mibp.solvers import BackendOptions
-from certkit.mibp.training import _solve_epoch_decomposed, _step
+from certkit.mibp.steps import _solve_epoch_decomposed
+from certkit.mibp.steps import program_step as _step
 
 _MODULES = {"scip": "pyscipopt", "gurobi": "gurobipy", "milp": "highspy", "lp": "highspy"}
 BACKENDS = [b for b, mod in _MODULES.items() if importlib.util.find_spec(mod) is not None]
