@@ -16,9 +16,12 @@ value ``v`` is a form ``c + G e ± r`` that contains ``v`` for every admissible 
 keeps the linear part and bounds the quadratic part by the product of the radii; a ReLU whose
 sign is decided is exact, an undecided one uses the parallelogram relaxation
 ``relu(z) ∈ λ z + [0, μ]`` (``λ = u / (u - l)``); the derivative indicators of undecided ReLUs and
-hinge terms become intervals.  The new parameters ``θ - (λ/n) Σ_k g_k`` are then a form whose
-interval remainder ``r`` becomes fresh symbols, and generators are reduced (Girard: the columns
-with the smallest ``‖g‖₁ - ‖g‖∞`` are boxed) to at most ``max_generators``.
+hinge terms, and the whole loss derivative of the cross-entropies, become intervals.  The step of
+the recipe (`certkit.mibp.recipe`) over the batch ``B``, ``d = (1/|B|) Σ_{k∈B} g_k + ω θ``,
+``v' = μ v + d``, ``θ' = θ - λ_s v'``, is then a form (with momentum the zonotope holds ``θ`` and ``v``
+over the same symbols) whose interval remainder ``r`` becomes fresh symbols, and generators are
+reduced (Girard: the columns with the smallest ``‖g‖₁ - ‖g‖∞`` are boxed) to at most
+``max_generators``.
 
 Floating point: every operation adds to ``r`` a bound on the rounding error of computing the
 form and of the float evaluation of the operation by `MLP.train` (in any summation order, as in

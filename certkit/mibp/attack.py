@@ -155,7 +155,7 @@ def attack_violation(
     steps = check_integer(steps, "steps", minimum=0)
     gen = check_rng(rng)
     model = result.nominal_path[0]
-    X = check_array(X, "X", ndim=2, shape=(None, model.sizes[0]))
+    X = check_array(perturbation.fill_missing(X), "X", ndim=2, shape=(None, model.sizes[0]))
     sets: InputSets = perturbation.sets(X)
     sizes, loss, recipe, epochs = model.sizes, result.loss, result.recipe, result.epochs
     y_fit = check_labels(y, loss, sizes[-1], len(X))

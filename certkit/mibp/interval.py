@@ -1,9 +1,11 @@
-"""Sound interval arithmetic through forward pass, loss derivative, backward pass and update.
+"""Sound interval arithmetic through the forward pass, the loss derivative and the backward pass (the
+budgeted batch sum and the update are in `certkit.mibp.sgd_step`).
 
-Every result is padded outward for floating-point rounding: a sum of ``m``
-products is widened by ``(m + 2) * 2**-52`` times the sum of the magnitudes
-of its terms, then by one ulp (``np.nextafter``).  This bounds the rounding
-error of the float computation of each end point (Higham's ``γ_m``).
+Every result is padded outward for floating-point rounding (`pad`): a sum of ``m`` products is widened by
+``(m + 4) * 2**-52`` times the sum of the magnitudes of its terms plus ``2**-52`` times the end's own
+magnitude (at least one ulp).  This bounds the rounding error of the float computation of each end point
+and of the nominal run's value (Higham's ``γ_m`` for both).  The per-sample weight gradients are single
+products left unpadded; `certkit.mibp.sgd_step.sum_with_budget` pads their sums for them.
 """
 
 from __future__ import annotations
@@ -130,6 +132,8 @@ def interval_margin(lower, upper, X, pred):
 def interval_loss_derivative(fL, fU, y, loss):
     """Bounds on ``dℓ/df`` (n, C) given output bounds, for the hinge, MSE and binary cross-entropy losses
     (same convention as the nominal training; cross-entropy is bounded by `output_derivative`)."""
+    if loss == "cross_entropy":
+        raise ValueError("the cross-entropy derivative needs the output layer: use output_derivative")
     if loss == "mse":
         return pad(2.0 * (fL - y), 2.0 * (fU - y), 2.0 * (magnitude(fL, fU) + np.abs(y)), 2)
     if loss == "binary_cross_entropy":

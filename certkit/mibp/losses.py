@@ -60,7 +60,19 @@ def check_labels(
         return y.astype(np.float64)
     if n_outputs == 1:
         if not np.all(np.isin(y, (-1, 1))):
-            raise ValueError(f"labels {name} must be -1 or +1 for {what}; map {{0, 1}} labels with 2*y - 1")
+            values = np.unique(y)
+            if values.size > 2:
+                raise ValueError(
+                    f"labels {name} have {values.size} classes but the network has one output; give it one "
+                    f"output per class (e.g. MLP.random([d, h, {values.size}])) with integer labels "
+                    "0..C-1 and loss='cross_entropy' or the multi-class hinge"
+                )
+            hint = (
+                "; map {0, 1} labels with 2*y - 1, or use loss='binary_cross_entropy'"
+                if np.all(np.isin(values, (0, 1)))
+                else ""
+            )
+            raise ValueError(f"labels {name} must be -1 or +1 for {what}{hint}")
         return y.astype(np.float64)
     if not np.all(y == np.round(y)) or y.min() < 0 or y.max() >= n_outputs:
         raise ValueError(f"labels {name} must be integers in 0..{n_outputs - 1} for {what}")

@@ -37,8 +37,9 @@ class Perturbation:
         raise NotImplementedError
 
     def sets(self, X: Any) -> InputSets:
-        """The input sets of this perturbation model for observed inputs ``X`` (n, d)."""
-        X = check_array(X, "X", ndim=2)
+        """The input sets of this perturbation model for observed inputs ``X`` (n, d); NaN marks a missing
+        entry where a `MissingValues` mask covers it (see `fill_missing`)."""
+        X = self.fill_missing(X)
         out = self.apply(InputSets.exact(X))
         for name in ("offset_lo", "offset_hi", "options"):
             if not np.all(np.isfinite(getattr(out, name))):
@@ -47,6 +48,28 @@ class Perturbation:
 
     def __and__(self, other: Perturbation) -> Compose:
         return Compose(self, other)
+
+    def fill_missing(self, X: Any) -> np.ndarray:
+        """``X`` (n, d) as float64 with every NaN that a `MissingValues` mask of this model covers replaced
+        by its placeholder (the centre of the missing value's range, or its middle level); a NaN anywhere
+        else is an error naming the entry."""
+        X = check_array(X, "X", ndim=2, finite=False)
+        covered = np.zeros(X.shape, dtype=bool)
+        for model in self._parts():
+            if isinstance(model, MissingValues):
+                X, covered = model._fill(X, covered)
+        bad = ~np.isfinite(X)
+        if np.any(bad):
+            k, f = (int(i) for i in np.argwhere(bad)[0])
+            raise ValueError(
+                f"X must be finite; X[{k}, {f}] is {X[k, f]} and no MissingValues mask covers it "
+                "(mark missing entries in MissingValues' mask, or fill them)"
+            )
+        return X
+
+    def _parts(self) -> list[Perturbation]:
+        """The models this one is made of (itself for a single model)."""
+        return [self]
 
 
 def _select(n: int, d: int, points: Any, features: Any) -> np.ndarray:
@@ -114,7 +137,9 @@ class MissingValues(Perturbation):
     Parameters
     ----------
     mask : bool array (n, d)
-        True where the value is missing (the observed value is a placeholder).
+        True where the value is missing: the observed value is a placeholder, or NaN (replaced by the
+        centre of ``[lower, upper]``, or the middle level, for the nominal run; see
+        `Perturbation.fill_missing`).
     lower, upper : float or array (d,)
         Range of a missing continuous value.
     levels : mapping feature -> sequence of float, optional
@@ -140,6 +165,17 @@ class MissingValues(Perturbation):
             f = check_integer(f, "levels key", minimum=0)
             vals = check_array(vals, f"levels[{f}]", ndim=1)
             self.levels[f] = np.unique(vals)
+
+    def _fill(self, X: np.ndarray, covered: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """NaN entries under the mask replaced by their placeholder; ``covered`` gains the mask."""
+        n, d = X.shape
+        if self.mask.shape != (n, d):
+            raise ValueError(f"mask must have the shape of X ({n}, {d}), got {self.mask.shape}")
+        centre = 0.5 * _broadcast(self.lower, "lower", n, d) + 0.5 * _broadcast(self.upper, "upper", n, d)
+        for f, vals in self.levels.items():
+            if f < d:
+                centre[:, f] = vals[len(vals) // 2]
+        return np.where(self.mask & np.isnan(X), centre, X), covered | self.mask
 
     def apply(self, sets: InputSets) -> InputSets:
         _no_budget(sets, "MissingValues")
@@ -218,6 +254,9 @@ class Budget(Perturbation):
         self.perturbation = perturbation
         self.k = check_integer(k, "k", minimum=0)
 
+    def _parts(self) -> list[Perturbation]:
+        return self.perturbation._parts()
+
     def apply(self, sets: InputSets) -> InputSets:
         _no_budget(sets, "another Budget")
         inner = self.perturbation.apply(sets)
@@ -272,6 +311,9 @@ class Compose(Perturbation):
         for p in self.perturbations:
             sets = p.apply(sets)
         return sets
+
+    def _parts(self) -> list[Perturbation]:
+        return [q for p in self.perturbations for q in p._parts()]
 
 
 def _pad_options(options: np.ndarray, n_options: np.ndarray, width: int) -> np.ndarray:

@@ -17,7 +17,13 @@ from certkit.mibp.sgd_step import interval_step, sum_with_budget
 from certkit.mibp.solvers import BackendOptions, SolveStats, lp_bounds, solve_program
 from certkit.parallel import parallel_map
 
-__all__ = ["BoundsOverflowError", "check_program_recipe", "interval_box_step", "program_step"]
+__all__ = [
+    "BoundsOverflowError",
+    "check_gurobi_upfront",
+    "check_program_recipe",
+    "interval_box_step",
+    "program_step",
+]
 
 
 class BoundsOverflowError(FloatingPointError, ValueError):
@@ -177,3 +183,33 @@ def _solve_epoch_decomposed(lower, upper, sets, y, loss, lr, options, executor, 
     SL, SU = sum_with_budget(PL, PU, NL, NU, budget)
     bounds = pad(SL / n, SU / n, magnitude(SL, SU) / n, 1)
     return bounds, SolveStats.of(results, len(programs)), (lo, hi)
+
+
+def check_gurobi_upfront(model, sets, y, loss: str, lr: float, formulation: str) -> None:
+    """Raise `GurobiLicenseError` before any solve when a later step's Gurobi programs will not fit a
+    size-limited licence.
+
+    The first step starts from a point (no bilinear terms) and may fit where every later one does not, so
+    the programs are built for a box of width ``2e-6 max(1, |θ|)`` around the initial parameters: the
+    narrowest box the program backends encode (they widen narrower ones to it), whose programs are the
+    smallest a later step can have.
+    """
+    theta = model.to_vector()
+    delta = 1e-6 * np.maximum(1.0, np.abs(theta))
+    lower = type(model).from_vector(theta - delta, model.sizes)
+    upper = type(model).from_vector(theta + delta, model.sizes)
+    if formulation == "joint":
+        program = build_joint(lower, upper, sets, y, loss, lr)
+        check_gurobi_licence(
+            program,
+            lambda lo, up: build_joint(lo, up, sets, y, loss, lr),
+            lower,
+            upper,
+            decomposed=lambda: build_decomposed(lower, upper, sets, 0, y[0], loss, lr),
+        )
+        return
+    programs = [build_decomposed(lower, upper, sets, k, y[k], loss, lr) for k in range(len(y))]
+    k = max(range(len(y)), key=lambda r: programs[r].n_vars)
+    check_gurobi_licence(
+        programs[k], lambda lo, up: build_decomposed(lo, up, sets, k, y[k], loss, lr), lower, upper
+    )

@@ -27,7 +27,7 @@ from certkit.mibp.perturbation import InputSets, Perturbation
 from certkit.mibp.recipe import LOSSES, Recipe, make_recipe
 from certkit.mibp.result import CertifiedTrainingResult
 from certkit.mibp.solvers import BACKENDS, BackendOptions, SolveStats, check_backend
-from certkit.mibp.steps import check_program_recipe, interval_box_step, program_step
+from certkit.mibp.steps import check_gurobi_upfront, check_program_recipe, interval_box_step, program_step
 from certkit.mibp.witnesses import Witnesses
 from certkit.parallel import resolve_executor, single_threaded
 
@@ -182,7 +182,7 @@ def certified_training(
         raise TypeError(
             f"perturbation must be a Perturbation (e.g. FeatureBox(0.01)), got {type(perturbation).__name__}"
         )
-    X = check_array(X, "X", ndim=2)
+    X = perturbation.fill_missing(X)  # NaN allowed where MissingValues marks an entry missing
     if X.shape[1] != model.sizes[0]:
         raise ValueError(f"X has {X.shape[1]} features but the model expects {model.sizes[0]}")
     loss = check_in_options(loss, "loss", LOSSES)
@@ -283,6 +283,10 @@ class _Stepper:
         self.run, self.pool = run, pool
         recipe, backend = run.recipe, run.options.backend
         self.witnesses = None
+        if backend == "gurobi" and not run.options.tighten and recipe.n_steps > 1:
+            check_gurobi_upfront(
+                run.model, run.sets, run.y, recipe.loss, float(recipe.rates[0]), run.formulation
+            )
         if backend != "interval":
             lr = float(recipe.rates[0])
             self.witnesses = Witnesses(

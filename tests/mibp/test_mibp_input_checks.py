@@ -6,7 +6,9 @@ import pytest
 
 from certkit.mibp import (
     MLP,
+    Budget,
     FeatureBox,
+    GurobiLicenseError,
     InputSets,
     LabelFlips,
     MissingValues,
@@ -143,8 +145,11 @@ def test_valid_epochs_select_their_box():
 # ------------------------------------------------------------------ item 10: unclear errors
 def test_contains_checks_the_model():
     _, _, res = _binary_case()
-    with pytest.raises(ValueError, match=r"model has layer sizes \[2, 4, 1\] but the certified boxes are for "
-                                         r"\[2, 6, 1\]"):
+    with pytest.raises(
+        ValueError,
+        match=r"model has layer sizes \[2, 4, 1\] but the certified boxes are for "
+        r"\[2, 6, 1\]",
+    ):
         res.contains(MLP.random([2, 4, 1], rng=0))
     with pytest.raises(TypeError, match=r"model must be a certkit\.mibp\.MLP, got ndarray"):
         res.contains(res.nominal.to_vector())
@@ -164,8 +169,11 @@ def test_from_vector_checks_the_length_before_reshaping():
 
 
 def test_huge_sizes_are_refused_before_allocating():
-    with pytest.raises(ValueError, match=r"sizes=\[2, 1000000000000, 1\] is too large: the network's "
-                                         r"parameters would need about"):
+    with pytest.raises(
+        ValueError,
+        match=r"sizes=\[2, 1000000000000, 1\] is too large: the network's "
+        r"parameters would need about",
+    ):
         MLP.random([2, 10**12, 1], rng=0)
 
 
@@ -195,8 +203,16 @@ def _step_program() -> Program:
 @pytest.mark.filterwarnings("ignore:Solution may be inaccurate:UserWarning")  # cvxpy's, at GUROBI's limit
 @pytest.mark.parametrize(
     ("backend", "solver"),
-    [("gurobi", None), ("scip", None), ("milp", None), ("lp", None), ("milp", "SCIP"), ("lp", "SCIP"),
-     ("milp", "GUROBI"), ("lp", "GUROBI")],
+    [
+        ("gurobi", None),
+        ("scip", None),
+        ("milp", None),
+        ("lp", None),
+        ("milp", "SCIP"),
+        ("lp", "SCIP"),
+        ("milp", "GUROBI"),
+        ("lp", "GUROBI"),
+    ],
 )
 def test_tiny_time_limit_gives_no_solver_bound_and_no_attribute_error(backend, solver):
     module = {"gurobi": "gurobipy", "scip": "pyscipopt", "SCIP": "pyscipopt", "GUROBI": "gurobipy"}
@@ -328,3 +344,87 @@ def test_scip_errors_give_no_solver_bound(monkeypatch):
         else:
             with pytest.raises(Exception, match="not a SCIP error code"):
                 solve_program(program, tasks, BackendOptions("scip"))
+
+
+# ------------------------------------------------------------------ issue 30, items 9 and 16
+def test_three_classes_for_one_output_say_so():
+    X = np.zeros((6, 2))
+    with pytest.raises(ValueError, match=r"have 3 classes but the network has one output.*0..C-1"):
+        certified_training(
+            MLP.random([2, 3, 1], rng=0), X, np.array([0, 1, 2, 0, 1, 2]), perturbation=FeatureBox(0.1)
+        )
+    with pytest.raises(ValueError, match=r"2\*y - 1, or use loss='binary_cross_entropy'"):
+        certified_training(
+            MLP.random([2, 3, 1], rng=0), X, np.array([0, 1, 1, 0, 1, 0]), perturbation=FeatureBox(0.1)
+        )
+
+
+def test_nan_coded_missing_values_are_accepted_where_the_mask_covers_them():
+    gen = np.random.default_rng(0)
+    X = gen.normal(size=(12, 2))
+    y = np.where(X[:, 0] > 0, 1.0, -1.0)
+    mask = np.zeros_like(X, dtype=bool)
+    mask[[1, 4], 1] = True
+    filled = X.copy()
+    filled[mask] = 0.0  # the centre of [-1, 1]
+    coded = X.copy()
+    coded[mask] = np.nan
+    model = MLP.random([2, 3, 1], rng=0)
+    for pert in (
+        MissingValues(mask, -1.0, 1.0),
+        Budget(MissingValues(mask, -1.0, 1.0) & FeatureBox(0.01), 3),
+    ):
+        a = certified_training(model, coded, y, perturbation=pert, epochs=2)
+        b = certified_training(model, filled, y, perturbation=pert, epochs=2)
+        for lo_a, lo_b in zip(a.lower, b.lower):
+            np.testing.assert_array_equal(lo_a.to_vector(), lo_b.to_vector())
+        from certkit.mibp.attack import attack_violation
+
+        assert attack_violation(a, coded, y, pert, restarts=1, steps=1, rng=0)[0] <= 0
+    coded[0, 0] = np.nan  # not under the mask
+    with pytest.raises(ValueError, match=r"X\[0, 0\] is nan and no MissingValues mask covers it"):
+        certified_training(model, coded, y, perturbation=MissingValues(mask, -1.0, 1.0))
+    with pytest.raises(ValueError, match="no MissingValues mask covers it"):
+        certified_training(model, coded, y, perturbation=FeatureBox(0.1))
+
+
+def test_a_gurobi_program_too_large_for_the_licence_is_refused_before_any_solve():
+    """Issue 30 item 8: the first step (from a point) fitted and was solved for 40 s before the second
+    step's bilinear program was found too large."""
+    pytest.importorskip("gurobipy")
+    from certkit.mibp.solvers import gurobi
+
+    if not gurobi.gurobi_size_limited():
+        pytest.skip("a full Gurobi licence has no size limit")
+    gen = np.random.default_rng(0)
+    X, y = gen.normal(size=(10, 30)), np.where(gen.random(10) < 0.5, -1.0, 1.0)
+    calls = []
+    import certkit.mibp.steps as steps
+
+    original = steps.solve_program
+    steps.solve_program = lambda *a, **k: calls.append(1) or original(*a, **k)
+    try:
+        with pytest.raises(GurobiLicenseError, match="size-limited"):
+            certified_training(
+                MLP.random([30, 8, 1], rng=0),
+                X,
+                y,
+                perturbation=FeatureBox(0.01),
+                epochs=2,
+                backend="gurobi",
+                formulation="joint",
+            )
+    finally:
+        steps.solve_program = original
+    assert calls == []
+    # one step from a point has no bilinear term: it still runs
+    res = certified_training(
+        MLP.random([2, 3, 1], rng=0),
+        X[:4, :2],
+        y[:4],
+        perturbation=FeatureBox(0.01),
+        epochs=1,
+        backend="gurobi",
+        formulation="joint",
+    )
+    assert res.epochs == 1
