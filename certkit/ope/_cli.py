@@ -180,6 +180,9 @@ def run(args: argparse.Namespace) -> int:
         parser = argparse.ArgumentParser()
         add_arguments(parser)  # to write a leading argument name as its flag (n=... -> --n=...)
         text = _error_message(exc, parser)
+        # the command line sets the response model's tolerance with --x-post-tol
+        text = text.replace("to the response model (LogNormalCostResponse(x_post_tol=...)), e.g. x_post_tol=",
+                            "(--x-post-tol), e.g. --x-post-tol ")
         if not args.data and text.startswith("--data:"):  # the simulated data, not a --data file
             text = "simulated data:" + text[len("--data:"):]
         print(f"certkit ope: error: {text}", file=sys.stderr)

@@ -73,3 +73,19 @@ def test_sensitivity_names_an_extreme_scale_range(data, pi, pi0):
     with pytest.raises(ValueError, match=r"^scale_range=\(1e-300, 1e\+300\): at s = 1e-300 x the fitted "
                                          r"scale the estimate failed .*use a narrower scale_range"):
         sensitivity(data, target_policy=pi, logging_policy=pi0, response=resp, scale_range=(1e-300, 1e300))
+
+
+def test_cli_x_post_tol(tmp_path, capsys, data):
+    from certkit.cli import main
+
+    rounded = _rounded(data, 3)
+    path = tmp_path / "logged.npz"
+    np.savez(path, **{k: getattr(rounded, k) for k in ("x_pre", "x_post", "moved", "action", "reward",
+                                                        "pscore")})
+    assert main(["ope", "--data", str(path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("certkit ope: error: --data: the movers' x_post differs")
+    assert "x_post is the explanation rounded to 3 decimals; pass a larger x_post_tol (--x-post-tol), e.g. " \
+           "--x-post-tol 0.001," in err
+    assert main(["ope", "--data", str(path), "--x-post-tol", "1e-3"]) == 0
+    assert "naive_ipw" in capsys.readouterr().out
