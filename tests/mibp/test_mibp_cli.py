@@ -68,7 +68,7 @@ def test_run_licence_limit_names_cli_flags_that_fit(capsys):
 
 def _certified(text, label):
     row = next(line for line in text.splitlines() if line.strip().startswith(label))
-    return float(row[len(row) - len(row.lstrip()) + len(label):].split()[-3])
+    return float(row[len(row) - len(row.lstrip()) + len(label) :].split()[-3])
 
 
 def test_demo_section_shows_the_exact_certificate_beating_the_interval_one():
@@ -87,7 +87,9 @@ def test_demo_section_without_an_exact_solver_says_what_an_extra_adds(monkeypatc
     text = _cli.demo(np.random.default_rng(0))
     assert 0 <= _certified(text, "interval arithmetic") <= 1
     assert "exact per-sample" not in text
-    assert text.splitlines()[-1].startswith('pip install "certkit[gurobi]" or "certkit[scip]" adds')
+    assert any(
+        line.startswith('pip install "certkit[gurobi]" or "certkit[scip]" adds') for line in text.splitlines()
+    )
 
 
 @pytest.mark.parametrize("name", _cli.DATASETS)
@@ -150,3 +152,251 @@ def test_run_gives_every_solve_a_default_time_limit(monkeypatch, capsys):
     assert _cli.DEFAULT_TIME_LIMIT > 0
     help_text = parser.format_help()
     assert f"default {_cli.DEFAULT_TIME_LIMIT:g}" in help_text
+
+
+# ------------------------------------------------------------------------------------------------
+# issue 30: defaults that train, a remark at chance, users' files, the training recipes, the demo's progress
+
+
+def _main(capsys, *argv):
+    from certkit import cli
+
+    code = cli.main(["mibp", *argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def _value(out, label):
+    return float(out.split(label)[1].split()[0])
+
+
+@pytest.mark.parametrize("name", _cli.DATASETS)
+def test_default_run_trains_clearly_above_chance(capsys, name):
+    code, out, _ = _main(capsys, "--dataset", name)
+    assert code == 0
+    nominal, certified = _value(out, "nominal test accuracy"), _value(out, "certified accuracy")
+    chance = _value(out, "chance (majority class)")
+    assert nominal >= chance + 0.15 and certified > chance  # He init, 1-3 epochs at 0.1 gave 0.255-0.29
+    assert "remark" not in out and float(out.split("total time")[1].split()[0]) < 10
+
+
+def test_below_chance_gets_a_one_line_remark(capsys):
+    # the former defaults' initialisation and rate for one epoch: nominal accuracy at or below chance
+    code, out, _ = _main(capsys, "--init", "he", "--learning-rate", "0.1", "--epochs", "1")
+    assert code == 0
+    assert _value(out, "nominal test accuracy") <= _value(out, "chance (majority class)") == 0.5
+    remarks = [line for line in out.splitlines() if line.strip().startswith("remark:")]
+    assert len(remarks) == 1 and "nominal accuracy is not above chance (0.500" in remarks[0]
+    # trained, but certified at chance: the remark names the bounds
+    code, out, _ = _main(capsys, "--epochs", "12", "--learning-rate", "0.5")
+    assert _value(out, "nominal test accuracy") > 0.7 and _value(out, "certified accuracy") <= 0.5
+    remarks = [line for line in out.splitlines() if line.strip().startswith("remark:")]
+    assert len(remarks) == 1 and "certified accuracy is not above chance" in remarks[0]
+
+
+def _blobs(n=120, rng=0):
+    gen = np.random.default_rng(rng)
+    y = np.arange(n) % 3
+    X = gen.normal(size=(n, 2)) * 0.3 + np.array([[0, 0], [3, 0], [0, 3]])[y]
+    return 100.0 * X + 7.0, y  # raw scale far from standardised
+
+
+def test_data_csv_with_a_label_column(tmp_path, capsys):
+    X, y = _blobs()
+    path = tmp_path / "blobs.csv"
+    rows = [f"{a},{c + 1},{b}" for (a, b), c in zip(X, y)]  # label in the middle, coded 1..3
+    path.write_text("a,cls,b\n" + "\n".join(rows) + "\n")
+    code, out, err = _main(
+        capsys, "--data", str(path), "--label", "cls", "--test-size", "0.25", "--seed", "1"
+    )
+    assert code == 0, err
+    assert (
+        "blobs.csv (label column 'cls')" in out and "90 training / 30 test rows, 2 features, 3 classes" in out
+    )
+    assert _value(out, "nominal test accuracy") > 0.9
+    data = _cli.load_file(str(path), label="cls", test_size=0.25, rng=1)
+    np.testing.assert_allclose(data.X.mean(axis=0), 0.0, atol=1e-12)  # the training rows' statistics
+    np.testing.assert_allclose(data.X.std(axis=0), 1.0, rtol=1e-12)
+    assert set(data.y) == {0, 1, 2} and np.bincount(data.y_test).tolist() == [10, 10, 10]
+    assert abs(data.X_test.mean()) < 0.5  # the test rows are scaled with the training statistics too
+    # the default label column is the last one
+    path.write_text("a,b,cls\n" + "\n".join(f"{a},{b},{c}" for (a, b), c in zip(X, y)) + "\n")
+    assert _main(capsys, "--data", str(path))[0] == 0
+
+
+def test_data_npz_binary_and_each_loss_gets_its_labels(tmp_path, capsys, monkeypatch):
+    import certkit.mibp as mibp
+
+    X, y = _blobs()
+    keep = y < 2
+    path = tmp_path / "two.npz"
+    np.savez(path, X=X[keep], y=np.where(y[keep] == 1, 5, -3))  # any two codes
+    seen = {}
+    real = mibp.certified_training
+
+    def train(model, X, y, **kwargs):
+        seen.update(y=np.unique(y, axis=0), outputs=model.sizes[-1], **kwargs)
+        return real(model, X, y, **kwargs)
+
+    monkeypatch.setattr("certkit.mibp.certified_training", train)
+    expected = {
+        "hinge": ([-1.0, 1.0], 1),
+        "binary_cross_entropy": ([0.0, 1.0], 1),
+        "cross_entropy": ([0, 1], 2),
+        "mse": ([-1.0, 1.0], 1),
+    }
+    for loss, (labels, outputs) in expected.items():
+        code, out, err = _main(capsys, "--data", str(path), "--loss", loss)
+        assert code == 0, err
+        assert seen["y"].tolist() == labels and seen["outputs"] == outputs and seen["loss"] == loss
+        assert _value(out, "nominal test accuracy") >= 0.85  # chance 0.5
+    # three classes: cross-entropy and the hinge get 0..2 with three outputs, MSE one-hot targets
+    path3 = tmp_path / "three.npz"
+    np.savez(path3, X=X, y=y)
+    assert _main(capsys, "--data", str(path3), "--loss", "mse")[0] == 0
+    assert seen["outputs"] == 3 and seen["y"].tolist() == np.eye(3)[::-1].tolist()  # one-hot rows, sorted
+    code, _, err = _main(capsys, "--data", str(path3), "--loss", "binary_cross_entropy")
+    assert code == 2 and err == (
+        "certkit mibp: error: --loss binary_cross_entropy needs two classes, the data have 3: use --loss "
+        "cross_entropy\n"
+    )
+
+
+def test_bad_files_and_columns_end_in_one_line_and_status_2(tmp_path, capsys):
+    good = tmp_path / "good.csv"
+    good.write_text("a,b,y\n1,2,0\n2,1,1\n3,3,0\n4,1,1\n")
+    np.save(tmp_path / "a.npy", np.zeros(3))
+    np.savez(tmp_path / "noy.npz", X=np.zeros((4, 2)))
+    np.savez(tmp_path / "ragged.npz", X=np.zeros((4, 2)), y=np.zeros(3))
+    (tmp_path / "float.csv").write_text("a,y\n1,0.5\n2,1\n3,0\n4,1\n")
+    (tmp_path / "one.csv").write_text("a,y\n1,1\n2,1\n3,1\n4,1\n")
+    (tmp_path / "text.csv").write_text("a,y\n1,0\nx,1\n")
+    (tmp_path / "wide.csv").write_text("a,y\n" + "\n".join(f"{i},{i}" for i in range(80)) + "\n")
+    cases = [
+        (["--data", str(tmp_path / "missing.csv")], "No such file or directory"),
+        (["--data", str(good), "--label", "nope"], "--label 'nope' is not a column of"),
+        (["--data", str(tmp_path / "a.npy")], "(a NumPy .npy file); --data reads a CSV file"),
+        (["--data", str(tmp_path / "noy.npz")], "lacks the arrays ['y']"),
+        (["--data", str(tmp_path / "noy.npz"), "--label", "y"], "--label names a CSV column"),
+        (["--data", str(tmp_path / "ragged.npz")], "4 rows of features but 3 labels"),
+        (["--data", str(tmp_path / "float.csv")], "must be class codes (whole numbers), got [0.5]"),
+        (["--data", str(tmp_path / "one.csv")], "one class only"),
+        (["--data", str(tmp_path / "text.csv")], "line 3, column 'a': 'x' is not a number"),
+        (["--data", str(tmp_path / "wide.csv")], "80 distinct values"),
+        (["--data", str(good), "--test-size", "0.01"], "leaves an empty training or test part"),
+        (["--dataset", "iris2", "--label", "y"], "--label names a column of a --data CSV file"),
+    ]
+    for argv, fragment in cases:
+        code, _, err = _main(capsys, *argv)
+        assert code == 2, argv
+        assert err.startswith("certkit mibp: error: ") and fragment in err, (argv, err)
+        assert len(err.splitlines()) == 1 and "Traceback" not in err
+
+
+def test_recipe_options_reach_certified_training(capsys, monkeypatch):
+    import certkit.mibp as mibp
+    from certkit.mibp import Budget, InverseDecay, LabelFlips
+
+    seen = {}
+    real = mibp.certified_training
+
+    def train(*args, **kwargs):
+        seen.update(kwargs)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr("certkit.mibp.certified_training", train)
+    argv = [
+        "--dataset",
+        "iris3",
+        "--loss",
+        "cross_entropy",
+        "--lr-decay",
+        "0.5",
+        "--lr-min",
+        "0.01",
+        "--batch-size",
+        "38",
+        "--shuffle",
+        "--momentum",
+        "0.5",
+        "--weight-decay",
+        "1e-4",
+        "--seed",
+        "2",
+    ]
+    code, out, err = _main(capsys, *argv, "--paired", "2", "--epsilon", "0.001")
+    assert code == 0, err
+    rate = seen["learning_rate"]
+    assert isinstance(rate, InverseDecay) and (rate.learning_rate, rate.decay, rate.minimum) == (
+        0.3,
+        0.5,
+        0.01,
+    )
+    assert (seen["batch_size"], seen["shuffle"], seen["momentum"], seen["weight_decay"], seen["rng"]) == (
+        38,
+        True,
+        0.5,
+        1e-4,
+        2,
+    )
+    assert isinstance(seen["perturbation"], Budget) and seen["perturbation"].k == 2
+    assert "at most 2 rows moved by ±0.001 and relabelled" in out and "batches of 38 (shuffled)" in out
+    assert _main(capsys, "--label-flips", "3")[0] == 0
+    assert isinstance(seen["perturbation"], LabelFlips) and seen["perturbation"].k == 3
+    code, out, _ = _main(capsys, "--budget", "4", "--epsilon", "0.05")
+    assert code == 0 and isinstance(seen["perturbation"], Budget) and seen["perturbation"].k == 4
+    assert "features ±0.05 on at most 4 rows" in out
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (
+            ["--backend", "milp", "--loss", "cross_entropy"],
+            "--backend milp does not support --loss cross_entropy; use --backend interval",
+        ),
+        (
+            ["--backend", "milp", "--batch-size", "10"],
+            "--backend milp does not support a learning-rate schedule",
+        ),
+        (["--loss", "mse", "--label-flips", "1"], "LabelFlips needs a classification loss"),
+        (["--momentum", "1.5"], "--momentum must be in [0, 1), got 1.5"),
+        (["--lr-min", "0.1"], "--lr-min is the floor of a decaying rate: give --lr-decay too"),
+        (["--lr-decay", "-1"], "--lr-decay must be >= 0"),
+        (["--batch-size", "1000"], "--batch-size must be at most the number of training rows (100)"),
+        (["--budget", "-1"], "--budget must be >= 0"),
+    ],
+)
+def test_refused_combinations_are_one_line_in_flag_words(capsys, argv, message):
+    code, _, err = _main(capsys, *argv)
+    assert code == 2 and err.startswith("certkit mibp: error: ") and message in err
+    assert len(err.splitlines()) == 1
+
+
+def test_demo_section_shows_progress_and_a_recipe(monkeypatch):
+    import certkit.mibp as mibp
+
+    monkeypatch.setattr(_cli, "_exact_backend", lambda: None)
+    progress = []
+    real_train, real_certify = mibp.certified_training, mibp.certify_predictions
+
+    def train(*args, **kwargs):
+        progress.append(("train", kwargs.get("progress")))
+        return real_train(*args, **kwargs)
+
+    def certify(*args, **kwargs):
+        progress.append(("certify", kwargs.get("progress")))
+        return real_certify(*args, **kwargs)
+
+    monkeypatch.setattr("certkit.mibp.certified_training", train)
+    monkeypatch.setattr("certkit.mibp.certify_predictions", certify)
+    text = _cli.demo(np.random.default_rng(0))
+    assert ("train", "mibp: interval arithmetic,") in progress
+    assert ("certify", "mibp: interval arithmetic, certifying") in progress
+    assert all(
+        isinstance(label, str) and label.startswith("mibp:") for kind, label in progress if kind == "train"
+    )
+    line = next(line for line in text.splitlines() if "certified accuracy" in line and "nominal" in line)
+    certified, nominal = _value(line, "certified accuracy"), float(line.split("(nominal")[1].split(")")[0])
+    assert 0.8 <= certified <= nominal  # measured 0.856 of 0.884
+    assert "InverseDecay(2.0, 0.6, minimum=0.001)" in text and "momentum 0.5" in text
