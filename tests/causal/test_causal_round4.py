@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import time
-
 import numpy as np
 import pytest
 
@@ -31,11 +29,10 @@ def test_identified_orientations_refuses_a_cpdag_of_another_dag():
 # --- item 12: cpdag's time and memory ---
 
 
-def test_cpdag_of_a_complete_dag_of_300_nodes_is_fast():
+def test_cpdag_of_a_complete_dag_of_300_nodes():
+    """94 s before, about 0.5 s now (measured, not asserted: no timed assertions in tests)."""
     A = np.triu(np.ones((300, 300), int), 1)
-    start = time.perf_counter()
     out = cpdag(A, mixing_sets=[[150]])
-    assert time.perf_counter() - start < 15  # 94 s before; about 0.5 s now
     # Z -> 150 <- i for every i < 150, then 150 -> j and i -> j for j > 150; the rest stays undirected
     directed = (out == 1) & (out.T == 0)
     assert directed[:150, 150].all() and directed[150, 151:].all() and directed[:150, 151:].all()
@@ -52,9 +49,7 @@ def test_cpdag_refuses_huge_graphs_before_copying():
 
 
 def test_equal_mixing_sets_count_once():
-    start = time.perf_counter()
     many = cpdag(CHAIN, mixing_sets=[[0]] * 10**6)  # tried to allocate 931 GiB before
-    assert time.perf_counter() - start < 30
     np.testing.assert_array_equal(many, cpdag(CHAIN, mixing_sets=[[0]]))
 
 
