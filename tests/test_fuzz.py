@@ -241,7 +241,7 @@ TARGETS = [
     Target("interval_coverage", lambda lower, upper, y: conformal.interval_coverage(lower, upper, y),
            {"lower": X2[:, 0] - 1, "upper": X2[:, 0] + 1, "y": X2[:, 1]}, _fraction),
     _estimator_target("SplitConformalClassifier", conformal.SplitConformalClassifier,
-                      {"model": linear_probabilities, "score": "aps", "confidence_level": 0.8,
+                      {"model": linear_probabilities, "conformity_score": "aps", "confidence_level": 0.8,
                        "output": "probabilities", "batch_size": 16, "rng": 0}, Y2, _sets),
     _estimator_target("RCP1Classifier", conformal.RCP1Classifier,
                       {"model": linear_probabilities, "sigma": 0.3, "radius": 0.1, "confidence_level": 0.8,

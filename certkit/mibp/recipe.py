@@ -22,7 +22,14 @@ from typing import Any
 import numpy as np
 
 from certkit._typing import RNGLike
-from certkit._validation import check_array, check_bool, check_in_options, check_integer, check_rng
+from certkit._validation import (
+    check_allocation,
+    check_array,
+    check_bool,
+    check_in_options,
+    check_integer,
+    check_rng,
+)
 
 __all__ = ["LOSSES", "InverseDecay", "Recipe", "make_recipe"]
 
@@ -214,6 +221,10 @@ def make_recipe(
         if size > n:
             raise ValueError(f"batch_size must be at most the number of training rows ({n}), got {size}")
     per_epoch = n // size if drop_last else -(-n // size)
+    # the batches (a shuffled order per epoch, about 100 bytes per batch) and the rates, before building them
+    check_allocation(
+        float(epochs) * (8.0 * n * shuffle + 112.0 * per_epoch), "epochs", epochs, what="the batch order"
+    )
     gen = check_rng(rng) if shuffle else None
     batches: list[np.ndarray] = []
     for _ in range(epochs):
@@ -252,6 +263,11 @@ def _rates(learning_rate: Any, n_steps: int) -> np.ndarray:
         what = "learning_rate"
         if not (math.isfinite(float(learning_rate)) and float(learning_rate) > 0):
             raise ValueError(f"learning_rate must be a finite number > 0, got {learning_rate!r}")
+    elif isinstance(learning_rate, (str, bytes, dict)) or learning_rate is None:
+        raise TypeError(
+            "learning_rate must be a number, a sequence of one rate per gradient step or a callable "
+            f"step -> rate, got {type(learning_rate).__name__}"
+        )
     else:
         rates = check_array(learning_rate, "learning_rate", ndim=1, allow_empty=True)
         if rates.size != n_steps:
