@@ -236,7 +236,7 @@ class _ClassifierBase(_ConformalBase):
 
     def _conformity_score(self) -> Any:
         """The `ConformityScore` of ``conformity_score``."""
-        return get_score(self.conformity_score)
+        return get_score(self.conformity_score, name="conformity_score")
 
     def _setup(self, X: Any) -> tuple[np.ndarray, dict[str, Any]]:
         params = self._check_common()

@@ -149,7 +149,7 @@ class CallableScore(ConformityScore):
 _NAMED = {"thr": THRScore, "lac": THRScore, "aps": APSScore, "raps": RAPSScore}
 
 
-def get_score(score: Any) -> ConformityScore:
+def get_score(score: Any, *, name: str = "score") -> ConformityScore:
     """Resolve ``score`` (a name, a `ConformityScore` or a callable) to a score object.
 
     Parameters
@@ -157,6 +157,8 @@ def get_score(score: Any) -> ConformityScore:
     score : {"thr", "lac", "aps", "raps"}, ConformityScore or callable
         Names use default parameters (build e.g. ``RAPSScore(penalty=0.05, k_reg=2)`` for others); a
         plain callable is wrapped in `CallableScore` (higher = more conforming).
+    name : str
+        The argument's name in error messages.
 
     Returns
     -------
@@ -167,9 +169,9 @@ def get_score(score: Any) -> ConformityScore:
     if isinstance(score, str):
         key = score.lower()
         if key not in _NAMED:
-            raise ValueError(f"unknown score {score!r}; expected one of {tuple(_NAMED)}, "
+            raise ValueError(f"unknown {name} {score!r}; expected one of {tuple(_NAMED)}, "
                              "a ConformityScore or a callable")
         return _NAMED[key]()
     if callable(score):
         return CallableScore(score)
-    raise TypeError(f"score must be a name, a ConformityScore or a callable, got {type(score).__name__}")
+    raise TypeError(f"{name} must be a name, a ConformityScore or a callable, got {type(score).__name__}")
