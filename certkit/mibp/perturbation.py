@@ -166,6 +166,12 @@ class MissingValues(Perturbation):
             vals = check_array(vals, f"levels[{f}]", ndim=1)
             self.levels[f] = np.unique(vals)
 
+    def __repr__(self) -> str:
+        levels = f", levels for features {sorted(self.levels)}" if self.levels else ""
+        missing = f"{int(self.mask.sum())} of {self.mask.size} entries"
+        bounds = f"lower={self.lower.tolist()!r}, upper={self.upper.tolist()!r}"
+        return f"MissingValues({missing}, {bounds}{levels})"
+
     def _fill(self, X: np.ndarray, covered: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """NaN entries under the mask replaced by their placeholder; ``covered`` gains the mask."""
         n, d = X.shape
@@ -224,6 +230,9 @@ class OrdinalShift(Perturbation):
         self.shifts = np.unique(check_array(shifts, "shifts", ndim=1, dtype=int)).astype(np.float64)
         self.points = points
 
+    def __repr__(self) -> str:
+        return f"OrdinalShift({self.features.tolist()}, shifts={self.shifts.astype(int).tolist()})"
+
     def apply(self, sets: InputSets) -> InputSets:
         _no_budget(sets, "OrdinalShift")
         n, d = sets.nominal.shape
@@ -256,6 +265,9 @@ class Budget(Perturbation):
 
     def _parts(self) -> list[Perturbation]:
         return self.perturbation._parts()
+
+    def __repr__(self) -> str:
+        return f"Budget({self.perturbation!r}, {self.k})"
 
     def apply(self, sets: InputSets) -> InputSets:
         _no_budget(sets, "another Budget")
@@ -314,6 +326,9 @@ class Compose(Perturbation):
 
     def _parts(self) -> list[Perturbation]:
         return [q for p in self.perturbations for q in p._parts()]
+
+    def __repr__(self) -> str:
+        return " & ".join(repr(p) for p in self.perturbations)
 
 
 def _pad_options(options: np.ndarray, n_options: np.ndarray, width: int) -> np.ndarray:
