@@ -29,7 +29,7 @@ from certkit.mibp.result import CertifiedTrainingResult
 from certkit.mibp.solvers import BACKENDS, BackendOptions, SolveStats, check_backend
 from certkit.mibp.steps import check_gurobi_upfront, check_program_recipe, interval_box_step, program_step
 from certkit.mibp.witnesses import Witnesses
-from certkit.parallel import resolve_executor, single_threaded
+from certkit.parallel import _progress_bar, resolve_executor, single_threaded
 
 __all__ = ["BACKENDS", "CARRIES", "FORMULATIONS", "CertifiedTrainingResult", "certified_training"]
 
@@ -333,11 +333,15 @@ def _train(run: _Run, pool, progress) -> CertifiedTrainingResult:
     lowers, uppers, seconds, stats = [model], [model], [], []
     scores: list[float] = []  # validation certified accuracy after epochs 1, 2, ...
     lower, upper = model, model
+    # the programs draw a bar per epoch over their solves; interval steps get one bar over all steps
+    bar = _progress_bar(recipe.n_steps, progress) if run.options.backend == "interval" else None
     for t in range(recipe.epochs):
         start = time.perf_counter()
         desc = _progress_label(progress, t, recipe.epochs)
         for step in range(recipe.epoch_end(t), recipe.epoch_end(t + 1)):
             lower, upper, st = step_box(lower, upper, step, t, desc)
+            if bar is not None:
+                bar.update(1)
         lowers.append(lower)
         uppers.append(upper)
         seconds.append(time.perf_counter() - start)
@@ -350,6 +354,8 @@ def _train(run: _Run, pool, progress) -> CertifiedTrainingResult:
             if len(scores) - 1 - int(np.argmax(scores)) >= patience:
                 nominal_path = nominal_path[: t + 2]
                 break
+    if bar is not None:
+        bar.close()
     backend = run.options.backend
     return CertifiedTrainingResult(
         lower=tuple(lowers),

@@ -419,3 +419,23 @@ def test_attacked_random_recipes_stay_inside(kind, carry):
         )
         assert trajectories >= 3
         assert violation <= 0.0, f"a trajectory leaves its box by {violation} ({case})"
+
+
+def test_interval_training_draws_a_progress_bar_over_its_steps(capsys):
+    C, y = LABELS["cross_entropy"]
+    res = certified_training(
+        MLP.random([3, 4, C], rng=0),
+        X,
+        y,
+        perturbation=FeatureBox(0.01),
+        loss="cross_entropy",
+        epochs=2,
+        batch_size=8,
+        progress="certifying",
+    )
+    err = capsys.readouterr().err
+    assert res.recipe.n_steps == 6 and "certifying" in err and "/6 " in err  # one bar over the 6 steps
+    certified_training(
+        MLP.random([3, 4, C], rng=0), X, y, perturbation=FeatureBox(0.01), loss="cross_entropy"
+    )
+    assert capsys.readouterr().err == ""  # silent by default
