@@ -28,22 +28,39 @@ from certkit.conformal import (
 )
 
 
+class Named:
+    """A module-level function with a stable repr: the test ids hold the estimators' reprs, and a function's
+    repr holds its memory address, which differs between pytest-xdist workers (they must collect the same
+    ids)."""
+
+    def __init__(self, fn):
+        self.fn = fn
+
+    def __call__(self, *args):
+        return self.fn(*args)
+
+    def __repr__(self):
+        return self.fn.__name__
+
+
 # Models of the conformal estimators: module-level (picklable), any number of features, three classes
 # (the checks' labels are 0, 1, 2).
-def three_classes(X):
+def _three_classes(X):
     X = np.asarray(X, dtype=np.float64).reshape(len(X), -1)
     z = np.clip(np.column_stack([X[:, 0], -X[:, 0], np.zeros(len(X))]), -30.0, 30.0)
     e = np.exp(z - z.max(axis=1, keepdims=True))
     return e / e.sum(axis=1, keepdims=True)
 
 
-def first_feature(X):
+def _first_feature(X):
     return np.asarray(X, dtype=np.float64).reshape(len(X), -1)[:, 0]
 
 
-def miss(pred, target, lam):
+def _miss(pred, target, lam):
     return (np.abs(pred - np.asarray(target, dtype=np.float64).reshape(len(pred), -1)[:, 0]) > lam) * 1.0
 
+
+three_classes, first_feature, miss = Named(_three_classes), Named(_first_feature), Named(_miss)
 
 ESTIMATORS = [
     CausalMixtureModel(max_components=2, rng=0),
