@@ -4,18 +4,30 @@ section."""
 from __future__ import annotations
 
 import argparse
-import os
 import re
 import sys
 import time
-from dataclasses import dataclass
 
 import numpy as np
+
+from certkit.mibp._cli_data import DATASETS, _builtin, _encode, load_data, load_file
+from certkit.mibp._demo import demo
+
+__all__ = [
+    "DATASETS",
+    "DEFAULT_TIME_LIMIT",
+    "HELP",
+    "NAME",
+    "add_arguments",
+    "demo",
+    "load_data",
+    "load_file",
+    "run",
+]
 
 NAME = "mibp"
 HELP = "MIBP certified training: provable parameter bounds under training-data perturbations"
 
-DATASETS = ("two_moons", "iris2", "iris3", "breast_cancer")
 LOSSES = ("hinge", "mse", "cross_entropy", "binary_cross_entropy")
 #: Seconds per solve on the CLI and in the examples: no solve runs for minutes without output.
 DEFAULT_TIME_LIMIT = 10.0
@@ -25,185 +37,6 @@ DEFAULT_TIME_LIMIT = 10.0
 #: former defaults (He initialisation, 5 epochs at 0.1) left the model below chance for 1-3 epochs.
 DEFAULT_EPOCHS, DEFAULT_LEARNING_RATE, DEFAULT_INIT = 3, 0.3, "torch"
 DEFAULT_EPSILON = 0.01
-#: A label column with more distinct values than this is taken for a feature, not classes.
-MAX_CLASSES = 50
-
-
-@dataclass(frozen=True)
-class BenchmarkData:
-    """Training/test split with labels in the form the hinge loss expects."""
-
-    name: str
-    X: np.ndarray
-    y: np.ndarray
-    X_test: np.ndarray
-    y_test: np.ndarray
-    n_outputs: int
-
-
-@dataclass(frozen=True)
-class _Classes:
-    """A standardised training/test split with class codes ``0..n_classes-1``."""
-
-    name: str
-    X: np.ndarray
-    y: np.ndarray
-    X_test: np.ndarray
-    y_test: np.ndarray
-    n_classes: int
-
-
-def _standardise(X: np.ndarray, X_test: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Both parts centred and scaled with the training part's mean and standard deviation (constant
-    columns are only centred)."""
-    mean, std = X.mean(axis=0), X.std(axis=0)
-    scale = np.where(std > 0, std, 1.0)
-    return (X - mean) / scale, (X_test - mean) / scale
-
-
-def _builtin(name: str, *, rng: int = 0, test_size: float = 0.25) -> _Classes:
-    from certkit import datasets
-
-    if name == "two_moons":
-        ds = datasets.load_two_moons(n_train=100, n_test=200, noise=0.1, rng=rng)
-        return _Classes(name, ds.X_train, ds.y_train, ds.X_test, ds.y_test, 2)
-    if name not in DATASETS:
-        raise ValueError(f"unknown dataset {name!r}; expected one of {DATASETS}")
-    full = {
-        "iris2": lambda: datasets.load_iris(binary=True),
-        "iris3": datasets.load_iris,
-        "breast_cancer": datasets.load_breast_cancer,
-    }[name]()
-    split = full.split(test_size=test_size, rng=rng)
-    X, X_test = _standardise(split.X_train, split.X_test)
-    return _Classes(name, X, split.y_train, X_test, split.y_test, len(full.target_names))
-
-
-def load_data(name: str, *, rng: int = 0, test_size: float = 0.25) -> BenchmarkData:
-    """Load ``two_moons`` (100 train / 200 test, noise 0.1), ``iris2`` (versicolor vs virginica),
-    ``iris3`` or ``breast_cancer``; tabular features are standardised (zero mean, unit variance) with the
-    training split's statistics (``test_size`` of the rows held out), two moons is left in its raw
-    coordinates.
-
-    Binary sets get labels in {-1, +1} (one output), ``iris3`` integer labels (three outputs).
-    """
-    data = _builtin(name, rng=rng, test_size=test_size)
-    y, y_test, n_out = _encode(data, "hinge")
-    return BenchmarkData(name, data.X, y, data.X_test, y_test, n_out)
-
-
-_FILE_FORMAT = (
-    "a CSV file (a header row of names, then numeric rows; the label column is --label, default the last) "
-    "or a NumPy .npz archive (numpy.savez) of the arrays X (n, d) and y (n,) of class labels"
-)
-
-
-def _read_file(path: str, label: str | None) -> tuple[np.ndarray, np.ndarray, str]:
-    """Features, raw labels and a description of a user's CSV or NPZ file (ValueError naming --data)."""
-    from certkit.datasets._base import read_numeric_csv
-
-    with open(path, "rb") as handle:
-        npz = path.endswith(".npz") or handle.read(4) == b"PK\x03\x04"
-    if not npz:
-        table, names = read_numeric_csv(path, how=f"--data reads {_FILE_FORMAT}")
-        if label is not None and label not in names:
-            raise ValueError(f"label {label!r} is not a column of {path}; its columns are {names}")
-        column = len(names) - 1 if label is None else names.index(label)
-        if len(names) < 2:
-            raise ValueError(f"data: {path} has one column; it needs feature columns and a label column")
-        return np.delete(table, column, axis=1), table[:, column], f"label column {names[column]!r}"
-    if label is not None:
-        raise ValueError("label names a CSV column; an .npz archive holds the arrays X and y")
-    try:
-        loaded = np.load(path, allow_pickle=False)
-    except (ValueError, EOFError, OSError) as exc:
-        if isinstance(exc, FileNotFoundError):
-            raise
-        raise ValueError(f"data: {path} is not {_FILE_FORMAT}") from None
-    if not isinstance(loaded, np.lib.npyio.NpzFile):
-        raise ValueError(f"data: {path} holds a single array; expected {_FILE_FORMAT}")
-    with loaded as f:
-        missing = [k for k in ("X", "y") if k not in f.files]
-        if missing:
-            raise ValueError(
-                f"data: {path} lacks the arrays {missing} (it has {f.files}); expected {_FILE_FORMAT}"
-            )
-        try:
-            return f["X"], f["y"], "arrays X and y"
-        except ValueError:  # object arrays, which are not read without allow_pickle
-            raise ValueError(
-                f"data: {path} holds arrays of Python objects; expected {_FILE_FORMAT}"
-            ) from None
-
-
-def _class_codes(y: np.ndarray, where: str) -> tuple[np.ndarray, tuple[str, ...]]:
-    """Labels as codes ``0..C-1`` (the sorted distinct values) and the values as class names."""
-    if y.ndim != 1:
-        raise ValueError(f"data: the labels ({where}) must be one value per row, got shape {y.shape}")
-    if y.dtype.kind in "iub":
-        y = y.astype(np.int64)
-    elif y.dtype.kind == "f":
-        bad = ~np.isfinite(y) | (y != np.round(y))
-        if bad.any():
-            raise ValueError(
-                f"data: the labels ({where}) must be class codes (whole numbers), got {y[bad][:3].tolist()}"
-            )
-    elif y.dtype.kind not in "US":
-        raise ValueError(f"data: the labels ({where}) must be class codes, got dtype {y.dtype}")
-    values, codes = np.unique(y, return_inverse=True)
-    if values.size < 2:
-        raise ValueError(
-            f"data: the labels ({where}) hold one class only ({values.tolist()}); need two or more"
-        )
-    if values.size > MAX_CLASSES:
-        raise ValueError(
-            f"data: the labels ({where}) have {values.size} distinct values; certkit mibp trains a "
-            f"classifier of at most {MAX_CLASSES} classes: name the class column with --label"
-        )
-    names = tuple(str(int(v)) if y.dtype.kind == "f" else str(v) for v in values)
-    return codes.astype(np.int64), names
-
-
-def load_file(path: str, *, label: str | None = None, test_size: float = 0.25, rng: int = 0) -> _Classes:
-    """A user's labelled data: a stratified split (``test_size`` held out, seed ``rng``), standardised with
-    the training part's statistics, labels as class codes (ValueError naming the option on bad input)."""
-    from certkit._validation import check_array
-    from certkit.datasets import Dataset
-
-    X, y, where = _read_file(path, label)
-    X = check_array(X, "data X", ndim=2)
-    if X.shape[1] < 1 or X.shape[0] < 2:
-        raise ValueError(f"data: {path} needs at least 2 rows and 1 feature column, got {X.shape}")
-    y = np.asarray(y)
-    if y.shape[:1] != X.shape[:1]:
-        raise ValueError(
-            f"data: {path} has {X.shape[0]} rows of features but {y.shape[0] if y.ndim else 0} labels"
-        )
-    codes, names = _class_codes(y, where)
-    full = Dataset(os.path.basename(path), X, codes, tuple(f"x{j}" for j in range(X.shape[1])), names, path)
-    split = full.split(test_size=test_size, rng=rng)
-    Xtr, Xte = _standardise(split.X_train, split.X_test)
-    return _Classes(f"{full.name} ({where})", Xtr, split.y_train, Xte, split.y_test, len(names))
-
-
-def _encode(data: _Classes, loss: str) -> tuple[np.ndarray, np.ndarray, int]:
-    """Training labels as ``loss`` expects them, test labels as `MLP.predict` returns them, the outputs.
-
-    Binary data: one output with {-1, +1} (hinge, MSE) or {0, 1} (binary cross-entropy), two outputs with
-    0/1 for cross-entropy; ``C > 2`` classes: ``C`` outputs, codes ``0..C-1`` (one-hot targets for MSE).
-    """
-    C, y, y_test = data.n_classes, data.y, data.y_test
-    if loss == "binary_cross_entropy":
-        if C != 2:
-            raise ValueError(
-                f"loss binary_cross_entropy needs two classes, the data have {C}: use --loss cross_entropy"
-            )
-        return y.astype(np.float64), 2 * y_test - 1, 1
-    if C == 2 and loss != "cross_entropy":
-        return 2.0 * y - 1.0, 2 * y_test - 1, 1
-    if loss == "mse":
-        return np.eye(C)[y], y_test, C
-    return y, y_test, C
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -535,108 +368,3 @@ def _train_and_certify(args, data, y, y_test, model, perturbation, rate, about) 
         verbose=args.verbose,
     )
     return res, cert
-
-
-def _exact_backend() -> str | None:
-    """The exact backend the demo can use: gurobi, else scip, else None."""
-    import importlib
-
-    for backend, module in (("gurobi", "gurobipy"), ("scip", "pyscipopt")):
-        try:
-            importlib.import_module(module)
-        except ImportError:
-            continue
-        return backend
-    return None
-
-
-def demo(rng: np.random.Generator) -> str:
-    """Iris, 3 classes: interval bounds against exact per-sample programs (within the pip Gurobi licence).
-
-    The setting is fixed (data split and initialisation seed 0, whatever ``rng``): it is one where the
-    exact certificate certifies visibly more test points than the interval one (see docs/mibp.md).  The
-    exact programs take 20-40 s: their solves and the certification show progress bars (on stderr).  Two
-    closing lines show a recipe of `certified_training` beyond plain gradient descent (under a second).
-    """
-    from certkit._results import format_table
-    from certkit.mibp import MLP, FeatureBox, certified_training, certify_predictions
-
-    data = load_data("iris3", rng=0)
-    model = MLP.random([4, 8, 3], rng=0)
-    eps, epochs = 1e-3, 3
-    setting = {"perturbation": FeatureBox(eps), "epochs": epochs, "learning_rate": 0.2}
-    exact = _exact_backend()
-    runs = [("interval arithmetic", {})]
-    if exact is not None:
-        runs.append((f"exact per-sample programs ({exact})", {"backend": exact, "formulation": "decomposed"}))
-    rows, results = [], []
-    for label, options in runs:
-        start = time.perf_counter()
-        res = certified_training(model, data.X, data.y, **setting, **options, progress=f"mibp: {label},")
-        cert = certify_predictions(res, data.X_test, progress=f"mibp: {label}, certifying")
-        results.append((res, cert.certified_accuracy(data.y_test)))
-        rows.append([label, results[-1][1], res.mean_widths()[-1], f"{time.perf_counter() - start:.1f}"])
-    nominal = float(np.mean(results[0][0].nominal.predict(data.X_test) == data.y_test))
-    lines = [
-        format_table(
-            ["parameter bounds", "certified accuracy", "mean parameter width", "seconds"],
-            rows,
-            title=f"Iris, 3 classes ({len(data.y)} training / {len(data.y_test)} test points, standardised), "
-            f"4-8-3 ReLU MLP, hinge loss, {epochs} GD epochs;\n"
-            f"every training feature may be off by ±{eps:g}; "
-            f"nominal test accuracy {nominal:.4f}",
-        ),
-    ]
-    if exact is None:
-        lines.append(
-            'pip install "certkit[gurobi]" or "certkit[scip]" adds the exact certificate '
-            "(more test points certified here)"
-        )
-    else:
-        (_, acc_interval), (res_exact, acc_exact) = results
-        ratio = results[0][0].mean_widths()[-1] / res_exact.mean_widths()[-1]
-        lines += [
-            f"What to see: the exact programs bound every reachable parameter {ratio:.1f}x more tightly than "
-            "interval arithmetic,",
-            f"so {acc_exact:.4f} instead of {acc_interval:.4f} of the test points keep a provably unchanged, "
-            f"correct prediction (at most {nominal:.4f} can).",
-        ]
-    return "\n".join([*lines, _demo_recipe()])
-
-
-def _demo_recipe() -> str:
-    """Two lines: cross-entropy with a decaying rate and momentum under paired poisoning (interval bounds)."""
-    from certkit.datasets import load_two_moons
-    from certkit.mibp import (
-        MLP,
-        Budget,
-        FeatureBox,
-        InverseDecay,
-        LabelFlips,
-        certified_training,
-        certify_predictions,
-    )
-
-    start = time.perf_counter()
-    moons = load_two_moons(n_train=2000, n_test=500, noise=0.1, rng=0)
-    X, X_test = (np.hstack([Z, Z**2, Z**3]) for Z in (moons.X_train, moons.X_test))
-    rate = InverseDecay(2.0, 0.6, minimum=1e-3)
-    res = certified_training(
-        MLP.random([6, 64, 2], init="torch", rng=0),
-        X,
-        moons.y_train,
-        perturbation=Budget(FeatureBox(0.1) & LabelFlips(1), 1),
-        loss="cross_entropy",
-        epochs=4,
-        learning_rate=rate,
-        momentum=0.5,
-        progress="mibp: a recipe,",
-    )
-    certified = certify_predictions(res, X_test).certified_accuracy(moons.y_test)
-    nominal = float(np.mean(res.nominal.predict(X_test) == moons.y_test))
-    return (
-        "Recipes beyond plain GD, interval bounds: two moons (2000 rows, features [x, x^2, x^3]), "
-        f"6-64-2 MLP,\ncross-entropy, rate {rate!r}, momentum 0.5, 4 epochs; one training row may\n"
-        f"move by ±0.1 and change its label: certified accuracy {certified:.4f} (nominal {nominal:.4f}), "
-        f"{time.perf_counter() - start:.1f} s"
-    )

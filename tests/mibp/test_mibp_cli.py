@@ -5,7 +5,7 @@ import argparse
 import numpy as np
 import pytest
 
-from certkit.mibp import _cli
+from certkit.mibp import _cli, _demo
 from certkit.plot import plot_certified_accuracy
 
 
@@ -72,7 +72,7 @@ def _certified(text, label):
 
 
 def test_demo_section_shows_the_exact_certificate_beating_the_interval_one():
-    backend = _cli._exact_backend()
+    backend = _demo._exact_backend()
     if backend is None:
         pytest.skip("needs gurobipy or pyscipopt")
     text = _cli.demo(np.random.default_rng(0))
@@ -83,7 +83,7 @@ def test_demo_section_shows_the_exact_certificate_beating_the_interval_one():
 
 
 def test_demo_section_without_an_exact_solver_says_what_an_extra_adds(monkeypatch):
-    monkeypatch.setattr(_cli, "_exact_backend", lambda: None)
+    monkeypatch.setattr(_demo, "_exact_backend", lambda: None)
     text = _cli.demo(np.random.default_rng(0))
     assert 0 <= _certified(text, "interval arithmetic") <= 1
     assert "exact per-sample" not in text
@@ -376,7 +376,7 @@ def test_refused_combinations_are_one_line_in_flag_words(capsys, argv, message):
 def test_demo_section_shows_progress_and_a_recipe(monkeypatch):
     import certkit.mibp as mibp
 
-    monkeypatch.setattr(_cli, "_exact_backend", lambda: None)
+    monkeypatch.setattr(_demo, "_exact_backend", lambda: None)
     progress = []
     real_train, real_certify = mibp.certified_training, mibp.certify_predictions
 

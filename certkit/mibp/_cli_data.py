@@ -1,0 +1,190 @@
+"""The data of ``certkit mibp``: the built-in data sets and a user's CSV / NPZ file, split, standardised and
+encoded for the chosen loss."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+import numpy as np
+
+DATASETS = ("two_moons", "iris2", "iris3", "breast_cancer")
+#: A label column with more distinct values than this is taken for a feature, not classes.
+MAX_CLASSES = 50
+
+
+@dataclass(frozen=True)
+class BenchmarkData:
+    """Training/test split with labels in the form the hinge loss expects."""
+
+    name: str
+    X: np.ndarray
+    y: np.ndarray
+    X_test: np.ndarray
+    y_test: np.ndarray
+    n_outputs: int
+
+
+@dataclass(frozen=True)
+class _Classes:
+    """A standardised training/test split with class codes ``0..n_classes-1``."""
+
+    name: str
+    X: np.ndarray
+    y: np.ndarray
+    X_test: np.ndarray
+    y_test: np.ndarray
+    n_classes: int
+
+
+def _standardise(X: np.ndarray, X_test: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Both parts centred and scaled with the training part's mean and standard deviation (constant
+    columns are only centred)."""
+    mean, std = X.mean(axis=0), X.std(axis=0)
+    scale = np.where(std > 0, std, 1.0)
+    return (X - mean) / scale, (X_test - mean) / scale
+
+
+def _builtin(name: str, *, rng: int = 0, test_size: float = 0.25) -> _Classes:
+    from certkit import datasets
+
+    if name == "two_moons":
+        ds = datasets.load_two_moons(n_train=100, n_test=200, noise=0.1, rng=rng)
+        return _Classes(name, ds.X_train, ds.y_train, ds.X_test, ds.y_test, 2)
+    if name not in DATASETS:
+        raise ValueError(f"unknown dataset {name!r}; expected one of {DATASETS}")
+    full = {
+        "iris2": lambda: datasets.load_iris(binary=True),
+        "iris3": datasets.load_iris,
+        "breast_cancer": datasets.load_breast_cancer,
+    }[name]()
+    split = full.split(test_size=test_size, rng=rng)
+    X, X_test = _standardise(split.X_train, split.X_test)
+    return _Classes(name, X, split.y_train, X_test, split.y_test, len(full.target_names))
+
+
+def load_data(name: str, *, rng: int = 0, test_size: float = 0.25) -> BenchmarkData:
+    """Load ``two_moons`` (100 train / 200 test, noise 0.1), ``iris2`` (versicolor vs virginica),
+    ``iris3`` or ``breast_cancer``; tabular features are standardised (zero mean, unit variance) with the
+    training split's statistics (``test_size`` of the rows held out), two moons is left in its raw
+    coordinates.
+
+    Binary sets get labels in {-1, +1} (one output), ``iris3`` integer labels (three outputs).
+    """
+    data = _builtin(name, rng=rng, test_size=test_size)
+    y, y_test, n_out = _encode(data, "hinge")
+    return BenchmarkData(name, data.X, y, data.X_test, y_test, n_out)
+
+
+_FILE_FORMAT = (
+    "a CSV file (a header row of names, then numeric rows; the label column is --label, default the last) "
+    "or a NumPy .npz archive (numpy.savez) of the arrays X (n, d) and y (n,) of class labels"
+)
+
+
+def _read_file(path: str, label: str | None) -> tuple[np.ndarray, np.ndarray, str]:
+    """Features, raw labels and a description of a user's CSV or NPZ file (ValueError naming --data)."""
+    from certkit.datasets._base import read_numeric_csv
+
+    with open(path, "rb") as handle:
+        npz = path.endswith(".npz") or handle.read(4) == b"PK\x03\x04"
+    if not npz:
+        table, names = read_numeric_csv(path, how=f"--data reads {_FILE_FORMAT}")
+        if label is not None and label not in names:
+            raise ValueError(f"label {label!r} is not a column of {path}; its columns are {names}")
+        column = len(names) - 1 if label is None else names.index(label)
+        if len(names) < 2:
+            raise ValueError(f"data: {path} has one column; it needs feature columns and a label column")
+        return np.delete(table, column, axis=1), table[:, column], f"label column {names[column]!r}"
+    if label is not None:
+        raise ValueError("label names a CSV column; an .npz archive holds the arrays X and y")
+    try:
+        loaded = np.load(path, allow_pickle=False)
+    except (ValueError, EOFError, OSError) as exc:
+        if isinstance(exc, FileNotFoundError):
+            raise
+        raise ValueError(f"data: {path} is not {_FILE_FORMAT}") from None
+    if not isinstance(loaded, np.lib.npyio.NpzFile):
+        raise ValueError(f"data: {path} holds a single array; expected {_FILE_FORMAT}")
+    with loaded as f:
+        missing = [k for k in ("X", "y") if k not in f.files]
+        if missing:
+            raise ValueError(
+                f"data: {path} lacks the arrays {missing} (it has {f.files}); expected {_FILE_FORMAT}"
+            )
+        try:
+            return f["X"], f["y"], "arrays X and y"
+        except ValueError:  # object arrays, which are not read without allow_pickle
+            raise ValueError(
+                f"data: {path} holds arrays of Python objects; expected {_FILE_FORMAT}"
+            ) from None
+
+
+def _class_codes(y: np.ndarray, where: str) -> tuple[np.ndarray, tuple[str, ...]]:
+    """Labels as codes ``0..C-1`` (the sorted distinct values) and the values as class names."""
+    if y.ndim != 1:
+        raise ValueError(f"data: the labels ({where}) must be one value per row, got shape {y.shape}")
+    if y.dtype.kind in "iub":
+        y = y.astype(np.int64)
+    elif y.dtype.kind == "f":
+        bad = ~np.isfinite(y) | (y != np.round(y))
+        if bad.any():
+            raise ValueError(
+                f"data: the labels ({where}) must be class codes (whole numbers), got {y[bad][:3].tolist()}"
+            )
+    elif y.dtype.kind not in "US":
+        raise ValueError(f"data: the labels ({where}) must be class codes, got dtype {y.dtype}")
+    values, codes = np.unique(y, return_inverse=True)
+    if values.size < 2:
+        raise ValueError(
+            f"data: the labels ({where}) hold one class only ({values.tolist()}); need two or more"
+        )
+    if values.size > MAX_CLASSES:
+        raise ValueError(
+            f"data: the labels ({where}) have {values.size} distinct values; certkit mibp trains a "
+            f"classifier of at most {MAX_CLASSES} classes: name the class column with --label"
+        )
+    names = tuple(str(int(v)) if y.dtype.kind == "f" else str(v) for v in values)
+    return codes.astype(np.int64), names
+
+
+def load_file(path: str, *, label: str | None = None, test_size: float = 0.25, rng: int = 0) -> _Classes:
+    """A user's labelled data: a stratified split (``test_size`` held out, seed ``rng``), standardised with
+    the training part's statistics, labels as class codes (ValueError naming the option on bad input)."""
+    from certkit._validation import check_array
+    from certkit.datasets import Dataset
+
+    X, y, where = _read_file(path, label)
+    X = check_array(X, "data X", ndim=2)
+    if X.shape[1] < 1 or X.shape[0] < 2:
+        raise ValueError(f"data: {path} needs at least 2 rows and 1 feature column, got {X.shape}")
+    y = np.asarray(y)
+    if y.shape[:1] != X.shape[:1]:
+        raise ValueError(
+            f"data: {path} has {X.shape[0]} rows of features but {y.shape[0] if y.ndim else 0} labels"
+        )
+    codes, names = _class_codes(y, where)
+    full = Dataset(os.path.basename(path), X, codes, tuple(f"x{j}" for j in range(X.shape[1])), names, path)
+    split = full.split(test_size=test_size, rng=rng)
+    Xtr, Xte = _standardise(split.X_train, split.X_test)
+    return _Classes(f"{full.name} ({where})", Xtr, split.y_train, Xte, split.y_test, len(names))
+
+
+def _encode(data: _Classes, loss: str) -> tuple[np.ndarray, np.ndarray, int]:
+    """Training labels as ``loss`` expects them, test labels as `MLP.predict` returns them, the outputs.
+
+    Binary data: one output with {-1, +1} (hinge, MSE) or {0, 1} (binary cross-entropy), two outputs with
+    0/1 for cross-entropy; ``C > 2`` classes: ``C`` outputs, codes ``0..C-1`` (one-hot targets for MSE).
+    """
+    C, y, y_test = data.n_classes, data.y, data.y_test
+    if loss == "binary_cross_entropy":
+        if C != 2:
+            raise ValueError(
+                f"loss binary_cross_entropy needs two classes, the data have {C}: use --loss cross_entropy"
+            )
+        return y.astype(np.float64), 2 * y_test - 1, 1
+    if C == 2 and loss != "cross_entropy":
+        return 2.0 * y - 1.0, 2 * y_test - 1, 1
+    if loss == "mse":
+        return np.eye(C)[y], y_test, C
+    return y, y_test, C
