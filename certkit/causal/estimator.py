@@ -10,16 +10,15 @@ from sklearn.base import BaseEstimator
 from certkit._results import format_table
 from certkit._typing import ExecutorArg, Progress, RNGLike
 from certkit._validation import (
-    check_array,
     check_in_options,
     check_integer,
     check_is_fitted,
     check_nonnegative,
     check_positive,
     check_progress,
-    check_squares_fit,
     seed_from_rng,
 )
+from certkit.causal.data import check_data
 from certkit.causal.equivalence import cpdag, identified_orientations
 from certkit.causal.joint import node_mechanism
 from certkit.causal.mixing import _link_sets, form_mixing_variables
@@ -28,45 +27,10 @@ from certkit.causal.score import LatentBIC, ScoreSettings, fit_node
 from certkit.causal.search import topic_search
 from certkit.parallel import resolve_executor, single_threaded
 
-__all__ = ["CausalMixtureModel", "check_data"]
+__all__ = ["CausalMixtureModel"]
 
 #: Most groups of one mixing variable (each group fits a regression per node of the set).
 MAX_GROUPS = 100
-
-
-def check_data(X: Any, name: str = "X") -> tuple[np.ndarray, tuple[str, ...] | None]:
-    """Validate the (n, d) data matrix; returns it as float64 and the column names of a DataFrame."""
-    names = None
-    dtypes = getattr(X, "dtypes", None)
-    if dtypes is not None and hasattr(X, "columns"):
-        from pandas.api.types import is_bool_dtype, is_numeric_dtype
-
-        for column, dtype in dtypes.items():
-            if not is_numeric_dtype(dtype) or is_bool_dtype(dtype):
-                raise TypeError(
-                    f"{name} column {column!r} has non-numeric dtype {dtype}; encode it as numbers"
-                )
-        names = tuple(str(c) for c in X.columns)
-        X = X.to_numpy(dtype=np.float64)
-    X = check_array(X, name, ndim=2)
-    n, d = X.shape
-    if d < 2:
-        raise ValueError(f"{name} must have at least 2 columns (variables), got {d} feature(s)")
-    if n < 2:
-        raise ValueError(
-            f"{name} has {n} sample: too few samples to fit a mechanism (a variance needs 2, a mixture of "
-            "regressions on the other variables many more)"
-        )
-    check_squares_fit(X, name, range(d))
-    spread = X.std(axis=0)
-    # Relative tolerance: a spread at rounding level of the column's magnitude is a constant.
-    constant = np.flatnonzero(~(spread > 1e-10 * np.abs(X).max(axis=0)))
-    if constant.size:
-        which = ", ".join(names[j] if names else str(j) for j in constant)
-        raise ValueError(
-            f"{name} has constant column(s) {which}; drop them (a constant has no causal mechanism)"
-        )
-    return X, names
 
 
 class CausalMixtureModel(BaseEstimator):

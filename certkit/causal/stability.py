@@ -13,7 +13,8 @@ from sklearn.base import clone
 from certkit._results import ResultMixin, format_table
 from certkit._typing import ExecutorArg, Progress, RNGLike
 from certkit._validation import check_allocation, check_integer, check_positive, check_progress, check_rng
-from certkit.causal.estimator import CausalMixtureModel, check_data
+from certkit.causal.data import check_data
+from certkit.causal.estimator import CausalMixtureModel
 from certkit.causal.mixture_regression import n_mixture_parameters
 from certkit.parallel import parallel_map
 

@@ -1,4 +1,4 @@
-"""Shared machinery: parameter checks, smoothing noise, conformal ranks and the estimator bases."""
+"""The conformal estimators' bases (their shared checks are in `certkit.conformal._checks`)."""
 
 from __future__ import annotations
 
@@ -21,130 +21,20 @@ from certkit._validation import (
     check_rng,
     check_same_length,
 )
+from certkit.conformal._checks import (
+    check_inputs,
+    check_labels,
+    lower_conformal_threshold,
+    required_calibration_size,
+    sample_noise,
+    warn_small_calibration,
+)
 from certkit.conformal._model import OUTPUTS, ModelWrapper, as_probabilities, as_regression
 from certkit.conformal.scores import get_score
-from certkit.stats import conformal_quantile, conformal_rank, robust_level
+from certkit.stats import conformal_quantile
 from certkit.stats._common import NOISES
 
-__all__ = [
-    "check_inputs",
-    "check_labels",
-    "lower_conformal_threshold",
-    "renamed_score",
-    "required_calibration_size",
-    "sample_noise",
-]
-
-
-
-# ---------------------------------------------------------------------------------------------- helpers
-def check_inputs(X: Any, name: str = "X") -> np.ndarray:
-    """Inputs of shape ``(n, ...)`` (at least 2-D), finite, as float64."""
-    arr = check_array(X, name)
-    if arr.ndim < 2:
-        raise ValueError(
-            f"{name} must have shape (n_samples, n_features, ...), got shape {arr.shape}. Reshape your data "
-            f"with {name}.reshape(-1, 1) (one feature) or {name}.reshape(1, -1) (one sample)"
-        )
-    return arr
-
-
-def check_labels(y: Any, X: np.ndarray, n_classes: int | None = None) -> np.ndarray:
-    """Integer class labels, one per row of ``X``, in ``[0, n_classes)``."""
-    arr = check_array(y, "y", ndim=1, dtype=int)
-    check_same_length(("X", X), ("y", arr))
-    if n_classes is not None and (arr.min() < 0 or arr.max() >= n_classes):
-        raise ValueError(
-            f"y must contain class labels in [0, {n_classes - 1}] (the model returns {n_classes} classes), "
-            f"got values in [{arr.min()}, {arr.max()}]"
-        )
-    return arr
-
-
-def sample_noise(rng: np.random.Generator, shape: tuple[int, ...], sigma: float, noise: str) -> np.ndarray:
-    """Smoothing noise with standard deviation ``sigma`` per coordinate.
-
-    ``"gaussian"``: $N(0, \\sigma^2)$; ``"uniform"``: $U[-\\sigma\\sqrt3, \\sigma\\sqrt3]$.
-    """
-    if noise == "gaussian":
-        return rng.standard_normal(shape) * sigma
-    half = sigma * math.sqrt(3.0)
-    return rng.uniform(-half, half, size=shape)
-
-
-def lower_conformal_threshold(scores: np.ndarray, alpha: float) -> float:
-    """The $\\lfloor \\alpha (n + 1) \\rfloor$-th smallest score (``-inf`` when that rank is < 1).
-
-    The rank is computed as $n + 1 - \\lceil (1 - \\alpha)(n + 1) \\rceil$ with
-    `certkit.stats.conformal_rank` (same float64 rounding rule as every conformal quantile in
-    certkit), which equals $\\lfloor \\alpha (n + 1) \\rfloor$ in exact arithmetic.
-    """
-    n = scores.shape[0]
-    if alpha <= 0.0 or 1.0 - alpha >= 1.0:
-        return -math.inf
-    k = n + 1 - conformal_rank(n, 1.0 - alpha)
-    if k < 1:
-        return -math.inf
-    return float(np.partition(scores, k - 1)[k - 1])
-
-
-def required_calibration_size(alpha: float) -> int | None:
-    """Smallest ``n`` with a non-trivial set at miscoverage ``alpha`` (about ``ceil(1/alpha) - 1``).
-
-    ``None`` when no calibration set suffices (``alpha`` is 0 after the robustness adjustment).
-    """
-    if alpha <= 0.0 or 1.0 - alpha >= 1.0:
-        return None
-    n = max(1, math.ceil(1.0 / alpha) - 1)
-
-    def ok(m: int) -> bool:
-        return conformal_rank(m, 1.0 - alpha) <= m
-
-    while not ok(n):
-        n += 1
-    while n > 1 and ok(n - 1):
-        n -= 1
-    return n
-
-
-def warn_small_calibration(n: int, alpha_adj: float, what: str, detail: str) -> None:
-    """UserWarning for the trivial regime, naming the calibration size needed."""
-    need = required_calibration_size(alpha_adj)
-    if need is None:
-        msg = (f"no calibration set is large enough for a non-trivial {what} ({detail}): the adjusted "
-               "miscoverage is 0; decrease radius or increase sigma")
-    else:
-        msg = (f"the calibration set ({n} points) is too small for a non-trivial {what} ({detail}); "
-               f"need n >= {need} calibration points (n >= ceil(1/alpha') - 1, alpha' = {alpha_adj:.6g}); "
-               "every label / the whole line is returned")
-    warnings.warn(msg, UserWarning, stacklevel=3)
-
-
-def adjusted_alpha(confidence_level: float, radius: float, sigma: float, noise: str) -> float:
-    """RCP1's clean miscoverage $\\alpha'$ with $1-\\alpha' = c^{-1}[1-\\alpha, r]$."""
-    return 1.0 - robust_level(confidence_level, radius=radius, sigma=sigma, noise=noise)
-
-
-def renamed_score(owner: str, conformity_score: Any, deprecated: dict[str, Any]) -> Any:
-    """``conformity_score``, or the value given under its deprecated name ``score=`` (with a FutureWarning).
-
-    The old name is taken as a keyword only, so that no ``score`` attribute shadows scikit-learn's ``score``
-    method name; any other unknown keyword is a ``TypeError``, as Python would raise.
-    """
-    unknown = sorted(set(deprecated) - {"score"})
-    if unknown:
-        raise TypeError(f"{owner}.__init__() got an unexpected keyword argument {unknown[0]!r}")
-    if "score" not in deprecated:
-        return conformity_score
-    if not (isinstance(conformity_score, str) and conformity_score == "thr"):
-        raise TypeError("score is the deprecated name of conformity_score; pass conformity_score only")
-    warnings.warn(
-        f"{owner}(score=...) is deprecated and will be removed in certkit 0.3; use conformity_score=... (the "
-        "name MAPIE uses; score shadowed scikit-learn's score method)",
-        FutureWarning,
-        stacklevel=3,
-    )
-    return deprecated["score"]
+__all__: list[str] = []  # private: the estimators' bases
 
 
 # ---------------------------------------------------------------------------------------------- bases
@@ -165,8 +55,10 @@ class _ConformalBase(BaseEstimator):
             check_in_options(noise, "noise", NOISES)
             params["sigma"] = check_positive(self.sigma, "sigma")
         elif getattr(self, "sigma", None) is not None:
-            raise ValueError(f"sigma={self.sigma!r} is only used with smoothing noise, but noise=None; "
-                             "set noise='gaussian' or 'uniform', or leave sigma=None")
+            raise ValueError(
+                f"sigma={self.sigma!r} is only used with smoothing noise, but noise=None; "
+                "set noise='gaussian' or 'uniform', or leave sigma=None"
+            )
         params["noise"] = noise
         params["radius"] = check_nonnegative(self.radius, "radius") if self._uses_radius else 0.0
         check_integer(self.batch_size, "batch_size", minimum=1)
@@ -200,10 +92,14 @@ class _ConformalBase(BaseEstimator):
         X = check_inputs(X)
         if tuple(X.shape[1:]) != self.input_shape_:
             if X.ndim == 2 and len(self.input_shape_) == 1:  # scikit-learn's wording for feature vectors
-                raise ValueError(f"X has {X.shape[1]} features, but {type(self).__name__} is expecting "
-                                 f"{self.input_shape_[0]} features as input (the calibration inputs' number)")
-            raise ValueError(f"X has inputs of shape {tuple(X.shape[1:])}, but the estimator was calibrated "
-                             f"on inputs of shape {self.input_shape_}")
+                raise ValueError(
+                    f"X has {X.shape[1]} features, but {type(self).__name__} is expecting "
+                    f"{self.input_shape_[0]} features as input (the calibration inputs' number)"
+                )
+            raise ValueError(
+                f"X has inputs of shape {tuple(X.shape[1:])}, but the estimator was calibrated "
+                f"on inputs of shape {self.input_shape_}"
+            )
         return X
 
     def _wrapper(self) -> ModelWrapper:
@@ -217,7 +113,7 @@ class _ConformalBase(BaseEstimator):
         n = X.shape[0]
         chunk = max(1, self.batch_size // n_samples) if n_samples > 1 else n
         for start in range(0, n, chunk):
-            xb = X[start:start + chunk]
+            xb = X[start : start + chunk]
             if n_samples > 1:
                 xb = np.repeat(xb, n_samples, axis=0)
             if noise is not None:
@@ -257,21 +153,27 @@ class _ClassifierBase(_ConformalBase):
             # scores (n, n_samples, K >= 2) plus one chunk of noisy copies, its noise and model output
             chunk = max(1, self.batch_size // n_samples) * float(n_samples)
             need = 8.0 * (2.0 * X.shape[0] * n_samples + chunk * (3.0 * X[0].size + 2.0))
-            check_allocation(need, "n_samples", n_samples,
-                             what=f"scoring {X.shape[0]} inputs with n_samples noisy copies each")
+            check_allocation(
+                need,
+                "n_samples",
+                n_samples,
+                what=f"scoring {X.shape[0]} inputs with n_samples noisy copies each",
+            )
         out = None
         for start, rows, raw in self._raw_outputs(X, n_samples, noise, sigma):
             probs = as_probabilities(raw, rows, self.output)
             if hasattr(self, "n_classes_") and probs.shape[1] != self.n_classes_:
-                raise ValueError(f"the model returned {probs.shape[1]} classes, but it was calibrated "
-                                 f"with {self.n_classes_}")
+                raise ValueError(
+                    f"the model returned {probs.shape[1]} classes, but it was calibrated "
+                    f"with {self.n_classes_}"
+                )
             scores = np.asarray(self.score_(probs, self.rng_), dtype=np.float64)
             if scores.shape != probs.shape or not np.all(np.isfinite(scores)):
                 raise ValueError("the score must return finite values of shape (n, K)")
             scores = scores.reshape(-1, n_samples, probs.shape[1])
             if out is None:
                 out = np.empty((X.shape[0], n_samples, probs.shape[1]))
-            out[start:start + scores.shape[0]] = scores
+            out[start : start + scores.shape[0]] = scores
         return out
 
     def _check_predict(self, X: Any) -> np.ndarray:
@@ -399,11 +301,13 @@ class _SingleSampleRegressor(_ConformalBase):
         if self.adjusted_level_ >= 1.0:
             self.threshold_ = math.inf
         else:
-            self.threshold_ = conformal_quantile(self.calibration_scores_,
-                                                 confidence_level=self.adjusted_level_)
+            self.threshold_ = conformal_quantile(
+                self.calibration_scores_, confidence_level=self.adjusted_level_
+            )
         if self.threshold_ == math.inf:
-            warn_small_calibration(self.n_calibration_, alpha_adj, "prediction interval",
-                                   self._detail(params))
+            warn_small_calibration(
+                self.n_calibration_, alpha_adj, "prediction interval", self._detail(params)
+            )
         return self
 
     def predict_interval(self, X: Any) -> tuple[np.ndarray, np.ndarray]:
@@ -418,4 +322,3 @@ class _SingleSampleRegressor(_ConformalBase):
         params = self._check_common()
         pred = self._predict_noisy(X, params)
         return pred - self.threshold_, pred + self.threshold_
-

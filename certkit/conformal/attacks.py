@@ -15,7 +15,7 @@ from certkit._validation import (
     check_positive,
     seed_from_rng,
 )
-from certkit.conformal._base import check_inputs, check_labels
+from certkit.conformal._checks import check_inputs, check_labels
 from certkit.conformal._model import OUTPUTS, import_torch, is_torch_module
 
 __all__ = ["smoothed_pgd"]

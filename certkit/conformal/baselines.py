@@ -15,8 +15,8 @@ import numpy as np
 
 from certkit._typing import RNGLike
 from certkit._validation import check_in_options, check_integer, check_probability
-from certkit.conformal._base import (
-    _ClassifierBase,
+from certkit.conformal._base import _ClassifierBase
+from certkit.conformal._checks import (
     check_labels,
     lower_conformal_threshold,
     renamed_score,

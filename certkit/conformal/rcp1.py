@@ -19,12 +19,8 @@ from __future__ import annotations
 from typing import Any
 
 from certkit._typing import RNGLike
-from certkit.conformal._base import (
-    _SingleSampleClassifier,
-    _SingleSampleRegressor,
-    adjusted_alpha,
-    renamed_score,
-)
+from certkit.conformal._base import _SingleSampleClassifier, _SingleSampleRegressor
+from certkit.conformal._checks import adjusted_alpha, renamed_score
 
 __all__ = ["RCP1Classifier", "RCP1Regressor"]
 

@@ -16,7 +16,8 @@ from certkit._validation import (
     check_positive,
     check_rng,
 )
-from certkit.conformal._base import _ConformalBase, check_inputs
+from certkit.conformal._base import _ConformalBase
+from certkit.conformal._checks import check_inputs
 from certkit.stats import smoothing_inverse_upper
 
 __all__ = ["RCP1RiskControl"]

@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from certkit._typing import RNGLike
-from certkit.conformal._base import _SingleSampleClassifier, _SingleSampleRegressor, renamed_score
+from certkit.conformal._base import _SingleSampleClassifier, _SingleSampleRegressor
+from certkit.conformal._checks import renamed_score
 
 __all__ = ["SplitConformalClassifier", "SplitConformalRegressor"]
 

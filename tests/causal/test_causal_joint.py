@@ -431,7 +431,7 @@ def test_the_search_validates_x_once(monkeypatch):
     """Issue 24: X is checked at the public boundary only; the local scores call fit_mixture, which
     checks nothing, and give what the public fit_mixture_regression gives."""
     import certkit._validation as validation
-    from certkit.causal import CausalMixtureModel, estimator, make_mixture_sem, mixture_regression
+    from certkit.causal import CausalMixtureModel, data, make_mixture_sem, mixture_regression
 
     X, _, _ = make_mixture_sem(5, 300, rng=7)
     calls = []
@@ -442,7 +442,7 @@ def test_the_search_validates_x_once(monkeypatch):
         return original(x, name, **kwargs)
 
     monkeypatch.setattr(mixture_regression, "check_array", counting)
-    monkeypatch.setattr(estimator, "check_array", counting)
+    monkeypatch.setattr(data, "check_array", counting)
     model = CausalMixtureModel(rng=0).fit(X)
     assert calls == ["X"] and model.n_scores_ > 30
     settings = ScoreSettings(seed=5)

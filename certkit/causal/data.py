@@ -1,0 +1,47 @@
+"""The data matrix of the causal estimators: numeric columns (a DataFrame's names kept), enough rows, no
+constant column, squares within float64."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from certkit._validation import check_array, check_squares_fit
+
+__all__ = ["check_data"]
+
+
+def check_data(X: Any, name: str = "X") -> tuple[np.ndarray, tuple[str, ...] | None]:
+    """Validate the (n, d) data matrix; returns it as float64 and the column names of a DataFrame."""
+    names = None
+    dtypes = getattr(X, "dtypes", None)
+    if dtypes is not None and hasattr(X, "columns"):
+        from pandas.api.types import is_bool_dtype, is_numeric_dtype
+
+        for column, dtype in dtypes.items():
+            if not is_numeric_dtype(dtype) or is_bool_dtype(dtype):
+                raise TypeError(
+                    f"{name} column {column!r} has non-numeric dtype {dtype}; encode it as numbers"
+                )
+        names = tuple(str(c) for c in X.columns)
+        X = X.to_numpy(dtype=np.float64)
+    X = check_array(X, name, ndim=2)
+    n, d = X.shape
+    if d < 2:
+        raise ValueError(f"{name} must have at least 2 columns (variables), got {d} feature(s)")
+    if n < 2:
+        raise ValueError(
+            f"{name} has {n} sample: too few samples to fit a mechanism (a variance needs 2, a mixture of "
+            "regressions on the other variables many more)"
+        )
+    check_squares_fit(X, name, range(d))
+    spread = X.std(axis=0)
+    # Relative tolerance: a spread at rounding level of the column's magnitude is a constant.
+    constant = np.flatnonzero(~(spread > 1e-10 * np.abs(X).max(axis=0)))
+    if constant.size:
+        which = ", ".join(names[j] if names else str(j) for j in constant)
+        raise ValueError(
+            f"{name} has constant column(s) {which}; drop them (a constant has no causal mechanism)"
+        )
+    return X, names

@@ -1,0 +1,137 @@
+"""Checks and small computations the conformal estimators share: inputs and labels, smoothing noise, the
+lower conformal threshold, the calibration size a non-trivial set needs, and the deprecated ``score=``."""
+
+from __future__ import annotations
+
+import math
+import warnings
+from typing import Any
+
+import numpy as np
+
+from certkit._validation import check_array, check_same_length
+from certkit.stats import conformal_rank, robust_level
+
+__all__ = [
+    "adjusted_alpha",
+    "check_inputs",
+    "check_labels",
+    "lower_conformal_threshold",
+    "renamed_score",
+    "required_calibration_size",
+    "sample_noise",
+    "warn_small_calibration",
+]
+
+
+def check_inputs(X: Any, name: str = "X") -> np.ndarray:
+    """Inputs of shape ``(n, ...)`` (at least 2-D), finite, as float64."""
+    arr = check_array(X, name)
+    if arr.ndim < 2:
+        raise ValueError(
+            f"{name} must have shape (n_samples, n_features, ...), got shape {arr.shape}. Reshape your data "
+            f"with {name}.reshape(-1, 1) (one feature) or {name}.reshape(1, -1) (one sample)"
+        )
+    return arr
+
+
+def check_labels(y: Any, X: np.ndarray, n_classes: int | None = None) -> np.ndarray:
+    """Integer class labels, one per row of ``X``, in ``[0, n_classes)``."""
+    arr = check_array(y, "y", ndim=1, dtype=int)
+    check_same_length(("X", X), ("y", arr))
+    if n_classes is not None and (arr.min() < 0 or arr.max() >= n_classes):
+        raise ValueError(
+            f"y must contain class labels in [0, {n_classes - 1}] (the model returns {n_classes} classes), "
+            f"got values in [{arr.min()}, {arr.max()}]"
+        )
+    return arr
+
+
+def sample_noise(rng: np.random.Generator, shape: tuple[int, ...], sigma: float, noise: str) -> np.ndarray:
+    """Smoothing noise with standard deviation ``sigma`` per coordinate.
+
+    ``"gaussian"``: $N(0, \\sigma^2)$; ``"uniform"``: $U[-\\sigma\\sqrt3, \\sigma\\sqrt3]$.
+    """
+    if noise == "gaussian":
+        return rng.standard_normal(shape) * sigma
+    half = sigma * math.sqrt(3.0)
+    return rng.uniform(-half, half, size=shape)
+
+
+def lower_conformal_threshold(scores: np.ndarray, alpha: float) -> float:
+    """The $\\lfloor \\alpha (n + 1) \\rfloor$-th smallest score (``-inf`` when that rank is < 1).
+
+    The rank is computed as $n + 1 - \\lceil (1 - \\alpha)(n + 1) \\rceil$ with
+    `certkit.stats.conformal_rank` (same float64 rounding rule as every conformal quantile in
+    certkit), which equals $\\lfloor \\alpha (n + 1) \\rfloor$ in exact arithmetic.
+    """
+    n = scores.shape[0]
+    if alpha <= 0.0 or 1.0 - alpha >= 1.0:
+        return -math.inf
+    k = n + 1 - conformal_rank(n, 1.0 - alpha)
+    if k < 1:
+        return -math.inf
+    return float(np.partition(scores, k - 1)[k - 1])
+
+
+def required_calibration_size(alpha: float) -> int | None:
+    """Smallest ``n`` with a non-trivial set at miscoverage ``alpha`` (about ``ceil(1/alpha) - 1``).
+
+    ``None`` when no calibration set suffices (``alpha`` is 0 after the robustness adjustment).
+    """
+    if alpha <= 0.0 or 1.0 - alpha >= 1.0:
+        return None
+    n = max(1, math.ceil(1.0 / alpha) - 1)
+
+    def ok(m: int) -> bool:
+        return conformal_rank(m, 1.0 - alpha) <= m
+
+    while not ok(n):
+        n += 1
+    while n > 1 and ok(n - 1):
+        n -= 1
+    return n
+
+
+def warn_small_calibration(n: int, alpha_adj: float, what: str, detail: str) -> None:
+    """UserWarning for the trivial regime, naming the calibration size needed."""
+    need = required_calibration_size(alpha_adj)
+    if need is None:
+        msg = (
+            f"no calibration set is large enough for a non-trivial {what} ({detail}): the adjusted "
+            "miscoverage is 0; decrease radius or increase sigma"
+        )
+    else:
+        msg = (
+            f"the calibration set ({n} points) is too small for a non-trivial {what} ({detail}); "
+            f"need n >= {need} calibration points (n >= ceil(1/alpha') - 1, alpha' = {alpha_adj:.6g}); "
+            "every label / the whole line is returned"
+        )
+    warnings.warn(msg, UserWarning, stacklevel=3)
+
+
+def adjusted_alpha(confidence_level: float, radius: float, sigma: float, noise: str) -> float:
+    """RCP1's clean miscoverage $\\alpha'$ with $1-\\alpha' = c^{-1}[1-\\alpha, r]$."""
+    return 1.0 - robust_level(confidence_level, radius=radius, sigma=sigma, noise=noise)
+
+
+def renamed_score(owner: str, conformity_score: Any, deprecated: dict[str, Any]) -> Any:
+    """``conformity_score``, or the value given under its deprecated name ``score=`` (with a FutureWarning).
+
+    The old name is taken as a keyword only, so that no ``score`` attribute shadows scikit-learn's ``score``
+    method name; any other unknown keyword is a ``TypeError``, as Python would raise.
+    """
+    unknown = sorted(set(deprecated) - {"score"})
+    if unknown:
+        raise TypeError(f"{owner}.__init__() got an unexpected keyword argument {unknown[0]!r}")
+    if "score" not in deprecated:
+        return conformity_score
+    if not (isinstance(conformity_score, str) and conformity_score == "thr"):
+        raise TypeError("score is the deprecated name of conformity_score; pass conformity_score only")
+    warnings.warn(
+        f"{owner}(score=...) is deprecated and will be removed in certkit 0.3; use conformity_score=... (the "
+        "name MAPIE uses; score shadowed scikit-learn's score method)",
+        FutureWarning,
+        stacklevel=3,
+    )
+    return deprecated["score"]
