@@ -38,6 +38,8 @@ class PredictionCertificate(ResultMixin):
     backend : str
     n_outputs : int
         Outputs of the network: labels are in {-1, +1} for one output, ``0 .. n_outputs - 1`` otherwise.
+    zero_one_labels : bool
+        One output trained with binary cross-entropy: `certified_accuracy` also takes {0, 1} labels.
     """
 
     prediction: np.ndarray
@@ -45,17 +47,19 @@ class PredictionCertificate(ResultMixin):
     margin_lower: np.ndarray
     backend: str
     n_outputs: int
+    zero_one_labels: bool = False
 
     def certified_accuracy(self, y: Any) -> float:
         """Fraction of points that are certified *and* correctly predicted.
 
-        ``y`` holds labels in the form the model predicts: {-1, +1} for one output, integers
-        ``0 .. n_outputs - 1`` otherwise (other labels raise, as in `certified_training`).
+        ``y`` holds the classes the model predicts: {-1, +1} for one output (also {0, 1} or bool after
+        binary cross-entropy, as it was trained with), integers ``0 .. n_outputs - 1`` otherwise (other
+        labels raise, as in `certified_training`).
         """
         y = check_array(y, "y", ndim=1, dtype=None)
         if len(y) != len(self.prediction):
             raise ValueError(f"y has {len(y)} labels but {len(self.prediction)} points were certified")
-        y = check_labels(y, "classes", self.n_outputs, len(self.prediction))
+        y = check_labels(y, "classes", self.n_outputs, len(self.prediction), zero_one=self.zero_one_labels)
         return float(np.mean(self.certified & (self.prediction == y)))
 
     def summary(self) -> str:
@@ -158,5 +162,10 @@ def certify_predictions(
         margin = margin.copy()
         margin[undecided] = np.maximum(margin[undecided], solved)
     return PredictionCertificate(
-        prediction=pred, certified=margin > 0, margin_lower=margin, backend=backend, n_outputs=n_out
+        prediction=pred,
+        certified=margin > 0,
+        margin_lower=margin,
+        backend=backend,
+        n_outputs=n_out,
+        zero_one_labels=result.loss == "binary_cross_entropy",
     )

@@ -12,14 +12,16 @@ __all__ = ["check_labels", "loss_gradient_output", "sigmoid", "softmax"]
 
 
 def check_labels(
-    y: Any, loss: str, n_outputs: int, n: int, *, name: str = "y", x_name: str = "X"
+    y: Any, loss: str, n_outputs: int, n: int, *, name: str = "y", x_name: str = "X", zero_one: bool = False
 ) -> np.ndarray:
     """Validate labels for ``loss`` and an ``n_outputs``-output network.
 
     Binary hinge (one output): labels in {-1, +1}.  Multi-class hinge and cross-entropy (``C >= 2``
     outputs): integer labels in ``0 .. C-1``.  Binary cross-entropy (one output): labels in {0, 1}.
     MSE: real targets of shape ``(n,)`` (one output) or ``(n, C)``.  ``loss="classes"``: the classes
-    `MLP.predict` returns, as for the hinge loss (to score predictions, whatever the training loss).
+    `MLP.predict` returns, as for the hinge loss (to score predictions, whatever the training loss); with
+    ``zero_one=True`` (a model trained with binary cross-entropy) one output also takes {0, 1} or bool
+    labels, read as -1, +1.  Boolean labels count as {0, 1} for binary cross-entropy.
     ``name`` / ``x_name`` name the labels and inputs in errors.
     """
     if loss == "mse":
@@ -44,6 +46,11 @@ def check_labels(
     y = check_array(y, name, ndim=1, dtype=None)
     check_same_length((x_name, range(n)), (name, y))
     binary01 = loss == "binary_cross_entropy"
+    zero_one = zero_one and loss == "classes" and n_outputs == 1
+    if y.dtype == np.bool_ and (binary01 or zero_one):
+        y = y.astype(np.float64)
+    if zero_one and np.issubdtype(y.dtype, np.number) and y.size and np.all(np.isin(y, (0, 1))):
+        return 2.0 * y.astype(np.float64) - 1.0  # {0, 1} as predict() returns them: -1, +1
     if y.dtype == np.bool_ or not (np.issubdtype(y.dtype, np.integer) or np.issubdtype(y.dtype, np.floating)):
         want = "0 or 1" if binary01 else "-1 or +1" if n_outputs == 1 else f"integers in 0..{n_outputs - 1}"
         raise TypeError(f"labels {name} must be real numbers ({want}), got dtype {y.dtype}")
@@ -67,11 +74,11 @@ def check_labels(
                     f"output per class (e.g. MLP.random([d, h, {values.size}])) with integer labels "
                     "0..C-1 and loss='cross_entropy' or the multi-class hinge"
                 )
-            hint = (
-                "; map {0, 1} labels with 2*y - 1, or use loss='binary_cross_entropy'"
-                if np.all(np.isin(values, (0, 1)))
-                else ""
-            )
+            hint = ""
+            if np.all(np.isin(values, (0, 1))):
+                hint = "; map {0, 1} labels with 2*y - 1" + (
+                    ", or use loss='binary_cross_entropy'" if loss == "hinge" else ""
+                )
             raise ValueError(f"labels {name} must be -1 or +1 for {what}{hint}")
         return y.astype(np.float64)
     if not np.all(y == np.round(y)) or y.min() < 0 or y.max() >= n_outputs:

@@ -271,6 +271,11 @@ class Budget(Perturbation):
 
     def apply(self, sets: InputSets) -> InputSets:
         _no_budget(sets, "another Budget")
+        if np.any(sets.varies) or sets.label_flips is not None:
+            raise ValueError(
+                "Budget must be the outermost perturbation: a model before it would perturb every row; "
+                "write Budget(a & b, k)"
+            )
         inner = self.perturbation.apply(sets)
         if inner.label_flips is not None:
             if inner.label_flips != 1:

@@ -61,6 +61,11 @@ class InverseDecay:
         self.learning_rate = _nonnegative(learning_rate, "learning_rate", strict=True)
         self.decay = _nonnegative(decay, "decay")
         self.minimum = _nonnegative(minimum, "minimum")
+        if self.minimum > self.learning_rate:
+            raise ValueError(
+                f"minimum ({self.minimum!r}) must be at most learning_rate ({self.learning_rate!r}): the "
+                "rate only decays, so a floor above the starting rate would replace it at every step"
+            )
 
     def __call__(self, step: int) -> float:
         return max(self.learning_rate / (1.0 + self.decay * step), self.minimum)
@@ -247,10 +252,20 @@ def make_recipe(
 
 
 def _rates(learning_rate: Any, n_steps: int) -> np.ndarray:
+    if np.ndim(learning_rate) == 0 and hasattr(learning_rate, "item") and not callable(learning_rate):
+        learning_rate = learning_rate.item()  # a 0-d NumPy array or torch tensor: a number
     if callable(learning_rate):
         values = []
         for step in range(n_steps):
-            value = learning_rate(step)
+            try:
+                value = learning_rate(step)
+            except Exception as exc:
+                raise ValueError(
+                    f"learning_rate({step}) raised {type(exc).__name__}: {exc} (learning_rate must be a "
+                    "callable step -> rate, steps counted from 0)"
+                ) from exc
+            if np.ndim(value) == 0 and hasattr(value, "item"):
+                value = value.item()
             if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
                 raise TypeError(
                     f"learning_rate({step}) must return a real number, got {type(value).__name__}"

@@ -104,7 +104,15 @@ def select_epoch(
         raise TypeError(f"result must be a CertifiedTrainingResult, got {type(result).__name__}")
     n_outputs = result.nominal.sizes[-1]
     X_val = check_array(X_val, "X_val", ndim=2, shape=(None, result.nominal.sizes[0]))
-    y_val = check_labels(y_val, "classes", n_outputs, len(X_val), name="y_val", x_name="X_val")
+    y_val = check_labels(
+        y_val,
+        "classes",
+        n_outputs,
+        len(X_val),
+        name="y_val",
+        x_name="X_val",
+        zero_one=result.loss == "binary_cross_entropy",
+    )
     progress = check_progress(progress)
     certified = np.empty(result.epochs + 1)
     nominal = np.empty(result.epochs + 1)

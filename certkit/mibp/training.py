@@ -149,8 +149,8 @@ def certified_training(
         validation points whose prediction is correct and certified by interval bounds over the box (as
         ``certify_predictions(..., backend="interval")``, exact for one hidden layer) is computed.
         Without ``patience`` the split is only checked.
-        ``y_val`` holds the classes `MLP.predict` returns, whatever the loss: -1 / +1 for one output,
-        ``0..C-1`` otherwise.
+        ``y_val`` holds the classes `MLP.predict` returns: -1 / +1 for one output (0 / 1 after binary
+        cross-entropy, as ``y``), ``0..C-1`` otherwise.
     patience : int, optional
         Stop once that validation score has not improved for ``patience`` epochs (needs
         ``validation``); the result then holds fewer than ``epochs`` epochs.  Select the epoch to use
@@ -228,7 +228,13 @@ def certified_training(
             raise TypeError("validation must be a tuple (X_val, y_val)")
         X_val = check_array(validation[0], "X_val", ndim=2, shape=(None, model.sizes[0]))
         y_val = check_labels(
-            validation[1], "classes", model.sizes[-1], len(X_val), name="y_val", x_name="X_val"
+            validation[1],
+            "classes",
+            model.sizes[-1],
+            len(X_val),
+            name="y_val",
+            x_name="X_val",
+            zero_one=loss == "binary_cross_entropy",
         )
     sets = perturbation.sets(X)
     if sets.labels_vary and loss == "mse":

@@ -439,3 +439,45 @@ def test_interval_training_draws_a_progress_bar_over_its_steps(capsys):
         MLP.random([3, 4, C], rng=0), X, y, perturbation=FeatureBox(0.01), loss="cross_entropy"
     )
     assert capsys.readouterr().err == ""  # silent by default
+
+
+def test_first_use_review_findings():
+    """Binary cross-entropy's {0, 1} (or bool) labels work after training too; a rate floor above the
+    starting rate, a callable that fails and a Budget that is not outermost are clear errors; 0-d arrays
+    are numbers."""
+    _, y = LABELS["binary_cross_entropy"]
+    model = MLP.random([3, 4, 1], rng=0)
+    res = certified_training(
+        model,
+        X,
+        y.astype(bool),
+        perturbation=FeatureBox(0.01),
+        loss="binary_cross_entropy",
+        validation=(X, y),
+        patience=1,
+        learning_rate=np.float64(0.1),
+    )
+    cert = certify_predictions(res, X)
+    assert cert.certified_accuracy(y) == cert.certified_accuracy(2 * y - 1) == cert.certified_accuracy(y > 0)
+    assert np.array_equal(
+        res.nominal.to_vector(), model.train(X, y, loss="binary_cross_entropy")[-1].to_vector()
+    )
+    same = certified_training(
+        model,
+        X,
+        y,
+        perturbation=FeatureBox(0.01),
+        loss="binary_cross_entropy",
+        learning_rate=lambda s: np.array(0.1),
+    )
+    assert np.array_equal(same.upper[-1].to_vector(), res.upper[-1].to_vector())
+    with pytest.raises(ValueError, match=r"minimum \(1.0\) must be at most learning_rate \(0.1\)"):
+        InverseDecay(0.1, 0.5, minimum=1.0)
+    with pytest.raises(ValueError, match=r"learning_rate\(0\) raised ZeroDivisionError"):
+        model.train(X, y, loss="binary_cross_entropy", learning_rate=lambda s: 1 / 0)
+    with pytest.raises(ValueError, match="Budget must be the outermost perturbation"):
+        (FeatureBox(0.01) & Budget(FeatureBox(0.01), 2)).sets(X)
+    with pytest.raises(
+        ValueError, match=r"labels y must be -1 or \+1 for the binary hinge loss \(one output\)$"
+    ):
+        certified_training(model, X, np.full(len(X), 2), perturbation=FeatureBox(0.01))
