@@ -234,7 +234,7 @@ def _recipe_words(args: argparse.Namespace, rate: str) -> str:
 
 def _cli_words(exc: BaseException, parser: argparse.ArgumentParser) -> str:
     """The library's message as one line in the command line's words: ``backend='milp'`` becomes
-    ``--backend milp`` and a leading argument name its flag."""
+    ``--backend milp``, and an option's name with an underscore (``batch_size``) its flag."""
     from certkit.cli import _error_message
 
     if isinstance(exc, OSError):
@@ -246,6 +246,10 @@ def _cli_words(exc: BaseException, parser: argparse.ArgumentParser) -> str:
             text = re.sub(
                 rf"(?<![-\w]){re.escape(action.dest)}=(['\"]?)([\w.+-]+)\1", rf"{flags[0]} \2", text
             )
+            if isinstance(action, argparse._StoreTrueAction):
+                text = text.replace(f"{flags[0]} True", flags[0])
+            if "_" in action.dest:  # a plain word otherwise (loss, epochs): left as the library says it
+                text = re.sub(rf"(?<![-\w]){re.escape(action.dest)}(?![\w(])", flags[0], text)
     return _error_message(ValueError(text), parser)
 
 

@@ -400,3 +400,17 @@ def test_demo_section_shows_progress_and_a_recipe(monkeypatch):
     certified, nominal = _value(line, "certified accuracy"), float(line.split("(nominal")[1].split(")")[0])
     assert 0.8 <= certified <= nominal  # measured 0.856 of 0.884
     assert "InverseDecay(2.0, 0.6, minimum=0.001)" in text and "momentum 0.5" in text
+
+
+def test_library_messages_name_flags(capsys):
+    """First-use review: the library's argument names become the command line's flags."""
+    from certkit.cli import main
+
+    assert main(["mibp", "--shuffle"]) == 2
+    assert (
+        capsys.readouterr()
+        .err.strip()
+        .endswith("error: --shuffle needs a --batch-size (the full batch has one order)")
+    )
+    assert main(["mibp", "--batch-size", "100000"]) == 2
+    assert "--batch-size must be at most the number of training rows" in capsys.readouterr().err
