@@ -257,8 +257,15 @@ def _majority_rate(y_test: np.ndarray) -> float:
     return float(np.max(np.unique(y_test, return_counts=True)[1]) / len(y_test))
 
 
-def _chance_remark(nominal: float, certified: float, chance: float) -> str | None:
-    """One line when the nominal or the certified accuracy is at or below chance (the majority-class rate)."""
+def _chance_remark(nominal: float, certified: float, chance: float, grown: float = 1.0) -> str | None:
+    """One line when the nominal or the certified accuracy is at or below chance (the majority-class rate);
+    ``grown``: how much the largest parameter grew in training (training diverged above 1e3)."""
+    if nominal <= chance and grown > 1e3:
+        return (
+            f"remark: the nominal accuracy is not above chance ({chance:.3f}) and the largest parameter grew "
+            f"{grown:.3g}-fold in training: training diverged; use a smaller --learning-rate or "
+            "--weight-decay"
+        )
     if nominal <= chance:
         return (
             f"remark: the nominal accuracy is not above chance ({chance:.3f}, the majority class's share of "
@@ -306,7 +313,9 @@ def run(args: argparse.Namespace) -> int:
     print(f"  nominal test accuracy   {nominal:.3f}")
     print(f"  certified accuracy      {certified:.3f}")
     print(f"  chance (majority class) {chance:.3f}")
-    remark = _chance_remark(nominal, certified, chance)
+    start_size = max(1.0, float(np.max(np.abs(res.nominal_path[0].to_vector()))))
+    grown = float(np.max(np.abs(res.nominal.to_vector()))) / start_size
+    remark = _chance_remark(nominal, certified, chance, grown)
     if remark is not None:
         print(f"  {remark}")
     print(f"  total time              {time.perf_counter() - start:.1f} s")

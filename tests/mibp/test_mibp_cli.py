@@ -414,3 +414,12 @@ def test_library_messages_name_flags(capsys):
     )
     assert main(["mibp", "--batch-size", "100000"]) == 2
     assert "--batch-size must be at most the number of training rows" in capsys.readouterr().err
+
+
+def test_a_diverged_training_is_called_so(capsys):
+    """First-use review: a learning rate of 1e12 was told to train longer or faster."""
+    from certkit.cli import main
+
+    assert main(["mibp", "--learning-rate", "1e12"]) == 0
+    out = capsys.readouterr().out
+    assert "training diverged; use a smaller --learning-rate" in out and "train longer" not in out
