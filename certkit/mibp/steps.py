@@ -108,13 +108,7 @@ def _solve_epoch_joint(lower, upper, sets, y, loss, lr, options, executor, desc,
     tight = lp_bounds if options.tighten else None
     program = build_joint(lower, upper, sets, y, loss, lr, tighten=tight, cuts=cuts)
     if options.backend == "gurobi":
-        check_gurobi_licence(
-            program,
-            lambda lo, up: build_joint(lo, up, sets, y, loss, lr, tighten=tight, cuts=None),
-            lower,
-            upper,
-            decomposed=lambda: build_decomposed(lower, upper, sets, 0, y[0], loss, lr, tighten=tight),
-        )
+        _check_joint_licence(program, lower, upper, sets, y, loss, lr, tight)
     witnesses, t = witness
     values = None if witnesses is None else witnesses.joint(t)
     parts = 1 if executor is None else min(2 * m, 32)
@@ -145,7 +139,7 @@ def _solve_epoch_decomposed(lower, upper, sets, y, loss, lr, options, executor, 
         kinds.append((sets, -1.0, False))
     elif budget is not None:
         kinds.append((InputSets.exact(sets.nominal), 1.0, True))
-    programs, values = [], []
+    programs, values, samples = [], [], []
     for kind_sets, sign, exact in kinds:
         for k in range(n):
             label = -y[k] if sign < 0 else y[k]
@@ -153,19 +147,11 @@ def _solve_epoch_decomposed(lower, upper, sets, y, loss, lr, options, executor, 
             programs.append(
                 build_decomposed(lower, upper, kind_sets, k, label, loss, lr, tighten=tight, multipliers=mu_k)
             )
+            samples.append((kind_sets, k, label))
             if witnesses is not None:
                 values.append(witnesses.decomposed(t, k, flip=sign < 0, exact=exact, multipliers=mu_k))
     if options.backend == "gurobi":
-        big = max(range(len(programs)), key=lambda r: programs[r].n_vars)
-        kind_sets, sign, _ = kinds[big // n]
-        k = big % n
-        label = -y[k] if sign < 0 else y[k]
-        check_gurobi_licence(
-            programs[big],
-            lambda lo, up: build_decomposed(lo, up, kind_sets, k, label, loss, lr, tighten=tight),
-            lower,
-            upper,
-        )
+        _check_decomposed_licence(programs, samples, lower, upper, loss, lr, tight)
     tasks = _chunks(m, 1)[0]
     items = [(p, tasks, options, values[r] if values else None) for r, p in enumerate(programs)]
     results = parallel_map(_solve_item, items, executor=executor, progress=desc)
@@ -199,17 +185,32 @@ def check_gurobi_upfront(model, sets, y, loss: str, lr: float, formulation: str)
     lower = type(model).from_vector(theta - delta, model.sizes)
     upper = type(model).from_vector(theta + delta, model.sizes)
     if formulation == "joint":
-        program = build_joint(lower, upper, sets, y, loss, lr)
-        check_gurobi_licence(
-            program,
-            lambda lo, up: build_joint(lo, up, sets, y, loss, lr),
-            lower,
-            upper,
-            decomposed=lambda: build_decomposed(lower, upper, sets, 0, y[0], loss, lr),
-        )
+        _check_joint_licence(build_joint(lower, upper, sets, y, loss, lr), lower, upper, sets, y, loss, lr)
         return
-    programs = [build_decomposed(lower, upper, sets, k, y[k], loss, lr) for k in range(len(y))]
-    k = max(range(len(y)), key=lambda r: programs[r].n_vars)
+    samples = [(sets, k, y[k]) for k in range(len(y))]
+    programs = [build_decomposed(lower, upper, s, k, label, loss, lr) for s, k, label in samples]
+    _check_decomposed_licence(programs, samples, lower, upper, loss, lr)
+
+
+def _check_joint_licence(program, lower, upper, sets, y, loss, lr, tight=None) -> None:
+    """`check_gurobi_licence` for a joint program, offering the per-sample one when it fits."""
     check_gurobi_licence(
-        programs[k], lambda lo, up: build_decomposed(lo, up, sets, k, y[k], loss, lr), lower, upper
+        program,
+        lambda lo, up: build_joint(lo, up, sets, y, loss, lr, tighten=tight),
+        lower,
+        upper,
+        decomposed=lambda: build_decomposed(lower, upper, sets, 0, y[0], loss, lr, tighten=tight),
+    )
+
+
+def _check_decomposed_licence(programs, samples, lower, upper, loss, lr, tight=None) -> None:
+    """`check_gurobi_licence` for the largest per-sample program; ``samples[r] = (sets, k, label)`` built
+    ``programs[r]``."""
+    big = max(range(len(programs)), key=lambda r: programs[r].n_vars)
+    sets, k, label = samples[big]
+    check_gurobi_licence(
+        programs[big],
+        lambda lo, up: build_decomposed(lo, up, sets, k, label, loss, lr, tighten=tight),
+        lower,
+        upper,
     )

@@ -14,7 +14,7 @@ from certkit.mibp import (
     certified_training,
     certify_predictions,
 )
-from certkit.mibp.attack import attack_violation
+from certkit.mibp.attack import attack_violation, label_classes
 from certkit.mibp.cases import RECIPE_KINDS, random_recipe_case
 from certkit.mibp.interval import _affine, _hidden_derivative_ce, softmax_bounds
 from certkit.mibp.recipe import make_recipe
@@ -149,16 +149,12 @@ PERTURBATIONS = {
 }
 
 
-def _classes(loss, C):
-    return np.array([0, 1]) if loss == "binary_cross_entropy" else np.arange(C)
-
-
 def _check_sound(res, model, y, perturbation, loss, C, draws=30, seed=0):
     sets = perturbation.sets(X)
     gen = np.random.default_rng(seed)
     worst = -np.inf
     for i in range(draws):
-        Xp, yp = sets.sample_dataset(y, gen, vertex=i % 2 == 0, classes=_classes(loss, C))
+        Xp, yp = sets.sample_dataset(y, gen, vertex=i % 2 == 0, classes=label_classes(loss, C))
         path = model.run(Xp, yp.astype(y.dtype), res.recipe)
         for t, theta in enumerate(path):
             v = theta.to_vector()
