@@ -140,7 +140,9 @@ def _meek_r3_r4(
     return new & ~new.T  # sound rules never orient both ways; guard against inconsistent input
 
 
-def cpdag(adjacency: Any, *, mixing_sets: Sequence[Iterable[int]] = ()) -> np.ndarray:
+def cpdag(
+    adjacency: Any, *, mixing_sets: Sequence[Iterable[int]] = (), oriented: Any = None
+) -> np.ndarray:
     """The CPDAG of a DAG with mixing variables as exogenous sources: the orientations it identifies.
 
     Parameters
@@ -150,6 +152,9 @@ def cpdag(adjacency: Any, *, mixing_sets: Sequence[Iterable[int]] = ()) -> np.nd
     mixing_sets : sequence of iterable of int
         The nodes each mixing variable switches; each becomes a source node pointing into its set. Equal sets
         act as one mixing variable.
+    oriented : array-like (d, d) of bool, optional
+        Edges of the DAG whose orientation is known from elsewhere (e.g. a score that is not
+        score-equivalent, ``score_orientations``): directed before Meek's rules propagate.
 
     Returns
     -------
@@ -192,6 +197,11 @@ def cpdag(adjacency: Any, *, mixing_sets: Sequence[Iterable[int]] = ()) -> np.nd
     np.fill_diagonal(apart, False)
     directed = G & ((apart.astype(np.float32) @ G_f) > 0)
     directed[d:, :] = G[d:, :]  # mixing variables are sources: Z -> j is known
+    if oriented is not None:
+        known = check_array(oriented, "oriented", shape=(d, d), dtype=None)
+        if known.dtype != bool or np.any(known & ~A):
+            raise ValueError("oriented must be a (d, d) bool array marking edges of adjacency")
+        directed[:d, :d] |= known
     undirected = skeleton & ~directed & ~directed.T
     _meek(directed, undirected)
     out = directed[:d, :d] | undirected[:d, :d]

@@ -23,8 +23,10 @@ from certkit.causal.equivalence import cpdag, identified_orientations
 from certkit.causal.joint import node_mechanism
 from certkit.causal.mixing import _link_sets, form_mixing_variables
 from certkit.causal.mixture_regression import MAX_STARTS, MixtureRegressionResult, n_mixture_parameters
+from certkit.causal.orient import score_orientations
 from certkit.causal.score import LatentBIC, ScoreSettings, fit_node
-from certkit.causal.search import topic_search
+from certkit.causal.search import topic_search, topological_order
+from certkit.causal.spline import MECHANISMS, NodeDesigns, check_n_knots
 from certkit.parallel import resolve_executor, single_threaded
 
 __all__ = ["CausalMixtureModel"]
@@ -74,6 +76,16 @@ class CausalMixtureModel(BaseEstimator):
     max_groups : int, optional
         Largest number of groups of one mixing variable (its joint fit); default ``max_components``.
         A latent shared by many nodes can support more groups than one node's mixture.
+    mechanism : {"linear", "spline"}
+        Every mechanism linear in the parents, or additive in cubic B-spline bases of them (per-group
+        basis coefficients; see docs/causal.md for the model, its identifiability and its cost).
+    n_knots : int or "bic"
+        Interior knots of each parent's spline basis (``"spline"`` only): an int (0 .. 50), or ``"bic"``
+        (default): per (node, parent), the linear term or 0 .. 3 knots, whichever gives the lowest BIC of
+        the node's least-squares regression on that parent alone.
+    orientation_threshold : float
+        With ``"spline"``, an edge the equivalence class leaves undirected is identified when reversing
+        it raises the search score by more than this (BIC units); Meek's rules then propagate.
     n_init, max_iter, tol, min_variance
         EM options (see ``fit_mixture_regression``).
     standardize : bool
@@ -121,8 +133,10 @@ class CausalMixtureModel(BaseEstimator):
     identified_ : ndarray (d, d) of bool
         True for each edge of ``adjacency_`` whose orientation every DAG in the equivalence class of
         the fitted graph shares (same skeleton, same v-structures with the mixing variables added as
-        sources; Meek's rules); other orientations are arbitrary. A statement about the fitted graph,
-        not a guarantee about the true one (see docs/causal.md).
+        sources; Meek's rules); with ``"spline"`` also the edges whose reversal costs more than
+        ``orientation_threshold`` and what Meek's rules derive from them. Other orientations are
+        arbitrary. A statement about the fitted graph, not a guarantee about the true one (see
+        docs/causal.md).
     node_scores_ : ndarray (d,)
         Local BIC of each node fitted alone given its parents (the search's score).
     score_ : float
@@ -149,6 +163,9 @@ class CausalMixtureModel(BaseEstimator):
         max_iter: int = 100,
         tol: float = 1e-5,
         min_variance: float = 1e-3,
+        mechanism: str = "linear",
+        n_knots: int | str = "bic",
+        orientation_threshold: float = 10.0,
         standardize: bool = True,
         rng: RNGLike = None,
         executor: ExecutorArg = None,
@@ -166,6 +183,9 @@ class CausalMixtureModel(BaseEstimator):
         self.max_iter = max_iter
         self.tol = tol
         self.min_variance = min_variance
+        self.mechanism = mechanism
+        self.n_knots = n_knots
+        self.orientation_threshold = orientation_threshold
         self.standardize = standardize
         self.rng = rng
         self.executor = executor
@@ -188,6 +208,8 @@ class CausalMixtureModel(BaseEstimator):
             seed=seed_from_rng(self.rng),
             greedy_components=check_in_options(self.component_search, "component_search", ("greedy", "full"))
             == "greedy",
+            mechanism=check_in_options(self.mechanism, "mechanism", MECHANISMS),
+            n_knots=check_n_knots(self.n_knots),
         )
 
     def fit(self, X: Any, y: Any = None) -> CausalMixtureModel:
@@ -213,6 +235,7 @@ class CausalMixtureModel(BaseEstimator):
         max_parents = self.max_parents
         max_parents = None if max_parents is None else check_integer(max_parents, "max_parents", minimum=0)
         mixing_threshold = check_nonnegative(self.mixing_threshold, "mixing_threshold")
+        orientation_threshold = check_nonnegative(self.orientation_threshold, "orientation_threshold")
         max_groups = (
             settings.max_components
             if self.max_groups is None
@@ -246,8 +269,11 @@ class CausalMixtureModel(BaseEstimator):
                 from certkit.causal.ges import ges_search
 
                 adjacency = ges_search(score, X_search, max_parents=max_parents)
-                order = _topological_order(adjacency)
-            search_fits = [fit_node(X, j, np.flatnonzero(adjacency[:, j]), settings) for j in range(d)]
+                order = topological_order(adjacency)
+            designs = NodeDesigns(X, settings.mechanism, settings.n_knots)
+            search_fits = [
+                fit_node(X, j, np.flatnonzero(adjacency[:, j]), settings, designs=designs) for j in range(d)
+            ]
             seeds, _, self.mixing_ami_ = _link_sets(
                 np.column_stack([m.labels for m in search_fits]),
                 np.array([m.n_components for m in search_fits]),
@@ -261,24 +287,28 @@ class CausalMixtureModel(BaseEstimator):
             singletons = [{j} for j in sorted(hints)]
             self.mixing_variables_, invariant, self.score_ = form_mixing_variables(
                 X, parents, [seeds, singletons, [range(d)]], settings, hints=hints, max_groups=max_groups,
-                executor=executor,
+                executor=executor, designs=designs,
             )
+            oriented = None
+            if settings.mechanism == "spline":
+                known = cpdag(adjacency, mixing_sets=[v.nodes for v in self.mixing_variables_])
+                oriented = score_orientations(score, adjacency, known, orientation_threshold)
         self.n_scores_ = score.n_evaluations
         self.adjacency_ = adjacency
         self.order_ = tuple(int(v) for v in order)
         self.node_scores_ = np.array([m.bic for m in search_fits])
         self.mixing_sets_ = [frozenset(v.nodes) for v in self.mixing_variables_]
         self.group_labels_ = np.zeros((n, len(self.mixing_variables_)), dtype=np.int64)
-        mechanisms = [node_mechanism(invariant[j], 0, X) for j in range(d)]
+        mechanisms = [node_mechanism(invariant[j], 0, X, designs) for j in range(d)]
         for m, variable in enumerate(self.mixing_variables_):
             self.group_labels_[:, m] = variable.labels
             for index, j in enumerate(variable.nodes):
-                mechanisms[j] = node_mechanism(variable, index, X)
+                mechanisms[j] = node_mechanism(variable, index, X, designs)
         self.mechanisms_: list[MixtureRegressionResult] = mechanisms
         self.n_components_ = np.array([m.n_components for m in mechanisms], dtype=np.int64)
         self.labels_ = np.column_stack([m.labels for m in mechanisms]).astype(np.int64)
         self.responsibilities_ = [m.responsibilities for m in mechanisms]
-        self.cpdag_ = cpdag(adjacency, mixing_sets=self.mixing_sets_)
+        self.cpdag_ = cpdag(adjacency, mixing_sets=self.mixing_sets_, oriented=oriented)
         self.identified_ = identified_orientations(adjacency, self.cpdag_)
         self.feature_names_in_ = names if names is not None else tuple(f"x{j}" for j in range(d))
         self.mixing_set_names_ = [
@@ -357,20 +387,3 @@ class CausalMixtureModel(BaseEstimator):
         )
         return "\n".join(lines)
 
-
-def _topological_order(adjacency: np.ndarray) -> tuple[int, ...]:
-    """A topological order of a DAG (Kahn's algorithm, smallest index first)."""
-    indegree = adjacency.sum(axis=0).astype(int)
-    ready = sorted(np.flatnonzero(indegree == 0).tolist())
-    order = []
-    while ready:
-        v = ready.pop(0)
-        order.append(v)
-        for w in np.flatnonzero(adjacency[v]):
-            indegree[w] -= 1
-            if indegree[w] == 0:
-                ready.append(int(w))
-                ready.sort()
-    if len(order) != adjacency.shape[0]:
-        raise RuntimeError("the structure search returned a graph with a cycle")
-    return tuple(order)

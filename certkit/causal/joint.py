@@ -22,7 +22,14 @@ from scipy.special import logsumexp
 
 from certkit._results import ResultMixin, format_table
 from certkit._typing import RNGLike
-from certkit._validation import check_array, check_integer, check_positive, check_rng, check_squares_fit
+from certkit._validation import (
+    check_array,
+    check_in_options,
+    check_integer,
+    check_positive,
+    check_rng,
+    check_squares_fit,
+)
 from certkit.causal.mixture_regression import (
     BURN_IN,
     MAX_STARTS,
@@ -31,6 +38,7 @@ from certkit.causal.mixture_regression import (
     hard_responsibilities,
     n_mixture_parameters,
 )
+from certkit.causal.spline import MECHANISMS, NodeDesigns, check_n_knots
 from certkit.causal.starts import default_starts
 
 __all__ = ["JointMixtureResult", "fit_joint_mixture", "joint_parameters", "node_mechanism"]
@@ -49,7 +57,8 @@ class JointMixtureResult(ResultMixin):
     parents : tuple of tuple of int
         The parents of each node (the regressors of its mechanism).
     coef : tuple of ndarray
-        Per node, the (K, 1 + len(parents)) coefficients of each group; column 0 is the intercept.
+        Per node, the (K, p) coefficients of each group; column 0 is the intercept, then one per parent
+        (linear mechanisms) or each parent's spline basis coefficients in turn (``mechanism="spline"``).
     scale : ndarray (len(nodes), K)
         Noise standard deviation of each node in each group.
     weights : ndarray (K,)
@@ -97,6 +106,8 @@ class JointMixtureResult(ResultMixin):
                 slopes = ", ".join(
                     f"x{p}: {c:.3f}" for p, c in zip(self.parents[a], self.coef[a][k, 1:])
                 ) or "-"
+                if self.coef[a].shape[1] != len(self.parents[a]) + 1:  # spline bases
+                    slopes = f"{self.coef[a].shape[1] - 1} spline coefficients"
                 rows.append([f"x{node}", k, self.weights[k], self.coef[a][k, 0], self.scale[a, k], slopes])
         status = "converged" if self.converged else "stopped at max_iter"
         return (
@@ -156,17 +167,21 @@ def joint_em(
     max_iter: int = 100,
     tol: float = 1e-5,
     min_variance: float = 1e-3,
+    designs: NodeDesigns | None = None,
 ) -> JointMixtureResult:
     """The joint mixture from the best of ``starts`` (unchecked inputs: callers validate ``X`` once).
 
     Every start runs ``BURN_IN`` iterations; the one with the highest log-likelihood runs to
-    convergence. A start whose groups all retire is skipped.
+    convergence. A start whose groups all retire is skipped. ``designs`` builds each node's design
+    (linear on ``X`` by default).
     """
     n = X.shape[0]
     nodes = tuple(int(v) for v in nodes)
     parents = tuple(tuple(int(p) for p in pa) for pa in parents)
     Y = X[:, list(nodes)]
-    designs = [np.column_stack([np.ones(n), X[:, list(pa)]]) for pa in parents]
+    if designs is None:
+        designs = NodeDesigns(X)
+    designs = [designs.design(v, pa) for v, pa in zip(nodes, parents)]
     floors = min_variance * Y.var(axis=0)
     burn_in = min(BURN_IN, max_iter) if len(starts) > 1 else max_iter
     best = None
@@ -237,6 +252,8 @@ def fit_joint_mixture(
     max_iter: int = 100,
     tol: float = 1e-5,
     min_variance: float = 1e-3,
+    mechanism: str = "linear",
+    n_knots: int | str = "bic",
 ) -> JointMixtureResult:
     """Fit one latent with ``n_components`` groups jointly over ``nodes`` given their ``parents``, by EM.
 
@@ -269,6 +286,12 @@ def fit_joint_mixture(
         ``n_init - 1`` random starts are added (>= 1).
     max_iter, tol, min_variance
         As in ``fit_mixture_regression`` (the variance floor is per node).
+    mechanism : {"linear", "spline"}
+        ``"spline"``: each node additive in cubic B-spline bases of its parents (per-group basis
+        coefficients), see ``fit_mixture_regression``.
+    n_knots : int or "bic"
+        Interior knots of each parent's basis, or ``"bic"``: chosen per (node, parent) as in
+        ``fit_mixture_regression``.
 
     Returns
     -------
@@ -304,7 +327,11 @@ def fit_joint_mixture(
     max_iter = check_integer(max_iter, "max_iter", minimum=1)
     tol = check_positive(tol, "tol")
     min_variance = check_positive(min_variance, "min_variance")
-    if n < joint_parameters(K, [len(pa) + 1 for pa in parents]) or n < K * (max(map(len, parents)) + 2):
+    mechanism = check_in_options(mechanism, "mechanism", MECHANISMS)
+    builder = NodeDesigns(X, mechanism, check_n_knots(n_knots))
+    designs = [builder.design(v, pa) for v, pa in zip(nodes, parents)]
+    widths = [d.shape[1] for d in designs]
+    if n < joint_parameters(K, widths) or n < K * (max(widths) + 1):
         raise ValueError(
             f"X has {n} rows, too few for {K} groups over {len(nodes)} node(s); use fewer groups"
         )
@@ -329,20 +356,28 @@ def fit_joint_mixture(
             )
     gen = check_rng(rng)
     Y = X[:, nodes]
-    designs = [np.column_stack([np.ones(n), X[:, pa]]) for pa in parents]
-    all_starts = default_starts(Y, designs, K, n_init, gen, extra) if K > 1 else [np.ones((n, 1))]
-    return joint_em(X, nodes, parents, K, all_starts, max_iter=max_iter, tol=tol, min_variance=min_variance)
+    raw = [X[:, pa] for pa in parents] if mechanism == "spline" else None
+    all_starts = (
+        default_starts(Y, designs, K, n_init, gen, extra, regressors=raw) if K > 1 else [np.ones((n, 1))]
+    )
+    return joint_em(
+        X, nodes, parents, K, all_starts, max_iter=max_iter, tol=tol, min_variance=min_variance,
+        designs=builder,
+    )
 
 
-def node_mechanism(fit: JointMixtureResult, index: int, X: np.ndarray) -> MixtureRegressionResult:
+def node_mechanism(
+    fit: JointMixtureResult, index: int, X: np.ndarray, designs: NodeDesigns | None = None
+) -> MixtureRegressionResult:
     """Node ``fit.nodes[index]``'s per-group mechanism as a ``MixtureRegressionResult``.
 
     Coefficients, scales, weights, responsibilities and labels are those of the joint fit (shared by
     the set); ``loglik`` and ``bic`` are the node's own mixture likelihood under those parameters
     ($\\sum_i \\log \\sum_k \\pi_k \\mathcal{N}(x_{ij}; \\cdot)$) and ``loglik_trace`` holds only it.
+    ``designs`` rebuilds the design the fit used (linear on ``X`` by default).
     """
     n = X.shape[0]
-    design = np.column_stack([np.ones(n), X[:, list(fit.parents[index])]])
+    design = (designs or NodeDesigns(X)).design(fit.nodes[index], fit.parents[index])
     coef, scale = fit.coef[index], fit.scale[index]
     resid = X[:, [fit.nodes[index]]] - design @ coef.T
     logp = np.log(fit.weights) - np.log(scale) - 0.5 * (_LOG_2PI + (resid / scale) ** 2)

@@ -11,6 +11,7 @@ from certkit._typing import ExecutorArg
 from certkit._validation import check_array, check_nonnegative
 from certkit.causal.joint import JointMixtureResult, joint_em, joint_parameters
 from certkit.causal.score import ScoreSettings
+from certkit.causal.spline import NodeDesigns
 from certkit.causal.starts import default_starts
 from certkit.parallel import parallel_map, single_threaded
 
@@ -86,12 +87,12 @@ def _link_sets(
     return [frozenset(g) for g in sets], group_labels, ami
 
 
-#: Most chunks one batch of set fits is split into for the executor (each chunk carries ``X``).
+#: Most chunks one batch of set fits is split into for the executor (each chunk carries ``X``'s designs).
 _MAX_CHUNKS = 8
 
 
 def _best_batch(
-    X: np.ndarray,
+    designs: NodeDesigns,
     parents: Sequence[Sequence[int]],
     settings: ScoreSettings,
     max_groups: int,
@@ -99,14 +100,14 @@ def _best_batch(
 ) -> list[JointMixtureResult]:
     """``_SetFitter.best`` of each ``(nodes, hints of those nodes)``, in a worker."""
     with single_threaded():  # as in the caller's process (CausalMixtureModel.fit)
-        return [_SetFitter(X, parents, settings, hints, max_groups).best(nodes) for nodes, hints in items]
+        return [_SetFitter(designs, parents, settings, hints, max_groups).best(v) for v, hints in items]
 
 
 def _fit_batch(
-    X: np.ndarray, parents: Sequence[Sequence[int]], settings: ScoreSettings, method: str, items: list[tuple]
+    designs: NodeDesigns, parents: Sequence[Sequence[int]], settings: ScoreSettings, method: str, items: list
 ) -> list[JointMixtureResult | None]:
     """``_SetFitter.<method>(*item)`` of each item (``warm`` or ``with_groups``), in a worker."""
-    fit = getattr(_SetFitter(X, parents, settings, {}, 1), method)
+    fit = getattr(_SetFitter(designs, parents, settings, {}, 1), method)
     with single_threaded():
         return [fit(*item) for item in items]
 
@@ -120,20 +121,21 @@ class _SetFitter:
 
     def __init__(
         self,
-        X: np.ndarray,
+        designs: NodeDesigns,
         parents: Sequence[Sequence[int]],
         settings: ScoreSettings,
         hints: dict[int, np.ndarray],
         max_groups: int,
         executor: ExecutorArg = None,
     ) -> None:
-        self.X = X
+        self.designs = designs
+        self.X = designs.X
         self.max_groups = max_groups
         self.parents = [tuple(int(p) for p in pa) for pa in parents]
         self.settings = settings
         self.hints = hints  # per node with K > 1 alone: its own responsibilities (n, K_j)
         self.executor = executor
-        self.n = X.shape[0]
+        self.n = self.X.shape[0]
         self._best: dict[frozenset[int], JointMixtureResult] = {}
         # best(nodes) without warm starts, fitted ahead by prefetch_best; read only by such calls, so the
         # memo _best fills in the order of the search's own calls, as without prefetching.
@@ -158,7 +160,7 @@ class _SetFitter:
         if self.executor is None or len(missing) < 2:
             return  # best() fits them when the search asks
         items = [(nodes, {v: self.hints[v] for v in nodes if v in self.hints}) for nodes in missing]
-        fn = functools.partial(_best_batch, self.X, self.parents, self.settings, self.max_groups)
+        fn = functools.partial(_best_batch, self.designs, self.parents, self.settings, self.max_groups)
         for nodes, fit in zip(missing, self._map(fn, items)):
             self._cold[frozenset(nodes)] = fit
 
@@ -173,18 +175,18 @@ class _SetFitter:
             for nodes, starts in missing.values():
                 self.warm(nodes, starts)
             return
-        fn = functools.partial(_fit_batch, self.X, self.parents, self.settings, "warm")
+        fn = functools.partial(_fit_batch, self.designs, self.parents, self.settings, "warm")
         self._warm.update(zip(missing, self._map(fn, list(missing.values()))))
 
     def _fits(self, nodes: Sequence[int], K: int) -> bool:
-        sizes = [len(self.parents[v]) + 1 for v in nodes]
+        sizes = [self.designs.width(v, self.parents[v]) for v in nodes]
         return self.n >= max(joint_parameters(K, sizes), K * (max(sizes) + 1))
 
     def _em(self, nodes: Sequence[int], K: int, starts: Sequence[np.ndarray]) -> JointMixtureResult:
         s = self.settings
         return joint_em(
             self.X, nodes, [self.parents[v] for v in nodes], K, starts,
-            max_iter=s.max_iter, tol=s.tol, min_variance=s.min_variance,
+            max_iter=s.max_iter, tol=s.tol, min_variance=s.min_variance, designs=self.designs,
         )
 
     def invariant(self, nodes: Sequence[int]) -> JointMixtureResult:
@@ -198,10 +200,11 @@ class _SetFitter:
         (seeded by the nodes and ``K``); None when every start loses its groups."""
         s = self.settings
         Y = self.X[:, list(nodes)]
-        designs = [np.column_stack([np.ones(self.n), self.X[:, list(self.parents[v])]]) for v in nodes]
+        designs = [self.designs.design(v, self.parents[v]) for v in nodes]
+        raw = [self.X[:, list(self.parents[v])] for v in nodes] if s.mechanism == "spline" else None
         rng = np.random.default_rng([s.seed, 17, K, len(nodes), *nodes])
         try:
-            return self._em(nodes, K, default_starts(Y, designs, K, s.n_init, rng, extra))
+            return self._em(nodes, K, default_starts(Y, designs, K, s.n_init, rng, extra, regressors=raw))
         except ValueError:  # every start lost its groups: K is too large for the data
             return None
 
@@ -224,7 +227,7 @@ class _SetFitter:
         if self.executor is None or len(groups) < 2:
             fits = (self.with_groups(nodes, K, extra) for K, extra in zip(groups, extras))
         else:
-            fn = functools.partial(_fit_batch, self.X, self.parents, self.settings, "with_groups")
+            fn = functools.partial(_fit_batch, self.designs, self.parents, self.settings, "with_groups")
             fits = iter(self._map(fn, [(nodes, K, extra) for K, extra in zip(groups, extras)]))
         best = self.invariant(nodes)
         for fit in fits:
@@ -320,6 +323,7 @@ def form_mixing_variables(
     max_groups: int | None = None,
     max_rounds: int | None = None,
     executor: ExecutorArg = None,
+    designs: NodeDesigns | None = None,
 ) -> tuple[list[JointMixtureResult], list[JointMixtureResult], float]:
     """Mixing variables by joint fits, grown, pruned and merged while the total BIC decreases.
 
@@ -363,6 +367,8 @@ def form_mixing_variables(
     executor : None, int or executor-like
         Computes each batch of independent fits (every start's first sets, then each round's
         candidate moves) in parallel; the result is the same with or without it.
+    designs : NodeDesigns, optional
+        The nodes' designs on ``X`` (cached spline bases); by default built from ``X`` and ``settings``.
 
     Returns
     -------
@@ -375,7 +381,10 @@ def form_mixing_variables(
     """
     d = X.shape[1]
     groups = settings.max_components if max_groups is None else max_groups
-    fitter = _SetFitter(X, parents, settings, dict(hints or {}), groups, executor)
+    if designs is None:
+        designs = NodeDesigns(X, settings.mechanism, settings.n_knots)
+    designs.prepare(p for pa in parents for p in pa)  # knots fixed before any worker gets a copy
+    fitter = _SetFitter(designs, parents, settings, dict(hints or {}), groups, executor)
     invariant_fits = [fitter.invariant([v]) for v in range(d)]
     invariant = np.array([fit.bic for fit in invariant_fits])
     rounds = 4 * d if max_rounds is None else max_rounds

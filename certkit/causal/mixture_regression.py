@@ -9,7 +9,15 @@ import numpy as np
 
 from certkit._results import ResultMixin, format_table
 from certkit._typing import RNGLike
-from certkit._validation import check_allocation, check_array, check_integer, check_positive, check_rng
+from certkit._validation import (
+    check_allocation,
+    check_array,
+    check_in_options,
+    check_integer,
+    check_positive,
+    check_rng,
+)
+from certkit.causal.spline import MECHANISMS, NodeDesigns, check_n_knots
 
 __all__ = ["MAX_STARTS", "MixtureRegressionResult", "fit_mixture_regression", "n_mixture_parameters"]
 
@@ -112,17 +120,24 @@ def hard_responsibilities(labels: np.ndarray, k: int) -> np.ndarray:
 
 
 def initial_responsibilities(
-    y: np.ndarray, design: np.ndarray, n_components: int, n_init: int, rng: np.random.Generator
+    y: np.ndarray,
+    design: np.ndarray,
+    n_components: int,
+    n_init: int,
+    rng: np.random.Generator,
+    *,
+    regressors: np.ndarray | None = None,
 ) -> list[np.ndarray]:
     """Hard starting partitions: sorted-``y`` chunks, then ``n_init - 1`` random anchor partitions.
 
     A random start draws ``K`` distinct anchor samples and gives every sample the label of its nearest
-    anchor in the standardised ``(x, y)`` space, so each start is a spatially coherent partition.
+    anchor in the standardised ``(x, y)`` space, so each start is a spatially coherent partition; ``x`` is
+    ``regressors`` when given (the parents of a spline design), else the design's columns after the first.
     """
     n = y.size
     chunks = np.empty(n, dtype=np.int64)
     chunks[np.argsort(y, kind="stable")] = np.arange(n) * n_components // n
-    points = np.column_stack([design[:, 1:], y])
+    points = np.column_stack([design[:, 1:] if regressors is None else regressors, y])
     spread = points.std(axis=0)
     points = (points - points.mean(axis=0)) / np.where(spread > 0, spread, 1.0)
     random = anchor_partitions(points, n_components, n_init - 1, rng)
@@ -172,8 +187,10 @@ def fit_mixture_regression(
     max_iter: int = 100,
     tol: float = 1e-5,
     min_variance: float = 1e-3,
+    mechanism: str = "linear",
+    n_knots: int | str = "bic",
 ) -> MixtureRegressionResult:
-    """Fit a mixture of linear regressions of ``y`` on ``[1, X]`` by EM (maximum likelihood).
+    """Fit a mixture of linear regressions of ``y`` on ``[1, X]`` (or on spline bases of ``X``) by EM.
 
     $p(y_i \\mid x_i) = \\sum_k \\pi_k\\, \\mathcal{N}(y_i;\\ \\beta_k^\\top [1, x_i],\\ \\sigma_k^2)$.
     ``K = 1`` is ordinary least squares in closed form. For ``K > 1`` the EM loop runs in C++
@@ -217,6 +234,15 @@ def fit_mixture_regression(
     y = check_array(y, "y", ndim=1)
     n = y.size
     design = _design(X, n)
+    mechanism = check_in_options(mechanism, "mechanism", MECHANISMS)
+    n_knots = check_n_knots(n_knots)
+    regressors = None
+    if mechanism == "spline" and design.shape[1] > 1:
+        regressors = design[:, 1:]
+        columns = np.column_stack([y, regressors])
+        if np.any(np.ptp(regressors, axis=0) == 0.0):
+            raise ValueError("X has a constant column; a spline basis needs regressors that vary")
+        design = NodeDesigns(columns, mechanism, n_knots).design(0, range(1, columns.shape[1]))
     n_components = check_integer(n_components, "n_components", minimum=1)
     n_init = check_integer(n_init, "n_init", minimum=1, maximum=MAX_STARTS)
     # 0 iterations would return the starting partition as if it were a fit
@@ -240,7 +266,8 @@ def fit_mixture_regression(
                          what=f"{n_init} starting partitions of {n} samples into {n_components} components")
     gen = check_rng(rng) if n_components > 1 else None
     return fit_mixture(
-        y, design, n_components, rng=gen, n_init=n_init, max_iter=max_iter, tol=tol, floor=floor
+        y, design, n_components, rng=gen, n_init=n_init, max_iter=max_iter, tol=tol, floor=floor,
+        regressors=regressors,
     )
 
 
@@ -254,10 +281,12 @@ def fit_mixture(
     max_iter: int,
     tol: float,
     floor: float,
+    regressors: np.ndarray | None = None,
 ) -> MixtureRegressionResult:
     """``fit_mixture_regression`` on validated input: ``y`` (n,) and ``design`` ``[1, X]`` (n, p) float64,
     enough samples for ``n_components``, ``floor`` the absolute variance floor, ``rng`` a Generator
-    (unused for ``K = 1``). The causal search calls it directly, so its inner loop validates nothing.
+    (unused for ``K = 1``), ``regressors`` the raw columns behind a spline design (for the starts).
+    The causal search calls it directly, so its inner loop validates nothing.
     """
     n = y.size
     if n_components == 1:
@@ -267,7 +296,7 @@ def fit_mixture(
         from certkit._core import mixreg
 
         options = {"tol": tol, "ridge": RIDGE, "min_variance": floor}
-        starts = initial_responsibilities(y, design, n_components, n_init, rng)
+        starts = initial_responsibilities(y, design, n_components, n_init, rng, regressors=regressors)
         burn_in = min(BURN_IN, max_iter) if len(starts) > 1 else max_iter
         fit = None
         for resp0 in starts:

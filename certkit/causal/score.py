@@ -9,13 +9,21 @@ from dataclasses import dataclass
 import numpy as np
 
 from certkit._typing import ExecutorArg
-from certkit._validation import check_array, check_bool, check_integer, check_positive, check_squares_fit
+from certkit._validation import (
+    check_array,
+    check_bool,
+    check_in_options,
+    check_integer,
+    check_positive,
+    check_squares_fit,
+)
 from certkit.causal.mixture_regression import (
     MAX_STARTS,
     MixtureRegressionResult,
     fit_mixture,
     n_mixture_parameters,
 )
+from certkit.causal.spline import MECHANISMS, NodeDesigns, check_n_knots
 from certkit.parallel import parallel_map, single_threaded
 
 __all__ = ["LatentBIC", "ScoreSettings", "fit_node"]
@@ -26,7 +34,11 @@ Key = tuple[int, Parents]
 
 @dataclass(frozen=True)
 class ScoreSettings:
-    """Options of the local score (see ``CausalMixtureModel``); ``seed`` keys every EM start."""
+    """Options of the local score (see ``CausalMixtureModel``); ``seed`` keys every EM start.
+
+    ``mechanism`` (``"linear"`` or ``"spline"``) and ``n_knots`` (an int or ``"bic"``) choose the design
+    of every regression (``certkit.causal.spline.NodeDesigns``).
+    """
 
     max_components: int = 5
     n_init: int = 3
@@ -35,6 +47,8 @@ class ScoreSettings:
     min_variance: float = 1e-3
     seed: int = 0
     greedy_components: bool = True
+    mechanism: str = "linear"
+    n_knots: int | str = "bic"
 
     def __post_init__(self) -> None:
         check_integer(self.max_components, "max_components", minimum=1)
@@ -44,10 +58,17 @@ class ScoreSettings:
         check_positive(self.min_variance, "min_variance")
         check_integer(self.seed, "seed", minimum=0)
         check_bool(self.greedy_components, "greedy_components")
+        check_in_options(self.mechanism, "mechanism", MECHANISMS)
+        check_n_knots(self.n_knots)
 
 
 def fit_node(
-    X: np.ndarray, node: int, parents: Iterable[int], settings: ScoreSettings
+    X: np.ndarray,
+    node: int,
+    parents: Iterable[int],
+    settings: ScoreSettings,
+    *,
+    designs: NodeDesigns | None = None,
 ) -> MixtureRegressionResult:
     """The mixture (``K = 1 .. max_components``) of ``X[:, node]`` on ``X[:, parents]`` with the lowest BIC.
 
@@ -55,7 +76,8 @@ def fit_node(
     BIC is not below that of ``K - 1`` stops the scan); otherwise every ``K`` is fitted. The EM starts
     for ``K`` are seeded by ``(settings.seed, node, K, parents)``, so a local score never depends on
     the order in which scores are computed (or on the executor that computes them). A ``K`` whose
-    mixture has more free parameters than there are samples is skipped.
+    mixture has more free parameters than there are samples is skipped. ``designs`` (built on ``X`` with
+    the settings' mechanism) caches the spline bases across calls; by default one is built for this call.
 
     Raises
     ------
@@ -66,14 +88,16 @@ def fit_node(
     y = X[:, node]
     n = y.size
     # X was validated once by the caller: build the design once and fit without checking again.
-    design = np.ones((n, len(parents) + 1))
-    design[:, 1:] = X[:, list(parents)]
+    if designs is None:
+        designs = NodeDesigns(X, settings.mechanism, settings.n_knots)
+    design = designs.design(node, parents)
+    p = design.shape[1]
+    regressors = X[:, list(parents)] if settings.mechanism == "spline" and parents else None
     y_var = float(np.var(y))
     if y_var == 0.0:
         raise ValueError(f"node {node} is constant in X; a mechanism needs a response that varies")
     best: MixtureRegressionResult | None = None
     for k in range(1, settings.max_components + 1):
-        p = len(parents) + 1
         if n < max(n_mixture_parameters(k, p), k * (p + 1)):
             break
         rng = np.random.default_rng([settings.seed, node, k, len(parents), *parents])
@@ -86,6 +110,7 @@ def fit_node(
             max_iter=settings.max_iter,
             tol=settings.tol,
             floor=settings.min_variance * y_var,
+            regressors=regressors,
         )
         if best is None or fit.bic < best.bic:
             best = fit
@@ -93,18 +118,20 @@ def fit_node(
             break
     if best is None:
         raise ValueError(
-            f"X has {n} samples, fewer than the {n_mixture_parameters(1, len(parents) + 1)} free parameters "
+            f"X has {n} samples, fewer than the {n_mixture_parameters(1, p)} free parameters "
             f"of one regression of node {node} on its {len(parents)} parent(s); use more samples or fewer "
             "parents"
         )
     return best
 
 
-def _score_batch(X: np.ndarray, settings: ScoreSettings, keys: Sequence[Key]) -> list[tuple[float, int]]:
+def _score_batch(
+    designs: NodeDesigns, settings: ScoreSettings, keys: Sequence[Key]
+) -> list[tuple[float, int]]:
     out = []
     with single_threaded():  # as in the caller's process (CausalMixtureModel.fit)
         for node, parents in keys:
-            fit = fit_node(X, node, parents, settings)
+            fit = fit_node(designs.X, node, parents, settings, designs=designs)
             out.append((float(fit.bic), fit.n_components))
     return out
 
@@ -123,6 +150,7 @@ class LatentBIC:
             raise TypeError(f"settings must be a ScoreSettings, got {type(settings).__name__}")
         self.settings = settings
         self.executor = executor
+        self.designs = NodeDesigns(self.X, settings.mechanism, settings.n_knots)
         self._cache: dict[Key, tuple[float, int]] = {}
 
     @property
@@ -144,7 +172,8 @@ class LatentBIC:
         missing = list(dict.fromkeys(k for k in (self.key(n, p) for n, p in keys) if k not in self._cache))
         if not missing:
             return
-        fn = functools.partial(_score_batch, self.X, self.settings)
+        self.designs.prepare(p for _, parents in missing for p in parents)  # knots fixed before workers
+        fn = functools.partial(_score_batch, self.designs, self.settings)
         if self.executor is None or len(missing) == 1:
             results = fn(missing)
         else:

@@ -249,3 +249,21 @@ def _topic_search(
     for node, pa in enumerate(parents):
         adjacency[sorted(pa), node] = 1
     return SearchResult(adjacency=adjacency, order=tuple(order))
+
+
+def topological_order(adjacency: np.ndarray) -> tuple[int, ...]:
+    """A topological order of a DAG (Kahn's algorithm, smallest index first)."""
+    indegree = adjacency.sum(axis=0).astype(int)
+    ready = sorted(np.flatnonzero(indegree == 0).tolist())
+    order = []
+    while ready:
+        v = ready.pop(0)
+        order.append(v)
+        for w in np.flatnonzero(adjacency[v]):
+            indegree[w] -= 1
+            if indegree[w] == 0:
+                ready.append(int(w))
+                ready.sort()
+    if len(order) != adjacency.shape[0]:
+        raise RuntimeError("the structure search returned a graph with a cycle")
+    return tuple(order)

@@ -32,18 +32,23 @@ def default_starts(
     n_init: int,
     rng: np.random.Generator,
     extra: Sequence[np.ndarray] = (),
+    *,
+    regressors: Sequence[np.ndarray] | None = None,
 ) -> list[np.ndarray]:
     """Starting responsibilities: ``extra`` (e.g. labels of single nodes, a warm start), a diagonal
     Gaussian mixture on the set's standardised least-squares residuals, a full-covariance Gaussian
     mixture on the standardised columns of the set and its parents (both fitted on at most
-    ``GMM_START_ROWS`` random rows), then ``n_init - 1`` random anchor partitions of the residuals."""
+    ``GMM_START_ROWS`` random rows), then ``n_init - 1`` random anchor partitions of the residuals.
+    The parents' columns are ``regressors`` (per node, (n, |pa|)) when given (behind spline designs),
+    else the designs' columns after the first."""
     from sklearn.exceptions import ConvergenceWarning
     from sklearn.mixture import GaussianMixture
 
     points = _residual_points(Y, designs)
     # The set's and its parents' columns, each once (a parent shared by two nodes, or a node that is
     # another's parent), in order of first appearance.
-    distinct = {c.tobytes(): c for c in (*Y.T, *(col for d in designs for col in d[:, 1:].T))}
+    raw = [d[:, 1:] for d in designs] if regressors is None else regressors
+    distinct = {c.tobytes(): c for c in (*Y.T, *(col for r in raw for col in r.T))}
     columns = np.column_stack(list(distinct.values()))
     spread = columns.std(axis=0)
     columns = (columns - columns.mean(axis=0)) / np.where(spread > 0.0, spread, 1.0)
