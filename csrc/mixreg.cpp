@@ -109,7 +109,7 @@ py::dict em(const py::object& y_in, const py::object& design_in, const py::objec
 
 py::dict joint_em(const py::object& Y_in, const py::list& designs_in, const py::object& resp0_in,
                   const py::object& max_iter_in, const py::object& tol_in, const py::object& ridge_in,
-                  const py::object& min_variance_in) {
+                  const py::object& min_variance_in, bool tiled) {
     const DoubleArray Y = real_array_arg(Y_in, "Y");
     const DoubleArray resp0 = real_array_arg(resp0_in, "resp0");
     const DoubleArray floors = real_array_arg(min_variance_in, "min_variance");
@@ -150,8 +150,10 @@ py::dict joint_em(const py::object& Y_in, const py::list& designs_in, const py::
     mixjoint::JointOutput out;
     {
         py::gil_scoped_release release;
-        out = mixjoint::fit_joint(Y.data(), pointers, ps, n, K, resp0.data(), resp.mutable_data(), max_iter, tol, ridge,
-                                  floors.data());
+        out = tiled ? mixjoint::fit_joint_tiled(Y.data(), pointers, ps, n, K, resp0.data(), resp.mutable_data(),
+                                                max_iter, tol, ridge, floors.data())
+                    : mixjoint::fit_joint(Y.data(), pointers, ps, n, K, resp0.data(), resp.mutable_data(), max_iter,
+                                          tol, ridge, floors.data());
     }
     require(out.ok, "every group was retired (fewer than p + 1 effective samples each) or a weighted Gram "
                     "matrix was singular; use fewer groups");
@@ -184,11 +186,12 @@ void register_mixreg(py::module_& parent) {
           "dict with coef (K, p), variance (K,), weights (K,), responsibilities (n, K), loglik_trace and "
           "converged.");
     m.def("joint_em", &joint_em, py::arg("Y"), py::arg("designs"), py::arg("resp0"), py::kw_only(),
-          py::arg("max_iter"), py::arg("tol"), py::arg("ridge"), py::arg("min_variance"),
+          py::arg("max_iter"), py::arg("tol"), py::arg("ridge"), py::arg("min_variance"), py::arg("tiled") = false,
           "Joint EM of one latent with K groups over the m columns of Y (n, m), node j regressed on "
           "designs[j] (n, p_j), from responsibilities resp0 (n, K); min_variance (m,) per-node variance "
-          "floors. Returns a dict with coef (list of (K, p_j)), variance (m, K), weights (K,) (0 for a "
-          "retired group), responsibilities (n, K), loglik_trace and converged.");
+          "floors; tiled=True accumulates the Gram matrices in register tiles (faster for wide designs, "
+          "the same steps up to rounding). Returns a dict with coef (list of (K, p_j)), variance (m, K), weights "
+          "(K,) (0 for a retired group), responsibilities (n, K), loglik_trace and converged.");
 }
 
 }  // namespace certkit

@@ -134,17 +134,19 @@ def _em(
     *,
     max_iter: int,
     tol: float,
+    tiled: bool = False,
 ) -> dict[str, Any]:
     """EM from the responsibilities ``resp`` in C++ (``certkit._core.mixreg.joint_em``).
 
     Each iteration retires groups with fewer effective samples than the largest regression has
     parameters plus one, runs the M-step (weighted least squares per node and group) and the E-step,
-    and stops when ``|ΔL| <= tol * n``; retired groups are dropped from the result.
+    and stops when ``|ΔL| <= tol * n``; retired groups are dropped from the result. ``tiled`` runs the
+    kernel's register-tiled Gram accumulation (wide spline designs; equal up to rounding).
     """
     from certkit._core import mixreg
 
     out = mixreg.joint_em(
-        Y, list(designs), resp, max_iter=max_iter, tol=tol, ridge=RIDGE, min_variance=floors
+        Y, list(designs), resp, max_iter=max_iter, tol=tol, ridge=RIDGE, min_variance=floors, tiled=tiled
     )
     live = out["weights"] > 0.0
     return {
@@ -181,13 +183,14 @@ def joint_em(
     Y = X[:, list(nodes)]
     if designs is None:
         designs = NodeDesigns(X)
+    tiled = designs.mechanism == "spline"
     designs = [designs.design(v, pa) for v, pa in zip(nodes, parents)]
     floors = min_variance * Y.var(axis=0)
     burn_in = min(BURN_IN, max_iter) if len(starts) > 1 else max_iter
     best = None
     for resp0 in starts:
         try:
-            out = _em(Y, designs, resp0, floors, max_iter=burn_in, tol=tol)
+            out = _em(Y, designs, resp0, floors, max_iter=burn_in, tol=tol, tiled=tiled)
         except ValueError:
             continue
         if best is None or out["trace"][-1] > best["trace"][-1]:
@@ -199,7 +202,7 @@ def joint_em(
     n_iter = best["trace"].size - 1
     if not best["converged"] and n_iter < max_iter:
         more = max_iter - n_iter - 1
-        rest = _em(Y, designs, best["responsibilities"], floors, max_iter=more, tol=tol)
+        rest = _em(Y, designs, best["responsibilities"], floors, max_iter=more, tol=tol, tiled=tiled)
         rest["trace"] = np.concatenate([best["trace"], rest["trace"]])
         best = rest
     return _result(best, nodes, parents, designs, n)
