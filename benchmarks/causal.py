@@ -16,18 +16,26 @@ Sections (each timed in this process; the machine may be shared, so wall times a
    and 3, balanced and unbalanced, strong and weak shifts), ``--seeds`` seeds each: ARI of CMM's
    best-matching mixing variable against GaussianMixture with the true K and with K by BIC, K accuracy
    on the switched nodes, edge F1; then runs without any latent that report K > 1.
+2c. Nonlinear synthetic (``--only nonlinear``, in ``_causal_nonlinear.py``): additive tanh / square /
+   sine mechanisms, a hidden Z switching 2-3 nodes, K = 2 and 3, strong and weak shifts, ``--seeds``
+   seeds each (3 with ``--quick``): edge F1 of certkit linear / spline, GES, DirectLiNGAM; group ARI of
+   certkit and a GMM with the true K; the issue-29 acceptance checks.
 3. Sachs (log data, 7466 x 11): directed and skeleton edge F1 / SHD against the 18-edge consensus graph
    (cdt 0.6.0), AMI / ARI of CMM's group labels (best mixing variable, and all of them jointly) and of
    GMM clusters (K = 9, K by BIC) with the 9 experimental conditions, and the search objective of CMM's
    graph against the consensus graph's.
+3a/3b. Sachs leaderboard (``--only leaderboard``, in ``_causal_sachs.py``): certkit linear and spline
+   against causal-learn GES and PC, DirectLiNGAM (``lingam``), NOTEARS (``gcastle``) and a GMM, on all
+   nine conditions and on the reference implementation's protocol (5846 rows, per intervened node AMI);
+   the spline / linear fit time ratio. Peers that cannot run print "unavailable (reason)".
 4. Scaling of CMM's end-to-end fit in d (n = 500) and n (d = 10), and d = 20, n = 2000 with 2 workers.
 5. Speed against another install (``--baseline-python``, e.g. a venv with an earlier commit of main):
    the Sachs fit of ``examples/causal_sachs.py`` (``search_samples=2000``, ``executor=2``) and the same
    fit serially, each in a fresh process of this interpreter and of the baseline's, alternating, best of
    ``--repeats``; wall seconds and the ratio.
 
-Run: ``python benchmarks/causal.py [--seeds 10] [--quick] [--only em,synthetic,groups,sachs,scaling,speed]
-[--baseline-python PATH]``.
+Run: ``python benchmarks/causal.py [--seeds 10] [--quick]
+[--only em,synthetic,groups,nonlinear,sachs,leaderboard,scaling,speed] [--baseline-python PATH]``.
 """
 
 from __future__ import annotations
@@ -40,6 +48,8 @@ import time
 from pathlib import Path
 
 import numpy as np
+from _causal_nonlinear import GRAPH_METHODS, GROUP_METHODS, bench_nonlinear
+from _causal_sachs import bench_leaderboard
 from _timing import best_time
 from scipy.special import logsumexp
 from threadpoolctl import threadpool_limits
@@ -411,14 +421,16 @@ def bench_speed(baseline: str, repeats: int) -> list[list]:
     return rows
 
 
-SECTIONS = ("em", "synthetic", "groups", "sachs", "scaling", "speed")
+SECTIONS = ("em", "synthetic", "groups", "nonlinear", "sachs", "leaderboard", "scaling", "speed")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=10, help="synthetic seeds (default 10)")
     parser.add_argument("--repeats", type=int, default=3, help="timing repeats of the EM kernels (default 3)")
-    parser.add_argument("--quick", action="store_true", help="skip the d = 20, n = 2000 scaling run")
+    parser.add_argument(
+        "--quick", action="store_true", help="3 nonlinear seeds per setting; no d = 20, n = 2000 scaling run"
+    )
     parser.add_argument(
         "--only", default=",".join(SECTIONS), help=f"comma-separated sections out of {', '.join(SECTIONS)}"
     )
@@ -472,6 +484,19 @@ def main() -> None:
         runs = max(20, 2 * args.seeds)
         print(f"no latent at all: {bench_no_mixing(runs)} of {runs} runs report a node with K > 1")
         print()
+    if "nonlinear" in only:
+        seeds = min(args.seeds, 3) if args.quick else args.seeds
+        rows, times, checks = bench_nonlinear(seeds)
+        print(
+            format_table(
+                ["setting", *(f"F1 {m}" for m in GRAPH_METHODS), *(f"ARI {m}" for m in GROUP_METHODS)],
+                rows,
+                title=f"2c. Nonlinear synthetic ({seeds} seeds per setting, d = 8-9, n = 1000, additive "
+                "tanh / square / sine mechanisms, one Z switching 2-3 nodes; mean row: over the settings)",
+            )
+        )
+        print("\n".join([times, *checks]))
+        print()
     if "sachs" in only:
         rows, note = bench_sachs()
         print(
@@ -482,6 +507,13 @@ def main() -> None:
             )
         )
         print(note)
+        print()
+    if "leaderboard" in only:
+        tables, speed = bench_leaderboard(SACHS_OPTIONS)
+        for headers, rows, title, unavailable in tables:
+            print("\n".join([format_table(headers, rows, title=title), *unavailable]))
+            print()
+        print(speed)
         print()
     if "scaling" in only:
         print(
