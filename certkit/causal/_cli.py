@@ -24,6 +24,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--search", choices=("topic", "ges"), default="topic", help="structure search (default topic)"
     )
     parser.add_argument(
+        "--mechanism",
+        choices=("linear", "spline"),
+        default="linear",
+        help="mechanisms linear in the parents, or additive cubic splines of them (default linear)",
+    )
+    parser.add_argument(
         "--log", action="store_true", help="analyse log(X) (default for --dataset sachs; values must be > 0)"
     )
     parser.add_argument(
@@ -81,6 +87,7 @@ def run(args: argparse.Namespace) -> int:
         model = CausalMixtureModel(
             args.max_components,
             search=args.search,
+            mechanism=args.mechanism,
             search_samples=args.search_samples or None,
             rng=args.seed,
             executor=args.jobs if args.jobs > 1 else None,

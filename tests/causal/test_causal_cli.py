@@ -27,6 +27,27 @@ def test_csv_run_prints_the_summary(tmp_path, capsys):
     assert re.search(r"^\s*a\s", out, re.MULTILINE)
 
 
+def test_mechanism_spline_orients_an_additive_noise_pair(tmp_path, capsys):
+    gen = np.random.default_rng(0)
+    x = gen.standard_normal(600)
+    y = np.tanh(2 * x) + x**2 + 0.3 * gen.standard_normal(600)
+    path = tmp_path / "pair.csv"
+    _write_csv(path, np.column_stack([y, x]), ["y", "x"])
+    assert main(["causal", str(path), "--max-components", "1", "--mechanism", "spline"]) == 0
+    assert "identified given the fitted skeleton and mixing sets (v-structures, mixing variables, Meek's " \
+           "rules): x -> y" in capsys.readouterr().out.replace("\n", " ")
+
+
+def test_unknown_mechanism_is_one_error_line(tmp_path, capsys):
+    path = tmp_path / "data.csv"
+    _write_csv(path, np.arange(20.0).reshape(10, 2) ** 1.5, ["a", "b"])
+    with pytest.raises(SystemExit) as exit_info:
+        main(["causal", str(path), "--mechanism", "cubic"])
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert "--mechanism" in err[-1] and "invalid choice: 'cubic'" in err[-1]
+
+
 @pytest.mark.parametrize(
     ("content", "args", "message"),
     [
