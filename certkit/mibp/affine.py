@@ -37,9 +37,7 @@ from certkit.mibp.interval import interval_forward, output_derivative
 from certkit.mibp.perturbation import InputSets
 from certkit.mibp.recipe import Recipe
 
-__all__ = ["CARRIES", "AffineCarry", "Zonotope"]
-
-CARRIES = ("box", "affine")
+__all__ = ["AffineCarry", "Zonotope"]
 
 _U = 2.0**-52
 _TINY = 1e-300

@@ -290,9 +290,20 @@ def interval_gradients(lower, upper, XL, XU, y, loss, labels="own"):
     """
     acts, pre = interval_forward(lower, upper, XL, XU)
     gzL, gzU = output_derivative(lower, upper, acts, pre, y, loss, labels)
+    gL, gU, _ = interval_backward(lower, upper, acts, pre, (gzL, gzU), y, loss)
+    return gL, gU
+
+
+def interval_backward(lower, upper, acts, pre, out, y, loss):
+    """The backward pass of `interval_gradients` from the output derivative bounds ``out``: per-sample
+    gradient bounds (unpadded weight entries) and the derivative bounds at each layer's pre-activation
+    (``derivs[layer]``, the output layer last)."""
+    gzL, gzU = out
     n_layers = len(lower.weights)
+    derivs: list[tuple[np.ndarray, np.ndarray]] = [None] * n_layers  # type: ignore[list-item]
     parts: list[tuple[np.ndarray, np.ndarray]] = [None] * n_layers  # type: ignore[list-item]
     for layer in range(n_layers - 1, -1, -1):
+        derivs[layer] = (gzL, gzU)
         hL, hU = acts[layer]
         # per-sample weight gradients, not padded: each end is one float product, within one rounding of
         # its exact value; `sum_with_budget` pads the sums for it
@@ -313,4 +324,5 @@ def interval_gradients(lower, upper, XL, XU, y, loss, labels="own"):
             on, maybe = zL > 0, (zU > 0) & ~(zL > 0)
             gzL = np.where(on, ghL, np.where(maybe, np.minimum(ghL, 0.0), 0.0))
             gzU = np.where(on, ghU, np.where(maybe, np.maximum(ghU, 0.0), 0.0))
-    return np.concatenate([p[0] for p in parts], axis=1), np.concatenate([p[1] for p in parts], axis=1)
+    gL = np.concatenate([p[0] for p in parts], axis=1)
+    return gL, np.concatenate([p[1] for p in parts], axis=1), derivs

@@ -19,13 +19,14 @@ from certkit._validation import (
     check_positive,
     check_progress,
 )
-from certkit.mibp.affine import CARRIES, AffineCarry
+from certkit.mibp.affine import AffineCarry
 from certkit.mibp.interval import interval_margin
 from certkit.mibp.losses import check_labels
 from certkit.mibp.mlp import MLP
 from certkit.mibp.perturbation import InputSets, Perturbation
 from certkit.mibp.recipe import LOSSES, Recipe, make_recipe
 from certkit.mibp.result import CertifiedTrainingResult
+from certkit.mibp.shared import SharedCarry
 from certkit.mibp.solvers import BACKENDS, BackendOptions, SolveStats, check_backend
 from certkit.mibp.steps import check_gurobi_upfront, check_program_recipe, interval_box_step, program_step
 from certkit.mibp.witnesses import Witnesses
@@ -34,6 +35,7 @@ from certkit.parallel import _progress_bar, resolve_executor, single_threaded
 __all__ = ["BACKENDS", "CARRIES", "FORMULATIONS", "CertifiedTrainingResult", "certified_training"]
 
 FORMULATIONS = ("joint", "decomposed", "hybrid", "lagrangian")
+CARRIES = ("box", "affine", "shared")
 
 
 def certified_training(
@@ -298,7 +300,8 @@ class _Stepper:
             self.witnesses = Witnesses(
                 run.model, run.X, run.y, run.y_fit, run.sets, recipe.loss, lr, recipe.epochs
             )
-        self.affine = AffineCarry(run.model, run.sets, run.y, recipe) if run.carry == "affine" else None
+        carries = {"affine": AffineCarry, "shared": SharedCarry}
+        self.affine = carries[run.carry](run.model, run.sets, run.y, recipe) if run.carry in carries else None
         self.velocity = None  # the velocity box (momentum)
 
     def __call__(self, lower: MLP, upper: MLP, step: int, epoch: int, desc) -> tuple[MLP, MLP, SolveStats]:

@@ -9,7 +9,7 @@ from certkit.mibp import _cli, _demo
 from certkit.plot import plot_certified_accuracy
 
 
-@pytest.mark.parametrize("carry", ["box", "affine"])
+@pytest.mark.parametrize("carry", ["box", "affine", "shared"])
 def test_run_prints_summary(capsys, carry):
     parser = argparse.ArgumentParser()
     _cli.add_arguments(parser)

@@ -162,7 +162,7 @@ def _check_sound(res, model, y, perturbation, loss, C, draws=30, seed=0):
     assert worst <= 0.0, f"a sampled training run leaves its box by {worst}"
 
 
-@pytest.mark.parametrize("carry", ["box", "affine"])
+@pytest.mark.parametrize("carry", ["box", "affine", "shared"])
 @pytest.mark.parametrize("pert_name", list(PERTURBATIONS))
 @pytest.mark.parametrize("loss", ["cross_entropy", "binary_cross_entropy", "hinge"])
 def test_sampled_runs_stay_inside(loss, pert_name, carry):
@@ -401,7 +401,7 @@ def test_label_checks_for_the_cross_entropies():
         InverseDecay(0.0, 0.5)
 
 
-@pytest.mark.parametrize("carry", ["box", "affine"])
+@pytest.mark.parametrize("carry", ["box", "affine", "shared"])
 @pytest.mark.parametrize("kind", RECIPE_KINDS)
 def test_attacked_random_recipes_stay_inside(kind, carry):
     """Projected gradient ascent on the inputs through the unrolled recipe (torch) and sampled datasets,
