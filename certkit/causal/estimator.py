@@ -38,16 +38,17 @@ MAX_GROUPS = 100
 class CausalMixtureModel(BaseEstimator):
     """Causal mixture model: a DAG whose mechanisms may switch between hidden groups of samples.
 
-    Each node $X_j$ is a mixture of $K_j$ linear-Gaussian regressions on its parents
-    ($K_j = 1$: an invariant mechanism). The local score is the BIC of the best mixture over
-    $K = 1, \\dots,$ ``max_components`` (EM in C++), the graph comes from a TOPIC-style
-    topological-order search (or GES with the same score). Each mixing variable is one latent fitted
-    jointly over the nodes it switches (one EM whose likelihood is the product of their per-group
-    regressions), and its set is grown, pruned and merged while the total BIC decreases.
+    Each node $X_j$ is a mixture of $K_j$ Gaussian regressions on its parents, linear or additive in
+    cubic B-splines of them (``mechanism``; $K_j = 1$: an invariant mechanism). The local score is the
+    BIC of the best mixture over $K = 1, \\dots,$ ``max_components`` (EM in C++), the graph comes from a
+    TOPIC-style topological-order search (or GES with the same score). Each mixing variable is one
+    latent fitted jointly over the nodes it switches (one EM whose likelihood is the product of their
+    per-group regressions), and its set is grown, pruned and merged while the total BIC decreases.
 
     Directions between $K = 1$ nodes with no v-structure nearby are not identified by the
     linear-Gaussian BIC (score-equivalent graphs): ties are broken by column index, so those
-    orientations are arbitrary (``identified_`` says which are not), and
+    orientations are arbitrary (``identified_`` says which are not; with ``"spline"`` the score
+    itself orients nonlinear edges), and
     ``max_components=1`` is a greedy search, not a guaranteed BIC optimum. EM local optima, non-Gaussian
     noise (which inflates $K$) and the mixing threshold have measured limits listed in docs/causal.md.
 
