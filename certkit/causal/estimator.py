@@ -26,7 +26,7 @@ from certkit.causal.mixture_regression import MAX_STARTS, MixtureRegressionResul
 from certkit.causal.orient import score_orientations
 from certkit.causal.score import LatentBIC, ScoreSettings, fit_node
 from certkit.causal.search import topic_search, topological_order
-from certkit.causal.spline import MECHANISMS, NodeDesigns, check_n_knots
+from certkit.causal.spline import MECHANISMS, NodeDesigns, check_n_knots, max_width
 from certkit.parallel import resolve_executor, single_threaded
 
 __all__ = ["CausalMixtureModel"]
@@ -194,11 +194,16 @@ class CausalMixtureModel(BaseEstimator):
 
     def _settings(self, n: int, d: int) -> ScoreSettings:
         k = check_integer(self.max_components, "max_components", minimum=1)
-        need = n_mixture_parameters(k, d)
+        mechanism = check_in_options(self.mechanism, "mechanism", MECHANISMS)
+        n_knots = check_n_knots(self.n_knots)
+        need = n_mixture_parameters(k, max_width(d, mechanism, n_knots))
         if n < need:
+            per_parent = max_width(2, mechanism, n_knots) - 1
+            widest = "" if mechanism == "linear" else f" (spline bases of up to {per_parent} columns each)"
             raise ValueError(
                 f"X has {n} samples, fewer than the {need} parameters of a {k}-component mixture of "
-                f"regressions on all other {d - 1} variables; use more samples or a smaller max_components"
+                f"regressions on all other {d - 1} variables{widest}; use more samples or a smaller "
+                "max_components" + ("" if mechanism == "linear" else ", n_knots or mechanism='linear'")
             )
         return ScoreSettings(
             max_components=k,
@@ -209,8 +214,8 @@ class CausalMixtureModel(BaseEstimator):
             seed=seed_from_rng(self.rng),
             greedy_components=check_in_options(self.component_search, "component_search", ("greedy", "full"))
             == "greedy",
-            mechanism=check_in_options(self.mechanism, "mechanism", MECHANISMS),
-            n_knots=check_n_knots(self.n_knots),
+            mechanism=mechanism,
+            n_knots=n_knots,
         )
 
     def fit(self, X: Any, y: Any = None) -> CausalMixtureModel:
@@ -252,7 +257,9 @@ class CausalMixtureModel(BaseEstimator):
             m = check_integer(
                 self.search_samples,
                 "search_samples",
-                minimum=n_mixture_parameters(settings.max_components, d),
+                minimum=n_mixture_parameters(
+                    settings.max_components, max_width(d, settings.mechanism, settings.n_knots)
+                ),
             )
             if m < n:
                 rows = np.sort(np.random.default_rng([settings.seed, 1]).choice(n, size=m, replace=False))

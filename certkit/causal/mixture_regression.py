@@ -39,7 +39,8 @@ class MixtureRegressionResult(ResultMixin):
     Attributes
     ----------
     coef : ndarray (K, p)
-        Regression coefficients per component; column 0 is the intercept, then one per column of ``X``.
+        Regression coefficients per component; column 0 is the intercept, then one per column of ``X``
+        (``mechanism="linear"``) or each column's spline basis coefficients in turn (``"spline"``).
     scale : ndarray (K,)
         Noise standard deviation per component.
     weights : ndarray (K,)

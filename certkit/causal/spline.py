@@ -24,7 +24,15 @@ import numpy as np
 
 from certkit._validation import check_in_options, check_integer
 
-__all__ = ["BIC_MAX_KNOTS", "MAX_KNOTS", "MECHANISMS", "NodeDesigns", "check_n_knots", "spline_basis"]
+__all__ = [
+    "BIC_MAX_KNOTS",
+    "MAX_KNOTS",
+    "MECHANISMS",
+    "NodeDesigns",
+    "check_n_knots",
+    "max_width",
+    "spline_basis",
+]
 
 #: The mechanisms a node can have.
 MECHANISMS = ("linear", "spline")
@@ -44,6 +52,14 @@ def check_n_knots(n_knots: Any) -> int | str:
     if isinstance(n_knots, str):
         return check_in_options(n_knots, "n_knots", ("bic",))
     return check_integer(n_knots, "n_knots", minimum=0, maximum=MAX_KNOTS)
+
+
+def max_width(n_variables: int, mechanism: str, n_knots: int | str) -> int:
+    """Most columns of a node's design (the intercept included): every other variable a parent, each with
+    its widest basis (``n_knots + 3`` columns, ``BIC_MAX_KNOTS + 3`` for ``"bic"``; 1 if linear)."""
+    if mechanism == "linear":
+        return n_variables
+    return 1 + (n_variables - 1) * ((BIC_MAX_KNOTS if n_knots == "bic" else int(n_knots)) + 3)
 
 
 def _usable_knots(x: np.ndarray, n_knots: int) -> int:

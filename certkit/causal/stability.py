@@ -12,10 +12,18 @@ from sklearn.base import clone
 
 from certkit._results import ResultMixin, format_table
 from certkit._typing import ExecutorArg, Progress, RNGLike
-from certkit._validation import check_allocation, check_integer, check_positive, check_progress, check_rng
+from certkit._validation import (
+    check_allocation,
+    check_in_options,
+    check_integer,
+    check_positive,
+    check_progress,
+    check_rng,
+)
 from certkit.causal.data import check_data
 from certkit.causal.estimator import CausalMixtureModel
 from certkit.causal.mixture_regression import n_mixture_parameters
+from certkit.causal.spline import MECHANISMS, check_n_knots, max_width
 from certkit.parallel import parallel_map
 
 __all__ = ["MAX_BOOTSTRAP", "StabilityResult", "edge_stability"]
@@ -162,7 +170,8 @@ def edge_stability(
         raise ValueError(f"sample_fraction must be <= 1 without replacement, got {sample_fraction}")
     size = max(2, round(sample_fraction * X.shape[0]))
     k = check_integer(estimator.max_components, "max_components", minimum=1)
-    need = n_mixture_parameters(k, d)
+    mechanism = check_in_options(estimator.mechanism, "mechanism", MECHANISMS)
+    need = n_mixture_parameters(k, max_width(d, mechanism, check_n_knots(estimator.n_knots)))
     if size < need <= X.shape[0]:  # (too few rows in X itself: the fit says so, naming X)
         raise ValueError(
             f"sample_fraction={sample_fraction:g} draws {size} of the {X.shape[0]} rows per fit, fewer than "

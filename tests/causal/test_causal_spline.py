@@ -227,6 +227,17 @@ def test_cpdag_propagates_known_orientations():
         cpdag(chain, oriented=known)
 
 
+def test_too_few_rows_for_the_widest_spline_design_names_the_options():
+    X = np.random.default_rng(0).standard_normal((40, 4))
+    CausalMixtureModel(max_components=2).fit(X)  # linear: 2 * 4 + 3 = 11 parameters
+    with pytest.raises(ValueError, match=r"fewer than the 41 parameters.*up to 6 columns.*n_knots"):
+        CausalMixtureModel(max_components=2, mechanism="spline").fit(X)  # 2 * (1 + 3 * 6) + 3
+    estimator = CausalMixtureModel(max_components=2, mechanism="spline", n_knots=0)
+    estimator.fit(X)  # 2 * (1 + 3 * 3) + 3 = 23
+    with pytest.raises(ValueError, match=r"sample_fraction=0.5 draws 20 .* 23 parameters"):
+        edge_stability(X, n_bootstrap=2, sample_fraction=0.5, estimator=estimator)
+
+
 @pytest.mark.parametrize(
     ("call", "exc", "match"),
     [
