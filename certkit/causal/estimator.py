@@ -386,7 +386,7 @@ class CausalMixtureModel(BaseEstimator):
         ]
         lines.append(
             "orientations identified given the fitted skeleton and mixing sets (v-structures, mixing "
-            "variables, Meek's rules): "
+            f"variables, {'the spline score, ' if self.mechanism == 'spline' else ''}Meek's rules): "
             + (", ".join(arrows) or "none")
         )
         lines.append(
