@@ -10,8 +10,9 @@ times the change), ``Δh ∈ [min(Δz, 0), max(Δz, 0)]`` through a ReLU (``Δz`
 positive, 0 where neither is), the softmax change by the mean-value theorem
 ``Δs_i = Σ_{j≠i} J_ij(ξ) (Δz_j - Δz_i)`` with ``J_ij = -s_i s_j`` bounded over the hull of both logit
 boxes, the sigmoid's by ``σ'(ξ) Δz``, and backwards ``Δ(g hᵀ) = Δg h'ᵀ + g Δhᵀ``, ``Δ(Wᵀ g) = Wᵀ Δg``.
-Every change is intersected with ``[P_lo - N_hi, P_hi - N_lo]`` (the difference of the two boxes); where
-the derivative of a ReLU may differ between the two inputs that is the bound used.
+Every change before the weight gradients is intersected with ``[P_lo - N_hi, P_hi - N_lo]`` (the
+difference of the two boxes); where the derivative of a ReLU may differ between the two inputs that is the
+bound used.
 """
 
 from __future__ import annotations
@@ -50,21 +51,20 @@ def _diff(P, N):
 
 
 def gradient_changes(lower, upper, X, XL, XU, y, loss, labels, *, same_input=False):
-    """Per-sample bounds (n, n_params): ``(NL, NU)`` of the gradient at the observed row (input ``X``,
-    label ``y``), ``(PL, PU)`` at the deviating row (input in ``[XL, XU]``, label ``labels``), and
-    ``(DL, DU)`` of the change ``Δ = P - N`` at a common θ (see the module docstring).
+    """Per-sample bounds ``(DL, DU)`` (n, n_params, padded) on the change ``Δ = P - N`` at a common θ in
+    ``[lower, upper]`` of the gradient from the observed row (input ``X``, label ``y``) to the deviating row
+    (input in ``[XL, XU]``, label ``labels``); see the module docstring.
 
     ``same_input``: the deviating row keeps the input of the observed one (``X`` is then the input box
-    ``[XL, XU]`` itself and only the label changes).  The ``N`` and ``P`` entries are unpadded products as in
-    `interval_gradients`; ``Δ`` is padded.
+    ``[XL, XU]`` itself and only the label changes).
     """
     XnL, XnU = (XL, XU) if same_input else (X, X)
     actsN, preN = interval_forward(lower, upper, XnL, XnU)
     actsP, preP = (actsN, preN) if same_input else interval_forward(lower, upper, XL, XU)
     outN = output_derivative(lower, upper, actsN, preN, y, loss)
     outP = output_derivative(lower, upper, actsP, preP, y, loss, labels)
-    NL, NU, derivN = interval_backward(lower, upper, actsN, preN, outN, y, loss)
-    PL, PU, derivP = interval_backward(lower, upper, actsP, preP, outP, y, loss)
+    _, _, derivN = interval_backward(lower, upper, actsN, preN, outN, y, loss, gradients=False)
+    _, _, derivP = interval_backward(lower, upper, actsP, preP, outP, y, loss, gradients=False)
     n_layers = len(lower.weights)
     # forward: the change of every activation (inputs first)
     if same_input:
@@ -126,10 +126,7 @@ def gradient_changes(lower, upper, X, XL, XU, y, loss, labels, *, same_input=Fal
             gz = _intersect(gL, gU, *fallback)
     DL = np.concatenate([v.reshape(n, -1) for v in lows], axis=1)
     DU = np.concatenate([v.reshape(n, -1) for v in highs], axis=1)
-    # and the difference of the two boxes (N and P are within one rounding of their exact values)
-    err = 4.0 * _U * (np.abs(PL) + np.abs(PU) + np.abs(NL) + np.abs(NU)) + 1e-300
-    DL, DU = _intersect(DL, DU, PL - NU - err, PU - NL + err)
-    return NL, NU, PL, PU, DL, DU
+    return DL, DU
 
 
 def _outer_mag(g, h):

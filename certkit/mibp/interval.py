@@ -294,25 +294,25 @@ def interval_gradients(lower, upper, XL, XU, y, loss, labels="own"):
     return gL, gU
 
 
-def interval_backward(lower, upper, acts, pre, out, y, loss):
+def interval_backward(lower, upper, acts, pre, out, y, loss, *, gradients=True):
     """The backward pass of `interval_gradients` from the output derivative bounds ``out``: per-sample
-    gradient bounds (unpadded weight entries) and the derivative bounds at each layer's pre-activation
-    (``derivs[layer]``, the output layer last)."""
+    gradient bounds (unpadded weight entries; None without ``gradients``) and the derivative bounds at each
+    layer's pre-activation (``derivs[layer]``, the output layer last)."""
     gzL, gzU = out
     n_layers = len(lower.weights)
     derivs: list[tuple[np.ndarray, np.ndarray]] = [None] * n_layers  # type: ignore[list-item]
     parts: list[tuple[np.ndarray, np.ndarray]] = [None] * n_layers  # type: ignore[list-item]
     for layer in range(n_layers - 1, -1, -1):
         derivs[layer] = (gzL, gzU)
-        hL, hU = acts[layer]
-        # per-sample weight gradients, not padded: each end is one float product, within one rounding of
-        # its exact value; `sum_with_budget` pads the sums for it
-        wl, wu = _outer(gzL, gzU, hL, hU)
-        n = len(gzL)
-        parts[layer] = (
-            np.concatenate([wl.reshape(n, -1), gzL], axis=1),
-            np.concatenate([wu.reshape(n, -1), gzU], axis=1),
-        )
+        if gradients:
+            # per-sample weight gradients, not padded: each end is one float product, within one rounding
+            # of its exact value; `sum_with_budget` pads the sums for it
+            wl, wu = _outer(gzL, gzU, *acts[layer])
+            n = len(gzL)
+            parts[layer] = (
+                np.concatenate([wl.reshape(n, -1), gzL], axis=1),
+                np.concatenate([wu.reshape(n, -1), gzU], axis=1),
+            )
         if layer > 0:
             WL, WU = lower.weights[layer], upper.weights[layer]
             if loss == "cross_entropy" and layer == n_layers - 1:
@@ -324,5 +324,7 @@ def interval_backward(lower, upper, acts, pre, out, y, loss):
             on, maybe = zL > 0, (zU > 0) & ~(zL > 0)
             gzL = np.where(on, ghL, np.where(maybe, np.minimum(ghL, 0.0), 0.0))
             gzU = np.where(on, ghU, np.where(maybe, np.maximum(ghU, 0.0), 0.0))
+    if not gradients:
+        return None, None, derivs
     gL = np.concatenate([p[0] for p in parts], axis=1)
     return gL, np.concatenate([p[1] for p in parts], axis=1), derivs

@@ -71,7 +71,8 @@ class SharedCarry:
         The training recipe; with momentum the zonotope holds the parameters and the velocity over the
         same symbols.
     max_generators : int, optional
-        Generators kept after each step (default: the number of state entries, parameters plus velocity).
+        Generators kept after each step (default: twice the number of state entries, parameters plus
+        velocity: the fresh symbols of the step's remainder and as many earlier ones).
     max_entries : int
         Samples are evaluated in chunks whose largest form array (samples × widest layer × symbols) has at
         most this many entries.
@@ -95,7 +96,7 @@ class SharedCarry:
         self.y = y
         self.y_out = np.reshape(y, (len(y), -1)) if self.loss == "mse" else y
         rows = self.m * (2 if recipe.momentum else 1)
-        self.max_generators = rows if max_generators is None else int(max_generators)
+        self.max_generators = 2 * rows if max_generators is None else int(max_generators)
         self.max_entries = max_entries
         start = model.to_vector() if rows == self.m else np.concatenate([model.to_vector(), np.zeros(self.m)])
         self.c, self.G = start, np.zeros((rows, 0))
@@ -133,13 +134,14 @@ class SharedCarry:
         params = self._params()
         _, pre_box = interval_forward(lower, upper, self.XL[batch], self.XU[batch])
         total_c, total_G, total_r = np.zeros(m), np.zeros((m, q)), np.zeros(m)
-        # the largest arrays per sample: the coefficients past the first layer (units × symbols) and the
-        # first layer's contractions (hidden units × (inputs + 1) × outputs)
-        contraction = (
-            [] if len(self.sizes) < 3 else [self.sizes[1] * (self.sizes[0] + 1) * self.sizes[2] // max(q, 1)]
-        )
-        widest = max([*self.sizes[1:], *contraction, 1])
-        chunk = max(1, self.max_entries // (widest * max(q, 1)))
+        # the largest arrays per sample: the coefficients of a layer's units (past the first hidden layer,
+        # whose coefficients stay implicit) and the first layer's contractions (units × (inputs + 1) × next)
+        sizes = self.sizes
+        if len(sizes) < 3:
+            per_sample = sizes[1] * max(q, 1)
+        else:
+            per_sample = max(max(sizes[2:]) * max(q, 1), sizes[1] * (sizes[0] + 1) * sizes[2])
+        chunk = max(1, self.max_entries // per_sample)
         for start in range(0, len(batch), chunk):
             at = np.arange(start, min(len(batch), start + chunk))
             box = [(lo[at], hi[at]) for lo, hi in pre_box]
@@ -217,7 +219,7 @@ class SharedCarry:
         if count == 0:
             return np.zeros(self.m), np.zeros(self.m)
         X = self.XL[batch]
-        *_, DL, DU = gradient_changes(
+        DL, DU = gradient_changes(
             lower,
             upper,
             X,
