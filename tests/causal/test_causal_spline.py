@@ -20,6 +20,7 @@ from certkit.causal import (
     fit_joint_mixture,
     fit_mixture_regression,
     make_mixture_sem,
+    score_orientations,
     spline_basis,
 )
 from certkit.causal.mixture_regression import RIDGE, initial_responsibilities
@@ -236,6 +237,23 @@ def test_too_few_rows_for_the_widest_spline_design_names_the_options():
     estimator.fit(X)  # 2 * (1 + 3 * 3) + 3 = 23
     with pytest.raises(ValueError, match=r"sample_fraction=0.5 draws 20 .* 23 parameters"):
         edge_stability(X, n_bootstrap=2, sample_fraction=0.5, estimator=estimator)
+
+
+def test_score_orientations_compare_the_reversal_and_skip_cycles():
+    x, y = _additive_noise_pair(1, n=800)
+    X = np.column_stack([x, y, y + 0.5 * np.random.default_rng(9).standard_normal(800)])
+    score = LatentBIC(X, ScoreSettings(max_components=1, mechanism="spline"))
+    chain = np.array([[0, 1, 0], [0, 0, 1], [0, 0, 0]])
+    undirected = cpdag(chain)
+    out = score_orientations(score, chain, undirected, 10.0)
+    gain = score(0, [1]) + score(1, []) - score(1, [0]) - score(0, [])
+    assert gain > 10.0 and out[0, 1]
+    # 0 -> 1 -> 2 plus 0 -> 2: reversing 0 -> 2 would close the cycle 0 -> 1 -> 2 -> 0, so it is not tested
+    triangle = chain.copy()
+    triangle[0, 2] = 1
+    out = score_orientations(score, triangle, np.maximum(triangle, triangle.T), 0.0)
+    assert not out[0, 2]
+    assert not score_orientations(score, chain, undirected, 1e12).any()
 
 
 @pytest.mark.parametrize(
