@@ -105,6 +105,9 @@ def test_one_group_one_parent_is_least_squares_on_the_basis(n_knots, seed):
     loglik = -0.5 * n * (np.log(2 * np.pi * rss / n) + 1)
     p = n_knots + 4  # intercept and n_knots + 3 basis columns
     np.testing.assert_allclose(fit.bic, -2 * loglik + (p + 1) * np.log(n), rtol=1e-12)
+    two = fit_mixture_regression(y, x, 2, mechanism="spline", n_knots=n_knots, rng=0)
+    assert two.coef.shape == (2, p)
+    np.testing.assert_allclose(two.bic, -2 * two.loglik + (2 * p + 2 + 1) * np.log(n), rtol=1e-12)
 
 
 def test_bic_knots_are_the_lowest_single_parent_bic():
