@@ -49,6 +49,13 @@ class FirstLayer:
         o, q = p.Wc.shape[0], p.GW.shape[-1]
         self.q = q
         self.G = np.concatenate([p.GW, p.Gb[:, None, :]], axis=1)  # Ĝ (o, d + 1, q)
+        # symbols with one coefficient in Ĝ (a parameter's fresh symbol) are scaled columns, not products
+        flat = self.G.reshape(o * (d + 1), q)
+        count = np.count_nonzero(flat, axis=0)
+        self.dense = np.nonzero(count > 1)[0]
+        self.single = np.nonzero(count == 1)[0]
+        self.single_rows = np.argmax(flat[:, self.single] != 0.0, axis=0)
+        self.single_values = flat[self.single_rows, self.single]
         self.Wc = p.Wc
         rho_hat = np.concatenate([p.rho_W, p.rho_b[:, None]], axis=1)  # (o, d + 1)
         absW = np.abs(p.Wc)
@@ -81,8 +88,13 @@ class FirstLayer:
         c = self.c @ p.Wc.T + p.bc
         G = (self.c @ p.GW.transpose(1, 0, 2).reshape(o, oc * q)).reshape(k, oc, q) + p.Gb
         # Σ_o W'_co λ_ko x̃_kj Ĝ[o, j, :]
-        A = p.Wc[None, :, :, None] * (self.lam[:, None, :, None] * self.xt[:, None, None, :])
-        G += (A.reshape(k * oc, -1) @ self.G.reshape(A.shape[2] * A.shape[3], q)).reshape(k, oc, q)
+        A = (p.Wc[None, :, :, None] * (self.lam[:, None, :, None] * self.xt[:, None, None, :])).reshape(
+            k * oc, -1
+        )
+        G = G.reshape(k * oc, q)
+        G[:, self.dense] += A @ self.G.reshape(A.shape[1], q)[:, self.dense]
+        G[:, self.single] += A[:, self.single_rows] * self.single_values
+        G = G.reshape(k, oc, q)
         rad = self.radius()
         absW = np.abs(p.Wc)
         r = self.r @ absW.T + rad @ p.rho_W.T

@@ -71,8 +71,8 @@ class SharedCarry:
         The training recipe; with momentum the zonotope holds the parameters and the velocity over the
         same symbols.
     max_generators : int, optional
-        Generators kept after each step (default: twice the number of state entries, parameters plus
-        velocity: the fresh symbols of the step's remainder and as many earlier ones).
+        Generators kept after each step (default: 1.5 times the number of state entries, parameters plus
+        velocity: the fresh symbols of the step's remainder and half as many earlier ones).
     max_entries : int
         Samples are evaluated in chunks whose largest form array (samples × widest layer × symbols) has at
         most this many entries.
@@ -96,7 +96,7 @@ class SharedCarry:
         self.y = y
         self.y_out = np.reshape(y, (len(y), -1)) if self.loss == "mse" else y
         rows = self.m * (2 if recipe.momentum else 1)
-        self.max_generators = 2 * rows if max_generators is None else int(max_generators)
+        self.max_generators = 3 * rows // 2 if max_generators is None else int(max_generators)
         self.max_entries = max_entries
         start = model.to_vector() if rows == self.m else np.concatenate([model.to_vector(), np.zeros(self.m)])
         self.c, self.G = start, np.zeros((rows, 0))
