@@ -155,7 +155,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--carry",
         choices=CARRIES,
         default="box",
-        help="carried between steps: the box, or also an affine zonotope (tighter later) (default box)",
+        help=(
+            "carried between steps: the box, or also a zonotope over the perturbed inputs (affine: hundreds "
+            "of rows) or over the parameters (shared: thousands of rows) (default box)"
+        ),
     )
     parser.add_argument("--hidden", type=int, default=16, help="hidden units of the 2-layer MLP (default 16)")
     parser.add_argument(

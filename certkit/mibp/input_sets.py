@@ -149,5 +149,3 @@ def _other_class(labels: np.ndarray, classes: np.ndarray, gen: np.random.Generat
     pos = np.searchsorted(classes, labels)
     shift = gen.integers(1, len(classes), size=len(labels))
     return classes[(pos + shift) % len(classes)].astype(labels.dtype)
-
-

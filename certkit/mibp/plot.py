@@ -54,8 +54,9 @@ def plot_certified_accuracy(
     if nominal is not None:
         if not 0 <= nominal <= 1:
             raise ValueError(f"nominal must lie in [0, 1], got {nominal}")
-        ax.axhline(nominal, color="grey", linestyle="--", linewidth=1,
-                   label=f"nominal accuracy {nominal:.3f}")
+        ax.axhline(
+            nominal, color="grey", linestyle="--", linewidth=1, label=f"nominal accuracy {nominal:.3f}"
+        )
     if np.all(eps > 0):
         ax.set_xscale("log")
     ax.set_xlabel("training-data perturbation ε")

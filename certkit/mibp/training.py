@@ -120,15 +120,18 @@ def certified_training(
         ``μ_k · θ`` added to sample ``k``'s objectives, ``Σ_k μ_k = 0`` exactly (sound for any such μ),
         ``μ_k`` from the per-sample Jacobians of the step at the box centre: same program sizes as
         ``decomposed``, much of the coupling restored.  Ignored by ``interval``.
-    carry : {"box", "affine"}
+    carry : {"box", "affine", "shared"}
         What is carried from one step to the next.  ``box``: the parameter box (each step starts from
         a box, which forgets how the parameters depend on each other and on the perturbed inputs).
         ``affine``: additionally a zonotope ``c + G e`` over symbols for the perturbed inputs and for
         earlier remainders, advanced by affine arithmetic through the gradient (sound by
-        construction, see `certkit.mibp.affine`); each epoch's box is the box of ``backend`` /
-        ``formulation`` intersected with the zonotope's interval hull, so it is never wider than
-        with ``box``.  ``Budget`` is relaxed to the per-point hull inside the zonotope (the
-        intersected box still uses it).
+        construction, see `certkit.mibp.affine`); ``Budget`` is relaxed to the per-point hull inside
+        the zonotope (the intersected box still uses it); for small runs (hundreds of rows).
+        ``shared``: a zonotope over symbols of the parameters only, shared by every sample, with the
+        softmax linearised and the deviating rows bounded by the change of their gradient
+        (`certkit.mibp.shared`); for runs of thousands of rows.  With either zonotope each epoch's
+        box is the box of ``backend`` / ``formulation`` intersected with the zonotope's interval
+        hull, so it is never wider than with ``box``.
     time_limit : float, optional
         Seconds per solve; a solve stopped early contributes its dual bound.
     solver : str, optional
