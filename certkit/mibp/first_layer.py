@@ -99,7 +99,8 @@ class FirstLayer:
         absW = np.abs(p.Wc)
         r = self.r @ absW.T + rad @ p.rho_W.T
         mag = (np.abs(self.c) + rad) @ (absW + p.rho_W).T + np.abs(p.bc) + p.rho_b
-        return Forms(c, G, up(r + err_bound(o + 1, mag)))
+        # the product with Ĝ sums over the units and inputs: o (d + 1) terms
+        return Forms(c, G, up(r + err_bound(o * self.xt.shape[1] + 2, mag)))
 
     def sum_outer(self, g: Forms, terms: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``Σ_k g_k h_kᵀ`` (as `certkit.mibp.forms.sum_outer`, ``h`` this layer's activations)."""
@@ -111,7 +112,9 @@ class FirstLayer:
         if g.G is not None:
             G = G + (self.c.T @ g.G.reshape(k, oc * q)).reshape(o, oc, q).transpose(1, 0, 2)
         r = np.abs(g.c).T @ self.r + g.r.T @ np.abs(self.c) + g.radius().T @ self.radius()
-        r = up(r * (1.0 + (terms + 2) * _U) + err_bound(terms + 2, g.maxabs().T @ self.maxabs()))
+        # over the samples, then over the inputs for the product with Ĝ
+        terms = terms + self.xt.shape[1] + 3
+        r = up(r * (1.0 + terms * _U) + err_bound(terms, g.maxabs().T @ self.maxabs()))
         return c.ravel(), G.reshape(oc * o, q), r.ravel()
 
     def backward_sums(
@@ -149,7 +152,9 @@ class FirstLayer:
         rad = up(rho + r)
         rs = np.abs(c).T @ xr + r.T @ np.abs(self.xt) + rad.T @ xr
         mag = (np.abs(c) + rad).T @ (np.abs(self.xt) + xr)
-        rs = up(rs * (1.0 + (terms + 2) * _U) + err_bound(terms + 2, mag))
+        # the product with the derivative's coefficients sums over samples and outputs
+        terms = terms * oc + oc + 2
+        rs = up(rs * (1.0 + terms * _U) + err_bound(terms, mag))
         d = d1 - 1
         weights = (cs[:, :d].ravel(), G[:, :d].reshape(o * d, q), rs[:, :d].ravel())
         biases = (cs[:, d], G[:, d], rs[:, d])

@@ -139,7 +139,9 @@ class MissingValues(Perturbation):
     mask : bool array (n, d)
         True where the value is missing: the observed value is a placeholder, or NaN (replaced by the
         centre of ``[lower, upper]``, or the middle level, for the nominal run; see
-        `Perturbation.fill_missing`).
+        `Perturbation.fill_missing`).  The nominal run trains on the placeholders; one outside its set
+        makes that dataset one the perturbation does not allow, so ``result.nominal_path`` need not lie
+        in the certified boxes (code such entries as NaN).
     lower, upper : float or array (d,)
         Range of a missing continuous value.
     levels : mapping feature -> sequence of float, optional
