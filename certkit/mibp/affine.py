@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from certkit.mibp.forms import girard
 from certkit.mibp.interval import interval_forward, output_derivative
 from certkit.mibp.perturbation import InputSets
 from certkit.mibp.recipe import Recipe
@@ -362,11 +363,8 @@ class AffineCarry:
             return Zonotope(np.full(m, np.nan), np.zeros((m, 0)), np.zeros(0, dtype=np.int64))
         keep = max(0, self.max_generators - m)
         if G.shape[1] > keep:
-            A = np.abs(G)
-            score = A.sum(axis=0) - A.max(axis=0)
-            order = np.argsort(-score, kind="stable")
-            kept, dropped = np.sort(order[:keep]), order[keep:]
-            r = _up(r + A[:, dropped].sum(axis=1) * (1.0 + (len(dropped) + 2) * _U))
+            kept, boxed = girard(G, keep)
+            r = _up(r + boxed)
             G, ids = G[:, kept], ids[kept]
         fresh = np.nonzero(r > 0)[0]
         D = np.zeros((m, len(fresh)))

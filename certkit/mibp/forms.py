@@ -23,6 +23,7 @@ __all__ = [
     "Params",
     "backward",
     "err_bound",
+    "girard",
     "linear",
     "mask",
     "relu",
@@ -255,3 +256,15 @@ def sigmoid_forms(z: Forms, zL: np.ndarray, zU: np.ndarray) -> Forms:
     G = None if z.G is None else d0[..., None] * z.G
     r = dev * up(np.maximum(hi - z.c, z.c - lo)) + d0 * z.r + err_bound(1, d0 * z.rho) + 16.0 * _U
     return Forms(s0, G, up(r))
+
+
+def girard(G: np.ndarray, keep: int) -> tuple[np.ndarray, np.ndarray]:
+    """Girard's order reduction of the generator matrix ``G`` (rows × columns) to ``keep`` columns: the
+    indices of the columns kept (those with the largest ``‖g‖₁ - ‖g‖∞``, in their order) and, per row, an
+    upper bound on ``Σ|g|`` over the others, which the caller boxes (adds to the row's radius)."""
+    if G.shape[1] <= keep:
+        return np.arange(G.shape[1]), np.zeros(G.shape[0])
+    A = np.abs(G)
+    order = np.argsort(-(A.sum(axis=0) - A.max(axis=0)), kind="stable")
+    dropped = order[keep:]
+    return np.sort(order[:keep]), A[:, dropped].sum(axis=1) * (1.0 + (len(dropped) + 2) * _U)

@@ -37,6 +37,7 @@ from certkit.mibp.forms import (
     Forms,
     Params,
     backward,
+    girard,
     linear,
     mask,
     relu,
@@ -258,16 +259,9 @@ class SharedCarry:
             self.c, self.G = np.full(len(c), np.nan), np.zeros((len(c), 0))
             return
         G = G[:, np.any(G != 0.0, axis=0)]
+        kept, boxed = girard(G, max(0, self.max_generators - int(np.count_nonzero(r > 0))))
+        G, r = G[:, kept], up(r + boxed)
         fresh = np.nonzero(r > 0)[0]
-        keep = max(0, self.max_generators - len(fresh))
-        if G.shape[1] > keep:
-            A = np.abs(G)
-            score = A.sum(axis=0) - A.max(axis=0)
-            order = np.argsort(-score, kind="stable")
-            dropped = order[keep:]
-            r = up(r + A[:, dropped].sum(axis=1) * (1.0 + (len(dropped) + 2) * _U))
-            G = G[:, np.sort(order[:keep])]
-            fresh = np.nonzero(r > 0)[0]
         D = np.zeros((len(c), len(fresh)))
         D[fresh, np.arange(len(fresh))] = r[fresh]
         self.c, self.G = c, np.concatenate([G, D], axis=1)
