@@ -28,7 +28,11 @@ peak).  On CPUs with AVX-512 the 8-wide peak is printed too.  It then prints
   fused multiply-add counts as one operation (the AVX2 clone fuses them; an FMA takes an adder slot)
   and the count is the model in `em_operations`, as a fraction of the same peak, per pass (a 31-pass
   run minus a 1-pass run); the fixed cost of a call is printed beside it.  EM runs on one thread (it
-  has no thread option; the causal search parallelises over candidate sets).
+  has no thread option; the causal search parallelises over candidate sets).  The same for the
+  expanded designs of ``mechanism="spline"`` (per parent, centred cubic B-splines at quantile knots
+  but the first: p = 7, 10 and 19 columns), with the pass time relative to the linear p = 4 design's,
+  and the joint EM (``mixreg.joint_em``) of one latent over three nodes with these designs, with and
+  without its tiled Gram accumulation (``tiled=True``, which wide designs use).
 
 Run: ``python benchmarks/kernels.py [--repeats 5]``.
 """
@@ -56,6 +60,8 @@ N_EXAMPLES, SUBSAMPLE, N_SUBSAMPLES, N_COMPONENTS, TOP_K = 1000, 100, 10_000, 51
 DELETION_PROB = 0.9
 SEED = 1
 EM_SAMPLES, EM_DIM, EM_COMPONENTS, EM_ITERATIONS = 20_000, 4, 3, 30
+#: (parents, interior knots per parent) of the spline designs: p = 1 + parents * (knots + 3).
+SPLINE_DESIGNS, SPLINE_PARENTS = ((1, 3), (3, 0), (3, 3)), 3
 PEAK_ITERATIONS = 50_000_000
 
 PEAK_SOURCE = r"""
@@ -363,11 +369,73 @@ def machine_limit(scores: np.ndarray, t_votes1: float, t_votes2: float, reps: in
         f"({rate2 / peak2:.0%} of the 2-thread peak)"
     )
     rng = np.random.default_rng(SEED)
-    design = np.column_stack([np.ones(EM_SAMPLES), rng.normal(size=(EM_SAMPLES, EM_DIM - 1))])
+    parents = rng.normal(size=(EM_SAMPLES, SPLINE_PARENTS))
+    linear = np.column_stack([np.ones(EM_SAMPLES), parents[:, : EM_DIM - 1]])
     group = rng.integers(0, EM_COMPONENTS, size=EM_SAMPLES)
     coef = rng.normal(size=(EM_COMPONENTS, EM_DIM))
-    y = np.einsum("ij,ij->i", design, coef[group]) + 0.3 * rng.normal(size=EM_SAMPLES)
+    y = np.einsum("ij,ij->i", linear, coef[group]) + 0.3 * rng.normal(size=EM_SAMPLES)
     resp0 = rng.dirichlet(np.ones(EM_COMPONENTS), size=EM_SAMPLES)
+    per_pass, ops, t_one, t_em, calls = em_pass_rate(y, linear, resp0, reps)
+    print(
+        f"mixreg.em (n={EM_SAMPLES:,}, p={EM_DIM}, K={EM_COMPONENTS}): {per_pass * 1e3:.3f} ms per pass = "
+        f"{ops / 1e9:.2f} G float64 ops/s = {ops / peak1:.0%} of the 1-thread add peak (one thread); "
+        f"fixed cost of a call {t_one * 1e3:.1f} ms ({t_one / t_em:.0%} of a {calls}-pass call)"
+    )
+    # The spline mechanism's expanded design: per parent, cubic B-splines at quantile knots (the first
+    # dropped, the rest centred), the same y and starting responsibilities.
+    designs = []
+    for n_parents, knots in SPLINE_DESIGNS:
+        design = np.column_stack(
+            [np.ones(EM_SAMPLES), *(spline_columns(parents[:, i], knots) for i in range(n_parents))]
+        )
+        spline_pass, spline_ops, _, _, _ = em_pass_rate(y, design, resp0, reps)
+        print(
+            f"mixreg.em, spline design ({n_parents} parent(s) x {knots} interior knots: p={design.shape[1]}, "
+            f"K={EM_COMPONENTS}): {spline_pass * 1e3:.3f} ms per pass ({spline_pass / per_pass:.1f}x the "
+            f"p={EM_DIM} pass) = {spline_ops / 1e9:.2f} G float64 ops/s = {spline_ops / peak1:.0%} of the "
+            "1-thread add peak"
+        )
+        designs.append(design)
+    # The joint EM of one latent over nodes with these designs, with and without the tiled Gram
+    # accumulation that wide designs use.
+    Y = np.column_stack([y + 0.5 * rng.normal(size=EM_SAMPLES) for _ in designs])
+    untiled, tiled = (joint_pass_time(Y, designs, resp0, flag, reps) for flag in (False, True))
+    widths = ", ".join(str(d.shape[1]) for d in designs)
+    print(
+        f"mixreg.joint_em, {len(designs)} nodes with the spline designs above (p = {widths}), "
+        f"K={EM_COMPONENTS}: {untiled * 1e3:.3f} ms per pass untiled, {tiled * 1e3:.3f} ms tiled "
+        f"({untiled / tiled:.2f}x)"
+    )
+
+
+def spline_columns(x: np.ndarray, knots: int) -> np.ndarray:
+    """Centred cubic B-splines of ``x`` with ``knots`` interior knots at its quantiles, the first
+    dropped (they sum to one, as the intercept): ``knots + 3`` columns."""
+    from scipy.interpolate import BSpline
+
+    inner = np.quantile(x, np.arange(1, knots + 1) / (knots + 1))
+    t = np.concatenate([[x.min()] * 4, inner, [x.max()] * 4])
+    basis = BSpline.design_matrix(x, t, 3).toarray()[:, 1:]
+    return basis - basis.mean(axis=0)
+
+
+def joint_pass_time(Y: np.ndarray, designs: list, resp0: np.ndarray, tiled: bool, reps: int) -> float:
+    """Seconds per pass of ``mixreg.joint_em`` (an (EM_ITERATIONS + 1)-pass call minus a 1-pass call)."""
+
+    def em(max_iter: int) -> Callable[[], dict]:
+        floors = np.full(Y.shape[1], 1e-12)
+        return lambda: _core.mixreg.joint_em(
+            Y, designs, resp0, max_iter=max_iter, tol=0.0, ridge=1e-10, min_variance=floors, tiled=tiled
+        )
+
+    t_em, out = best_time(em(EM_ITERATIONS), reps)
+    t_one, one = best_time(em(0), reps)
+    return (t_em - t_one) / (len(out["loglik_trace"]) - len(one["loglik_trace"]))
+
+
+def em_pass_rate(y: np.ndarray, design: np.ndarray, resp0: np.ndarray, reps: int):
+    """Seconds per EM pass, float64 ops per second (`em_operations`), the times of a 1-pass and of an
+    (EM_ITERATIONS + 1)-pass call, and that call's passes."""
 
     def em(max_iter: int) -> Callable[[], dict]:
         return lambda: _core.mixreg.em(
@@ -379,15 +447,9 @@ def machine_limit(scores: np.ndarray, t_votes1: float, t_votes2: float, reps: in
     t_em, out = best_time(em(EM_ITERATIONS), reps)
     t_one, one = best_time(em(0), reps)
     passes = len(out["loglik_trace"]) - len(one["loglik_trace"])
-    ops = em_operations(EM_SAMPLES, EM_DIM, EM_COMPONENTS, passes) / (t_em - t_one)
-    per_pass = (t_em - t_one) / passes
-    print(
-        f"mixreg.em (n={EM_SAMPLES:,}, p={EM_DIM}, K={EM_COMPONENTS}): {per_pass * 1e3:.3f} ms per pass = "
-        f"{ops / 1e9:.2f} G float64 ops/s = {ops / peak1:.0%} of the 1-thread add peak (one thread); "
-        f"fixed cost of a call {t_one * 1e3:.1f} ms ({t_one / t_em:.0%} of a "
-        f"{len(out['loglik_trace'])}-pass call)"
-    )
-
+    k = int(np.count_nonzero(out["weights"] > 0))
+    ops = em_operations(len(y), design.shape[1], k, passes) / (t_em - t_one)
+    return (t_em - t_one) / passes, ops, t_one, t_em, len(out["loglik_trace"])
 
 if __name__ == "__main__":
     main()
