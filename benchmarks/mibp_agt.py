@@ -241,7 +241,7 @@ def epochs_curve(plot: str | None, epochs: int = 10) -> None:
         ax.set_ylabel("test accuracy")
         ax.set_ylim(0, 1)
         ax.set_xticks(steps)
-        ax.legend(fontsize=8, loc="lower left")
+        ax.legend(fontsize=7, loc="center right")
         ax.set_title("Half moons, AGT's recipe: accuracy vs certified accuracy per epoch", fontsize=9)
         fig.tight_layout()
         fig.savefig(plot, dpi=120)
