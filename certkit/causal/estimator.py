@@ -86,7 +86,8 @@ class CausalMixtureModel(BaseEstimator):
         the node's least-squares regression on that parent alone.
     orientation_threshold : float
         With ``"spline"``, an edge the equivalence class leaves undirected is identified when reversing
-        it raises the search score by more than this (BIC units); Meek's rules then propagate.
+        it, in the member of the class where it is covered (``score_orientations``), raises the search
+        score by more than this (BIC units); Meek's rules then propagate.
     n_init, max_iter, tol, min_variance
         EM options (see ``fit_mixture_regression``).
     standardize : bool
@@ -134,7 +135,7 @@ class CausalMixtureModel(BaseEstimator):
     identified_ : ndarray (d, d) of bool
         True for each edge of ``adjacency_`` whose orientation every DAG in the equivalence class of
         the fitted graph shares (same skeleton, same v-structures with the mixing variables added as
-        sources; Meek's rules); with ``"spline"`` also the edges whose reversal costs more than
+        sources; Meek's rules); with ``"spline"`` also the edges whose covered reversal costs more than
         ``orientation_threshold`` and what Meek's rules derive from them. Other orientations are
         arbitrary. A statement about the fitted graph, not a guarantee about the true one (see
         docs/causal.md).

@@ -184,7 +184,7 @@ def joint_em(
     if designs is None:
         designs = NodeDesigns(X)
     tiled = designs.mechanism == "spline"
-    designs = [designs.design(v, pa) for v, pa in zip(nodes, parents)]
+    designs = [designs.design(v, pa, order="F") for v, pa in zip(nodes, parents)]
     floors = min_variance * Y.var(axis=0)
     burn_in = min(BURN_IN, max_iter) if len(starts) > 1 else max_iter
     best = None
@@ -332,7 +332,7 @@ def fit_joint_mixture(
     min_variance = check_positive(min_variance, "min_variance")
     mechanism = check_in_options(mechanism, "mechanism", MECHANISMS)
     builder = NodeDesigns(X, mechanism, check_n_knots(n_knots))
-    designs = [builder.design(v, pa) for v, pa in zip(nodes, parents)]
+    designs = [builder.design(v, pa, order="F") for v, pa in zip(nodes, parents)]
     widths = [d.shape[1] for d in designs]
     if n < joint_parameters(K, widths) or n < K * (max(widths) + 1):
         raise ValueError(
@@ -380,7 +380,7 @@ def node_mechanism(
     ``designs`` rebuilds the design the fit used (linear on ``X`` by default).
     """
     n = X.shape[0]
-    design = (designs or NodeDesigns(X)).design(fit.nodes[index], fit.parents[index])
+    design = (designs or NodeDesigns(X)).design(fit.nodes[index], fit.parents[index], order="F")
     coef, scale = fit.coef[index], fit.scale[index]
     resid = X[:, [fit.nodes[index]]] - design @ coef.T
     logp = np.log(fit.weights) - np.log(scale) - 0.5 * (_LOG_2PI + (resid / scale) ** 2)

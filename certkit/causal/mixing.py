@@ -200,7 +200,7 @@ class _SetFitter:
         (seeded by the nodes and ``K``); None when every start loses its groups."""
         s = self.settings
         Y = self.X[:, list(nodes)]
-        designs = [self.designs.design(v, self.parents[v]) for v in nodes]
+        designs = [self.designs.design(v, self.parents[v], order="F") for v in nodes]
         raw = [self.X[:, list(self.parents[v])] for v in nodes] if s.mechanism == "spline" else None
         rng = np.random.default_rng([s.seed, 17, K, len(nodes), *nodes])
         try:

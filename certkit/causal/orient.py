@@ -4,7 +4,9 @@ A linear-Gaussian BIC gives every DAG of a Markov equivalence class the same sco
 an edge the class leaves undirected is arbitrary. With nonlinear mechanisms and additive noise the
 reverse model does not fit as well in general (Hoyer et al. 2009; Peters et al. 2014, CAM), and the
 score itself tells the directions apart. ``score_orientations`` marks an undirected edge as oriented when
-reversing it in the fitted DAG raises the total score by more than a threshold.
+reversing it raises the total score by more than a threshold, in the member of the class where the edge
+is covered (reversing it there gives another member, so the difference measures the direction and not
+a change of v-structures).
 """
 
 from __future__ import annotations
@@ -13,23 +15,25 @@ import numpy as np
 
 from certkit.causal.search import LocalScore
 
-__all__ = ["score_orientations"]
+__all__ = ["covered_parents", "score_orientations"]
 
 
-def _reaches(adjacency: np.ndarray, source: int, target: int, skip: tuple[int, int]) -> bool:
-    """A directed path ``source -> ... -> target`` in ``adjacency`` that does not use the edge ``skip``."""
-    seen, stack = {source}, [source]
-    while stack:
-        v = stack.pop()
-        for w in np.flatnonzero(adjacency[v]):
-            w = int(w)
-            if (v, w) == skip or w in seen:
-                continue
-            if w == target:
-                return True
-            seen.add(w)
-            stack.append(w)
-    return False
+def covered_parents(cpdag_matrix: np.ndarray, i: int, j: int) -> frozenset[int] | None:
+    """The parents ``D`` of ``i`` in a member of the class where the undirected edge ``i - j`` is
+    ``i -> j`` and covered (``pa(i) = D``, ``pa(j) = D + {i}``); None if the CPDAG gives ``i`` and ``j``
+    different directed parents (no such member is known; the edge is then not tested).
+
+    In a CPDAG the endpoints of an undirected edge have the same directed parents: a directed parent
+    ``a`` of ``i`` alone would either be non-adjacent to ``j`` (Meek's R1 orients ``i -> j``), a child of
+    ``j`` (R2 orients ``j -> i``) or joined to ``j`` undirected (a semi-directed cycle, which a CPDAG has
+    none of). Orienting the undirected edges from ``i``, then ``j``, along a maximum cardinality search
+    gives a member with these parent sets (Andersson et al. 1997); Chickering (1995) reaches it from the
+    fitted DAG by covered reversals. The tests check the member against the class enumerated by brute
+    force, mixing sets included.
+    """
+    directed = (cpdag_matrix != 0) & (cpdag_matrix.T == 0)
+    parents_i = frozenset(np.flatnonzero(directed[:, i]).tolist())
+    return parents_i if parents_i == frozenset(np.flatnonzero(directed[:, j]).tolist()) else None
 
 
 def score_orientations(
@@ -37,11 +41,14 @@ def score_orientations(
 ) -> np.ndarray:
     """The edges ``i -> j`` of ``adjacency``, undirected in ``cpdag_matrix``, that the score orients.
 
-    For such an edge, with parents ``pa`` in ``adjacency``, the reversal changes two local scores:
-    $\\Delta = S(j \\mid pa_j \\setminus i) + S(i \\mid pa_i \\cup j) - S(j \\mid pa_j) - S(i \\mid pa_i)$.
-    The orientation ``i -> j`` is identified when $\\Delta >$ ``threshold`` (the fitted direction fits
-    better by that much). An edge whose reversal would close a directed cycle (another path from ``i``
-    to ``j``) is left as it is: the reversal is no DAG to compare with.
+    Each such edge is tested where it is covered: with ``D = covered_parents(cpdag_matrix, i, j)`` (the
+    directed parents that ``i`` and ``j`` share in the CPDAG) the reversal changes two local scores,
+    $\\Delta = S(j \\mid D) + S(i \\mid D \\cup j) - S(j \\mid D \\cup i) - S(i \\mid D)$, and the
+    orientation ``i -> j`` of ``adjacency`` is identified when $\\Delta >$ ``threshold``. Reversing an
+    edge that is not covered would create or destroy a v-structure: its score difference measures
+    another independence model, not the direction (on linear-Gaussian data it is large and
+    arbitrary). Only the orientation of ``adjacency`` is ever identified; when the reverse fits better
+    the edge is left undirected.
 
     Parameters
     ----------
@@ -59,18 +66,18 @@ def score_orientations(
     ndarray (d, d) of bool
         True for each edge ``i -> j`` of ``adjacency`` that the score orients.
     """
-    edges = [
-        (i, j) for i, j in ((int(a), int(b)) for a, b in zip(*np.nonzero(adjacency)))
-        if cpdag_matrix[i, j] and cpdag_matrix[j, i] and not _reaches(adjacency, i, j, (i, j))
-    ]
-    parents = [set(np.flatnonzero(adjacency[:, v]).tolist()) for v in range(adjacency.shape[0])]
+    tests = []
+    for i, j in zip(*np.nonzero(adjacency)):
+        i, j = int(i), int(j)
+        shared = covered_parents(cpdag_matrix, i, j) if cpdag_matrix[i, j] and cpdag_matrix[j, i] else None
+        if shared is not None:
+            tests.append((i, j, shared))
     keys = []
-    for i, j in edges:
-        keys += [(j, parents[j]), (i, parents[i]), (j, parents[j] - {i}), (i, parents[i] | {j})]
+    for i, j, shared in tests:
+        keys += [(j, shared | {i}), (i, shared), (j, shared), (i, shared | {j})]
     score.prefetch(keys)
     out = np.zeros(adjacency.shape, dtype=bool)
-    for i, j in edges:
-        now = score(j, parents[j]) + score(i, parents[i])
-        reversed_ = score(j, parents[j] - {i}) + score(i, parents[i] | {j})
-        out[i, j] = reversed_ - now > threshold
+    for i, j, shared in tests:
+        now = score(j, shared | {i}) + score(i, shared)
+        out[i, j] = score(j, shared) + score(i, shared | {j}) - now > threshold
     return out

@@ -9,10 +9,15 @@ The basis of parent ``i`` with ``k`` interior knots: knots at the ``1/(k+1), ...
 ``x_i``, boundary knots at its minimum and maximum, ``k + 4`` cubic B-splines. They sum to one, which
 would duplicate the intercept, so the first is dropped and the other ``k + 3`` are the parent's columns
 (the condition number of ``[1, basis]`` stays below about 150 for up to 10 knots on normal or skewed
-data). They are not centred: each is zero outside four knot intervals, so a mixture component whose
-samples miss an interval has an all-zero column there, which the EM kernels' relative ridge
-($10^{-8} G_{aa}$, the only ridge; ``K = 1`` is plain least squares) sets to a zero coefficient, where a
-centred column would be constant on the component and collinear with its intercept.
+data). When a quantile falls in a gap of the data and leaves ``[1, basis]`` rank deficient, the number
+of knots is lowered until it does not (``spline_basis``). The columns are not centred: each is zero
+outside four knot intervals, so a mixture component whose samples miss an interval has an all-zero
+column there, which the EM kernels' relative ridge ($10^{-8} G_{aa}$, the only ridge; ``K = 1`` is plain
+least squares) sets to a zero coefficient. That does not remove every collinearity with the intercept:
+on a component with no sample below the first interior knot the dropped B-spline is zero, the kept
+columns sum to one there and duplicate its intercept. The ridge keeps that component's weighted Gram
+matrix solvable and splits the constant between the intercept and the basis; the fitted mechanism (and
+the likelihood) is the same, only that split is arbitrary, and the BIC still counts the column.
 """
 
 from __future__ import annotations
@@ -80,13 +85,16 @@ def spline_basis(x: Any, n_knots: int) -> np.ndarray:
         One parent's values (finite).
     n_knots : int
         Interior knots (0 .. `MAX_KNOTS`), at the ``1/(n_knots+1), ..., n_knots/(n_knots+1)`` quantiles;
-        repeated quantiles (ties in ``x``) are kept once.
+        repeated quantiles (ties in ``x``) are kept once. While a quantile falls in a gap of the data
+        that leaves the basis rank deficient (no distinct value of ``x`` in the support of one
+        B-spline, past those of the B-splines before it: the Schoenberg-Whitney condition fails),
+        one knot fewer is tried, so ``[1, basis]`` always has full column rank.
 
     Returns
     -------
     ndarray (n, q)
         The B-splines but the first (they sum to one; the intercept is the design's own column):
-        ``q = n_knots + 3`` for distinct knots.
+        ``q = k + 3`` for the ``k <= n_knots`` distinct knots kept.
     """
     from scipy.interpolate import BSpline
 
@@ -97,10 +105,27 @@ def spline_basis(x: Any, n_knots: int) -> np.ndarray:
     lo, hi = float(x.min()), float(x.max())
     if not hi > lo:
         raise ValueError("x is constant; a spline basis needs a variable that varies")
-    inner = np.unique(np.quantile(x, np.arange(1, n_knots + 1) / (n_knots + 1)))
-    inner = inner[(inner > lo) & (inner < hi)]
-    knots = np.concatenate([np.full(4, lo), inner, np.full(4, hi)])
+    distinct = np.unique(x)
+    for k in range(n_knots, -1, -1):
+        inner = np.unique(np.quantile(x, np.arange(1, k + 1) / (k + 1)))
+        inner = inner[(inner > lo) & (inner < hi)]
+        knots = np.concatenate([np.full(4, lo), inner, np.full(4, hi)])
+        if k == 0 or _full_rank(BSpline.design_matrix(distinct, knots, 3).toarray()):
+            break
     return np.ascontiguousarray(BSpline.design_matrix(x, knots, 3).toarray()[:, 1:])
+
+
+def _full_rank(basis: np.ndarray) -> bool:
+    """Schoenberg-Whitney on ``basis`` (B-splines at the distinct values, sorted): full column rank iff
+    some increasing run of rows has a nonzero in each column in turn (each column's nonzero rows are one
+    interval, moving right with the column, so the earliest row that fits is the one to take)."""
+    row = -1
+    for column in basis.T:
+        later = np.flatnonzero(column[row + 1 :] > 0.0)
+        if later.size == 0:
+            return False
+        row += 1 + int(later[0])
+    return True
 
 
 class NodeDesigns:
@@ -145,27 +170,42 @@ class NodeDesigns:
         return self._knots[parent]
 
     def _bic_knots(self, parent: int, x: np.ndarray) -> np.ndarray:
+        """The knot choice for ``parent`` in each node's mechanism; ``LINEAR`` for the parent itself and
+        constant columns (never a mechanism it enters)."""
         n = x.size
         ladder = list(dict.fromkeys([LINEAR, *(_usable_knots(x, k) for k in range(BIC_MAX_KNOTS + 1))]))
         Y = self.X - self.X.mean(axis=0)
         total = np.einsum("ij,ij->j", Y, Y)
+        children = np.flatnonzero(total > 0.0)
+        children = children[children != parent]
+        Y, total = Y[:, children], total[children]
         bics = []
         for knots in ladder:
             basis = self._basis(parent, knots)
-            q_basis, _ = np.linalg.qr(basis - basis.mean(axis=0))  # centred: the intercept is fitted too
-            rss = total - np.einsum("ij,ij->j", q_basis.T @ Y, q_basis.T @ Y)
-            rss = np.maximum(rss, 1e-12 * total)
-            bics.append(n * np.log(rss / n) + q_basis.shape[1] * np.log(n))
-        return np.asarray(ladder)[np.argmin(np.array(bics), axis=0)]
+            basis = basis - basis.mean(axis=0)  # centred: the intercept is fitted too
+            coef, _, rank, _ = np.linalg.lstsq(basis, Y, rcond=None)  # rank: the columns the fit has
+            resid = Y - basis @ coef
+            rss = np.maximum(np.einsum("ij,ij->j", resid, resid), 1e-12 * total)
+            bics.append(n * np.log(rss / n) + rank * np.log(n))
+        choice = np.full(self.X.shape[1], LINEAR)
+        choice[children] = np.asarray(ladder)[np.argmin(np.array(bics), axis=0)]
+        return choice
 
     def blocks(self, node: int, parents: Iterable[int]) -> list[np.ndarray]:
         """The columns of each parent in the mechanism of ``node``, in the order given."""
         return [self._basis(int(p), int(self.knots(int(p))[node])) for p in parents]
 
-    def design(self, node: int, parents: Sequence[int]) -> np.ndarray:
-        """``[1, ...]`` (n, p) C-contiguous: the parents' columns (linear) or bases (spline) in order."""
+    def design(self, node: int, parents: Sequence[int], order: str = "C") -> np.ndarray:
+        """``[1, ...]`` (n, p): the parents' columns (linear) or bases (spline, C-contiguous) in order.
+
+        ``order="F"``: a linear design column-major (``np.column_stack``), the layout the joint fits
+        used before the spline mechanism existed, which their least-squares starts round with; the
+        single-node score's linear design is C-contiguous as it always was.
+        """
         n = self.X.shape[0]
         if self.mechanism == "linear":
+            if order == "F":
+                return np.column_stack([np.ones(n), self.X[:, list(parents)]])
             design = np.ones((n, len(parents) + 1))
             design[:, 1:] = self.X[:, list(parents)]
             return design

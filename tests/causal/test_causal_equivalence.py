@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from certkit.causal import CausalMixtureModel, cpdag, identified_orientations
+from certkit.causal.orient import covered_parents
 
 
 def _v_structures(G: np.ndarray) -> set[tuple[int, int, int]]:
@@ -32,10 +33,9 @@ def _acyclic(G: np.ndarray) -> bool:
     return True
 
 
-def _class_orientations(A: np.ndarray, sets: list[list[int]]) -> np.ndarray:
+def _members(A: np.ndarray, sets: list[list[int]]) -> list[np.ndarray]:
     """Brute force: every orientation of the augmented skeleton with the same v-structures, acyclic, and
-    each mixing variable a source; returns 1 where the observed edge i -> j holds in every member,
-    and 1 in both directions where members disagree."""
+    each mixing variable a source; each member's observed part."""
     d = A.shape[0]
     D = d + len(sets)
     G = np.zeros((D, D), dtype=bool)
@@ -44,7 +44,7 @@ def _class_orientations(A: np.ndarray, sets: list[list[int]]) -> np.ndarray:
         G[d + m, s] = True
     target = _v_structures(G)
     free = [(int(i), int(j)) for i, j in zip(*np.nonzero(np.triu(A | A.T)))]
-    seen = np.zeros((d, d), dtype=bool)
+    members = []
     for flips in itertools.product((False, True), repeat=len(free)):
         H = G.copy()
         H[:d, :d] = False
@@ -52,8 +52,14 @@ def _class_orientations(A: np.ndarray, sets: list[list[int]]) -> np.ndarray:
             a, b = (j, i) if flip else (i, j)
             H[a, b] = True
         if _acyclic(H) and _v_structures(H) == target:
-            seen |= H[:d, :d]
-    return seen.astype(np.int64)
+            members.append(H[:d, :d])
+    return members
+
+
+def _class_orientations(A: np.ndarray, sets: list[list[int]]) -> np.ndarray:
+    """1 where the observed edge i -> j holds in every member, and 1 in both directions where members
+    disagree."""
+    return np.logical_or.reduce(_members(A, sets)).astype(np.int64)
 
 
 def _random_dag(gen: np.random.Generator, d: int, p: float) -> np.ndarray:
@@ -81,6 +87,15 @@ def test_cpdag_equals_the_enumerated_class(seed):
     for i, j in zip(*np.nonzero(A)):
         assert ident[i, j] == (expected[j, i] == 0)
     assert not ident[A == 0].any()
+    # score_orientations tests an undirected edge i - j where it is covered: some member has
+    # pa(i) = D and pa(j) = D + {i}, D the directed parents i and j share in the CPDAG.
+    members = [[tuple(np.flatnonzero(H[:, v]).tolist()) for v in range(d)] for H in _members(A, sets)]
+    for i, j in zip(*np.nonzero(got & got.T)):
+        shared = covered_parents(got, int(i), int(j))
+        assert shared is not None
+        assert (tuple(sorted(shared)), tuple(sorted(shared | {int(i)}))) in {
+            (pa[i], pa[j]) for pa in members
+        }
 
 
 def test_hand_cases():
