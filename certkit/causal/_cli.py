@@ -12,6 +12,11 @@ NAME = "causal"
 HELP = "causal mixture discovery: causal graph, changing mechanisms and hidden groups from pooled data"
 
 
+def _n_knots(value: str) -> int | str:
+    """``--n-knots``: ``bic`` or an int (its range is checked by the estimator)."""
+    return value if value == "bic" else int(value)
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of the subcommand."""
     source = parser.add_mutually_exclusive_group(required=True)
@@ -28,6 +33,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         choices=("linear", "spline"),
         default="linear",
         help="mechanisms linear in the parents, or additive cubic splines of them (default linear)",
+    )
+    parser.add_argument(
+        "--n-knots",
+        type=_n_knots,
+        default="bic",
+        help="interior knots of each parent's spline basis, 0-50, or bic: per (node, parent) the linear "
+        "term or 0-3 knots by the BIC (default bic; --mechanism spline only)",
     )
     parser.add_argument(
         "--log", action="store_true", help="analyse log(X) (default for --dataset sachs; values must be > 0)"
@@ -88,6 +100,7 @@ def run(args: argparse.Namespace) -> int:
             args.max_components,
             search=args.search,
             mechanism=args.mechanism,
+            n_knots=args.n_knots,
             search_samples=args.search_samples or None,
             rng=args.seed,
             executor=args.jobs if args.jobs > 1 else None,

@@ -38,6 +38,21 @@ def test_mechanism_spline_orients_an_additive_noise_pair(tmp_path, capsys):
            "spline score, Meek's rules): x -> y" in capsys.readouterr().out
 
 
+def test_n_knots_is_an_option_as_the_too_few_rows_error_says(tmp_path, capsys):
+    path = tmp_path / "small.csv"
+    _write_csv(path, np.random.default_rng(0).standard_normal((40, 4)), ["a", "b", "c", "d"])
+    args = ["causal", str(path), "--max-components", "2", "--mechanism", "spline"]
+    assert main(args) == 2  # 2 * (1 + 3 * 6) + 3 = 41 parameters for 40 rows
+    err = capsys.readouterr().err
+    assert "n_knots or mechanism='linear'" in err
+    assert main([*args, "--n-knots", "0"]) == 0  # 2 * (1 + 3 * 3) + 3 = 23
+    assert main([*args, "--n-knots", "51"]) == 2
+    assert "n_knots" in capsys.readouterr().err.splitlines()[-1]
+    with pytest.raises(SystemExit):
+        main([*args, "--n-knots", "many"])
+    assert "--n-knots" in capsys.readouterr().err
+
+
 def test_unknown_mechanism_is_one_error_line(tmp_path, capsys):
     path = tmp_path / "data.csv"
     _write_csv(path, np.arange(20.0).reshape(10, 2) ** 1.5, ["a", "b"])
