@@ -1,6 +1,7 @@
 """Sachs leaderboard (issue 29 item 3) and the spline-to-linear fit time ratio on Sachs (item 5).
 
-Every method gets the same data, ``log`` of the abundances standardised per column, and is scored
+Every method gets the same data, ``log`` of the abundances standardised per column (the log as in
+the rest of certkit's Sachs analyses; the reference reads its own copy of the data), and is scored
 against the same graph:
 
 * **All nine conditions** (7,466 cells): the 18-edge consensus graph shipped by cdt 0.6.0
