@@ -36,8 +36,8 @@ Sections (each timed in this process; the machine may be shared, so wall times a
 
 Run: ``python benchmarks/causal.py [--seeds 10] [--quick]
 [--only em,synthetic,groups,nonlinear,sachs,leaderboard,scaling,speed] [--baseline-python PATH]``.
-All sections but 5 took 25 min wall (19 CPU min) on the shared 2-core machine at load average 4-6, of
-which NOTEARS on the two Sachs data sets 9 min and the nonlinear section 3 min; ``--only`` and
+All sections but 5 took 21 min wall (18 CPU min) on the shared 2-core machine at load average 4-6, of
+which NOTEARS on the two Sachs data sets 10 min and the nonlinear section 3 min; ``--only`` and
 ``--quick`` shorten it.
 """
 
