@@ -151,6 +151,8 @@ class SharedCarry:
             total_G += G
             total_r += r
         nb = len(batch)
+        # the chunks' remainders added in floating point (their c and G carry the batch's allowance)
+        total_r = up(total_r * (1.0 + (len(range(0, nb, chunk)) + 2) * _U))
         dlo, dhi = self._deviation(lower, upper, batch)
         mid = 0.5 * dlo + 0.5 * dhi
         total_r = up(total_r + np.maximum(dhi - mid, mid - dlo) + 4.0 * _U * (np.abs(total_c) + np.abs(mid)))
