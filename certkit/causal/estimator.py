@@ -85,9 +85,12 @@ class CausalMixtureModel(BaseEstimator):
         (default): per (node, parent), the linear term or 0 .. 3 knots, whichever gives the lowest BIC of
         the node's least-squares regression on that parent alone.
     orientation_threshold : float
-        With ``"spline"``, an edge the equivalence class leaves undirected is identified when reversing
-        it, in the member of the class where it is covered (``score_orientations``), raises the search
-        score by more than this (BIC units); Meek's rules then propagate.
+        With ``"spline"`` and ``n_knots="bic"``, an edge the equivalence class leaves undirected is
+        identified when reversing it, in the member of the class where it is covered
+        (``score_orientations``), raises the search score by more than this (BIC units); Meek's rules then
+        propagate.  With an int ``n_knots`` the score orients nothing (a fixed basis overfits both
+        directions of a linear pair by a chi-square amount, so their difference is noise: see
+        docs/causal.md).
     n_init, max_iter, tol, min_variance
         EM options (see ``fit_mixture_regression``).
     standardize : bool
@@ -299,7 +302,9 @@ class CausalMixtureModel(BaseEstimator):
                 executor=executor, designs=designs,
             )
             oriented = None
-            if settings.mechanism == "spline":
+            # only the BIC knot rule gives a linear pair one column both ways (a covered reversal then
+            # costs nothing); a fixed basis overfits both directions, and their difference is noise
+            if settings.mechanism == "spline" and settings.n_knots == "bic":
                 known = cpdag(adjacency, mixing_sets=[v.nodes for v in self.mixing_variables_])
                 oriented = score_orientations(score, adjacency, known, orientation_threshold)
         self.n_scores_ = score.n_evaluations
