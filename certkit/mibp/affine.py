@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from certkit.mibp.forms import girard
+from certkit.mibp.forms import girard, initial_state
 from certkit.mibp.interval import interval_forward, output_derivative
 from certkit.mibp.perturbation import InputSets
 from certkit.mibp.recipe import Recipe
@@ -216,12 +216,10 @@ class AffineCarry:
         # an entry that is not perturbed gets no symbol (radius 0, not the tiny padding of `_up`)
         exact = (lo == hi) & (self.mid == lo)
         self.rad = np.where(exact, 0.0, _up(np.maximum(hi - self.mid, self.mid - lo)))
-        # with momentum the state is (θ, v): 2 m rows over the same symbols
-        rows = self.m * (2 if recipe.momentum else 1)
-        self.max_generators = 4 * rows if max_generators is None else int(max_generators)
+        start = initial_state(model, recipe)
+        self.max_generators = 4 * len(start) if max_generators is None else int(max_generators)
         self.max_entries = max_entries
-        start = model.to_vector() if rows == self.m else np.concatenate([model.to_vector(), np.zeros(self.m)])
-        self.zonotope = Zonotope(start, np.zeros((rows, 0)), np.zeros(0, dtype=np.int64))
+        self.zonotope = Zonotope(start, np.zeros((len(start), 0)), np.zeros(0, dtype=np.int64))
         self._next_id = self.n * self.d
 
     # ------------------------------------------------------------------ one step

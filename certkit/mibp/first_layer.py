@@ -56,7 +56,6 @@ class FirstLayer:
         self.single = np.nonzero(count == 1)[0]
         self.single_rows = np.argmax(flat[:, self.single] != 0.0, axis=0)
         self.single_values = flat[self.single_rows, self.single]
-        self.Wc = p.Wc
         rho_hat = np.concatenate([p.rho_W, p.rho_b[:, None]], axis=1)  # (o, d + 1)
         absW = np.abs(p.Wc)
         c = x.c @ p.Wc.T + p.bc

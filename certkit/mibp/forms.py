@@ -24,6 +24,7 @@ __all__ = [
     "backward",
     "err_bound",
     "girard",
+    "initial_state",
     "linear",
     "mask",
     "relu",
@@ -256,6 +257,13 @@ def sigmoid_forms(z: Forms, zL: np.ndarray, zU: np.ndarray) -> Forms:
     G = None if z.G is None else d0[..., None] * z.G
     r = dev * up(np.maximum(hi - z.c, z.c - lo)) + d0 * z.r + err_bound(1, d0 * z.rho) + 16.0 * _U
     return Forms(s0, G, up(r))
+
+
+def initial_state(model, recipe) -> np.ndarray:
+    """The state a zonotope carry starts from: θ_0, followed with momentum by the velocity 0 (the state is
+    then ``(θ, v)``, 2 m entries over the same symbols)."""
+    theta = model.to_vector()
+    return np.concatenate([theta, np.zeros_like(theta)]) if recipe.momentum else theta
 
 
 def girard(G: np.ndarray, keep: int) -> tuple[np.ndarray, np.ndarray]:

@@ -38,6 +38,7 @@ from certkit.mibp.forms import (
     Params,
     backward,
     girard,
+    initial_state,
     linear,
     mask,
     relu,
@@ -96,11 +97,10 @@ class SharedCarry:
         self.sets = sets
         self.y = y
         self.y_out = np.reshape(y, (len(y), -1)) if self.loss == "mse" else y
-        rows = self.m * (2 if recipe.momentum else 1)
-        self.max_generators = 3 * rows // 2 if max_generators is None else int(max_generators)
+        self.c = initial_state(model, recipe)
+        self.G = np.zeros((len(self.c), 0))
+        self.max_generators = 3 * len(self.c) // 2 if max_generators is None else int(max_generators)
         self.max_entries = max_entries
-        start = model.to_vector() if rows == self.m else np.concatenate([model.to_vector(), np.zeros(self.m)])
-        self.c, self.G = start, np.zeros((rows, 0))
         if sets.budget is not None:  # the rows that keep their observed input
             self.XL = self.XU = sets.nominal
         else:
