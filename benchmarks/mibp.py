@@ -43,7 +43,7 @@ from certkit.mibp import (
     select_epoch,
 )
 from certkit.mibp._cli import load_data
-from certkit.mibp.attack import attack_predictions
+from certkit.mibp.certification.attack import attack_predictions
 
 EPSILONS = {
     "two_moons": (1e-4, 1e-3, 1e-2),

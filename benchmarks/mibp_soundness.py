@@ -1,6 +1,6 @@
 """Soundness sweep of MIBP certified training: random tiny configurations, every backend × formulation ×
 perturbation type, each result attacked by projected gradient ascent through the unrolled training
-(`certkit.mibp.attack.attack_violation`) and by vertex/uniform samples of the perturbation.
+(`certkit.mibp.certification.attack.attack_violation`) and by vertex/uniform samples of the perturbation.
 
 The backends and formulations come from `certkit.mibp.BACKENDS` / `certkit.mibp.FORMULATIONS`, so a new
 formulation joins the sweep once it is in the library.  Every solve runs under a time limit (a solve
@@ -38,8 +38,8 @@ import numpy as np
 
 from certkit._results import format_table
 from certkit.mibp import BACKENDS, FORMULATIONS, GurobiLicenseError, UnsoundBoundError, certified_training
-from certkit.mibp.attack import attack_violation
-from certkit.mibp.cases import PERTURBATION_KINDS, RECIPE_KINDS, random_case, random_recipe_case
+from certkit.mibp.certification.attack import attack_violation
+from certkit.mibp.certification.cases import PERTURBATION_KINDS, RECIPE_KINDS, random_case, random_recipe_case
 
 #: optional module each program backend needs
 _MODULES = {"gurobi": "gurobipy", "scip": "pyscipopt", "milp": "highspy", "lp": "highspy"}

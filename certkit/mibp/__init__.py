@@ -18,9 +18,10 @@ Examples
 >>> cert = certify_predictions(res, X)
 """
 
-from certkit.mibp.certify import PredictionCertificate, certify_predictions
-from certkit.mibp.mlp import MLP
-from certkit.mibp.perturbation import (
+from certkit.mibp.certification.certify import PredictionCertificate, certify_predictions
+from certkit.mibp.certification.selection import EpochSelection, select_epoch
+from certkit.mibp.problem.mlp import MLP
+from certkit.mibp.problem.perturbation import (
     Budget,
     Compose,
     FeatureBox,
@@ -30,9 +31,8 @@ from certkit.mibp.perturbation import (
     OrdinalShift,
     Perturbation,
 )
-from certkit.mibp.recipe import InverseDecay, Recipe
-from certkit.mibp.selection import EpochSelection, select_epoch
-from certkit.mibp.solvers import MAX_SCALE, GurobiLicenseError, SolveStats, UnsoundBoundError
+from certkit.mibp.problem.recipe import InverseDecay, Recipe
+from certkit.mibp.programs.solvers import MAX_SCALE, GurobiLicenseError, SolveStats, UnsoundBoundError
 from certkit.mibp.training import (
     BACKENDS,
     CARRIES,

@@ -42,7 +42,7 @@ DEFAULT_EPSILON = 0.01
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of ``certkit mibp``."""
     from certkit.mibp import BACKENDS, CARRIES, FORMULATIONS
-    from certkit.mibp.mlp import INITS
+    from certkit.mibp.problem.mlp import INITS
 
     source = parser.add_mutually_exclusive_group()
     source.add_argument(

@@ -19,17 +19,22 @@ from certkit._validation import (
     check_positive,
     check_progress,
 )
-from certkit.mibp.affine import AffineCarry
-from certkit.mibp.interval import interval_margin
-from certkit.mibp.losses import check_labels
-from certkit.mibp.mlp import MLP
-from certkit.mibp.perturbation import InputSets, Perturbation
-from certkit.mibp.recipe import LOSSES, Recipe, make_recipe
-from certkit.mibp.result import CertifiedTrainingResult
-from certkit.mibp.shared import SharedCarry
-from certkit.mibp.solvers import BACKENDS, BackendOptions, SolveStats, check_backend
-from certkit.mibp.steps import check_gurobi_upfront, check_program_recipe, interval_box_step, program_step
-from certkit.mibp.witnesses import Witnesses
+from certkit.mibp.certification.result import CertifiedTrainingResult
+from certkit.mibp.enclosures.affine import AffineCarry
+from certkit.mibp.enclosures.interval import interval_margin
+from certkit.mibp.enclosures.shared import SharedCarry
+from certkit.mibp.problem.losses import check_labels
+from certkit.mibp.problem.mlp import MLP
+from certkit.mibp.problem.perturbation import InputSets, Perturbation
+from certkit.mibp.problem.recipe import LOSSES, Recipe, make_recipe
+from certkit.mibp.programs.solvers import BACKENDS, BackendOptions, SolveStats, check_backend
+from certkit.mibp.programs.steps import (
+    check_gurobi_upfront,
+    check_program_recipe,
+    interval_box_step,
+    program_step,
+)
+from certkit.mibp.programs.witnesses import Witnesses
 from certkit.parallel import _progress_bar, resolve_executor, single_threaded
 
 __all__ = ["BACKENDS", "CARRIES", "FORMULATIONS", "CertifiedTrainingResult", "certified_training"]
@@ -125,11 +130,12 @@ def certified_training(
         a box, which forgets how the parameters depend on each other and on the perturbed inputs).
         ``affine``: additionally a zonotope ``c + G e`` over symbols for the perturbed inputs and for
         earlier remainders, advanced by affine arithmetic through the gradient (sound by
-        construction, see `certkit.mibp.affine`); ``Budget`` is relaxed to the per-point hull inside
+        construction, see `certkit.mibp.enclosures.affine`); ``Budget`` is relaxed to the per-point hull
+        inside
         the zonotope (the intersected box still uses it); for small runs (hundreds of rows).
         ``shared``: a zonotope over symbols of the parameters only, shared by every sample, with the
         softmax linearised and the deviating rows bounded by the change of their gradient
-        (`certkit.mibp.shared`); for runs of thousands of rows.  With either zonotope each epoch's
+        (`certkit.mibp.enclosures.shared`); for runs of thousands of rows.  With either zonotope each epoch's
         box is the box of ``backend`` / ``formulation`` intersected with the zonotope's interval
         hull, so it is never wider than with ``box``.
     time_limit : float, optional

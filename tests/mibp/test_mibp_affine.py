@@ -8,10 +8,10 @@ import pytest
 from scipy.optimize import linprog
 
 from certkit.mibp import MLP, Budget, FeatureBox, LabelFlips, certified_training
-from certkit.mibp.affine import AffineCarry
-from certkit.mibp.attack import attack_violation
-from certkit.mibp.cases import PERTURBATION_KINDS, random_case
-from certkit.mibp.recipe import make_recipe
+from certkit.mibp.certification.attack import attack_violation
+from certkit.mibp.certification.cases import PERTURBATION_KINDS, random_case
+from certkit.mibp.enclosures.affine import AffineCarry
+from certkit.mibp.problem.recipe import make_recipe
 
 
 def _pure_zonotopes(model, X, y, perturbation, loss, lr, epochs):

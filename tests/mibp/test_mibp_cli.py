@@ -41,7 +41,7 @@ def test_run_licence_limit_is_a_clear_message(capsys, monkeypatch):
 
 
 def test_run_licence_limit_names_cli_flags_that_fit(capsys):
-    from certkit.mibp.solvers import gurobi_size_limited
+    from certkit.mibp.programs.solvers import gurobi_size_limited
 
     pytest.importorskip("gurobipy")
     if not gurobi_size_limited():

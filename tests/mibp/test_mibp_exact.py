@@ -16,11 +16,11 @@ from certkit.mibp import (
     OrdinalShift,
     certified_training,
 )
-from certkit.mibp.encoding import build_output as _output_program
-from certkit.mibp.interval import interval_forward
-from certkit.mibp.program import widen
-from certkit.mibp.solvers import BackendOptions, gurobi_size_limited, solve_program
-from certkit.mibp.steps import program_step as _step
+from certkit.mibp.enclosures.interval import interval_forward
+from certkit.mibp.programs.encoding import build_output as _output_program
+from certkit.mibp.programs.program import widen
+from certkit.mibp.programs.solvers import BackendOptions, gurobi_size_limited, solve_program
+from certkit.mibp.programs.steps import program_step as _step
 
 EXACT = ["scip", "gurobi"]
 SOLVER_TOL = 1e-6  # solver feasibility tolerance 1e-9 on O(1) programs, padded by 1e-8 relative
@@ -109,7 +109,7 @@ def _fixed_pattern_box():
 
 def _vertex_values(lower, upper, X, eps, fn, *, widened=False):
     lo, hi = lower.to_vector(), upper.to_vector()
-    if widened:  # the box the programs encode (see certkit.mibp.program.widen)
+    if widened:  # the box the programs encode (see certkit.mibp.programs.program.widen)
         lo, hi = (np.array(v) for v in zip(*map(widen, lo, hi)))
     free = np.flatnonzero(lo < hi)
     out = []
@@ -125,7 +125,7 @@ def _vertex_steps(lower, upper, X, y, eps, lr, *, widened=False):
     """``θ - lr ∇J`` (binary hinge, `MLP.gd_step`'s formula) at every vertex of the parameter box × the
     input box, all vertices at once: rows in the order of `_vertex_values`, shape ``(vertices, m)``."""
     lo, hi = lower.to_vector(), upper.to_vector()
-    if widened:  # the box the programs encode (see certkit.mibp.program.widen)
+    if widened:  # the box the programs encode (see certkit.mibp.programs.program.widen)
         lo, hi = (np.array(v) for v in zip(*map(widen, lo, hi)))
     free = np.flatnonzero(lo < hi)
     bits = np.array(list(itertools.product((0, 1), repeat=free.size + X.size)))
@@ -391,7 +391,7 @@ def test_gurobi_licence_limit_gives_clear_error():
 def test_gurobi_error_10010_is_translated(monkeypatch):
     if not gurobi_size_limited():
         pytest.skip("the installed Gurobi licence is not size-limited, so error 10010 cannot be provoked")
-    import certkit.mibp.solvers.gurobi as solvers
+    import certkit.mibp.programs.solvers.gurobi as solvers
 
     # bypass the up-front size check so that Gurobi itself raises GurobiError 10010
     monkeypatch.setattr(solvers, "gurobi_size_limited", lambda: False)

@@ -3,11 +3,11 @@
 import numpy as np
 import pytest
 
-import certkit.mibp.solvers.cvxpy as cvxpy_backend
-import certkit.mibp.solvers.highs as highs_backend
+import certkit.mibp.programs.solvers.cvxpy as cvxpy_backend
+import certkit.mibp.programs.solvers.highs as highs_backend
 from certkit.mibp import MLP, FeatureBox, certified_training
-from certkit.mibp.encoding import build_decomposed, build_joint
-from certkit.mibp.solvers import BackendOptions, solve_program
+from certkit.mibp.programs.encoding import build_decomposed, build_joint
+from certkit.mibp.programs.solvers import BackendOptions, solve_program
 
 SOLVER_TOL = 1e-6
 

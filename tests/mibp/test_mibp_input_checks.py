@@ -15,8 +15,8 @@ from certkit.mibp import (
     certified_training,
     certify_predictions,
 )
-from certkit.mibp.program import Program
-from certkit.mibp.solvers import BackendOptions, solve_program
+from certkit.mibp.programs.program import Program
+from certkit.mibp.programs.solvers import BackendOptions, solve_program
 
 
 def _binary_case():
@@ -76,7 +76,7 @@ def test_training_rejects_bool_and_complex_labels():
 
 def test_attack_checks_its_labels_and_options():
     pytest.importorskip("torch")
-    from certkit.mibp.attack import attack_violation
+    from certkit.mibp.certification.attack import attack_violation
 
     X, y, res = _binary_case()
     box = FeatureBox(1e-3)
@@ -190,7 +190,7 @@ def test_overflowing_learning_rate_is_named():
 def _step_program() -> Program:
     """The second step's program of one training point (a 2-8-1 model on a non-trivial parameter box:
     Gurobi's presolve outlasts a 1e-6 s time limit, so it stops without any bound)."""
-    from certkit.mibp.encoding import build_decomposed
+    from certkit.mibp.programs.encoding import build_decomposed
 
     X, y, _ = _binary_case()
     X, y = X[:20], y[:20]
@@ -284,7 +284,7 @@ def test_cli_rejects_bad_options_in_one_line(capsys):
 def _badly_scaled_program() -> Program:
     """A joint 1-3-3 hinge program whose largest coefficient is moderate (under `MAX_SCALE`) but whose
     smallest are ~1e-14: SoPlex fails on it ("SCIP: error in LP solver!") with the pinned pyscipopt."""
-    from certkit.mibp.encoding import build_joint
+    from certkit.mibp.programs.encoding import build_joint
 
     model = MLP.random([1, 3, 3], rng=16)
     X = np.array([[-1.17], [0.64], [1.32]])
@@ -294,7 +294,7 @@ def _badly_scaled_program() -> Program:
 def test_scip_error_on_a_badly_scaled_program_keeps_the_interval_bound():
     pytest.importorskip("pyscipopt")
     from certkit.mibp import MAX_SCALE
-    from certkit.mibp.solvers import program_scale
+    from certkit.mibp.programs.solvers import program_scale
 
     program = _badly_scaled_program()
     assert program_scale(program) < MAX_SCALE  # the scale guard lets it through
@@ -309,7 +309,7 @@ def test_scip_error_on_a_badly_scaled_program_keeps_the_interval_bound():
 
 def test_scip_errors_give_no_solver_bound(monkeypatch):
     pytest.importorskip("pyscipopt")
-    from certkit.mibp.solvers import scip
+    from certkit.mibp.programs.solvers import scip
 
     program = _step_program()
     tasks = [(j, s) for j in range(len(program.objectives)) for s in (1, -1)]
@@ -378,7 +378,7 @@ def test_nan_coded_missing_values_are_accepted_where_the_mask_covers_them():
         b = certified_training(model, filled, y, perturbation=pert, epochs=2)
         for lo_a, lo_b in zip(a.lower, b.lower):
             np.testing.assert_array_equal(lo_a.to_vector(), lo_b.to_vector())
-        from certkit.mibp.attack import attack_violation
+        from certkit.mibp.certification.attack import attack_violation
 
         assert attack_violation(a, coded, y, pert, restarts=1, steps=1, rng=0)[0] <= 0
     coded[0, 0] = np.nan  # not under the mask
@@ -392,14 +392,14 @@ def test_a_gurobi_program_too_large_for_the_licence_is_refused_before_any_solve(
     """Issue 30 item 8: the first step (from a point) fitted and was solved for 40 s before the second
     step's bilinear program was found too large."""
     pytest.importorskip("gurobipy")
-    from certkit.mibp.solvers import gurobi
+    from certkit.mibp.programs.solvers import gurobi
 
     if not gurobi.gurobi_size_limited():
         pytest.skip("a full Gurobi licence has no size limit")
     gen = np.random.default_rng(0)
     X, y = gen.normal(size=(10, 30)), np.where(gen.random(10) < 0.5, -1.0, 1.0)
     calls = []
-    import certkit.mibp.steps as steps
+    import certkit.mibp.programs.steps as steps
 
     original = steps.solve_program
     steps.solve_program = lambda *a, **k: calls.append(1) or original(*a, **k)

@@ -8,11 +8,11 @@ import numpy as np
 import pytest
 
 from certkit.mibp import MLP, Budget, FeatureBox, MissingValues, certified_training
-from certkit.mibp.lagrangian import centre_multipliers, sample_jacobians, zero_sum
-from certkit.mibp.losses import check_labels
-from certkit.mibp.solvers import BackendOptions
-from certkit.mibp.steps import _solve_epoch_decomposed
-from certkit.mibp.steps import program_step as _step
+from certkit.mibp.problem.losses import check_labels
+from certkit.mibp.programs.lagrangian import centre_multipliers, sample_jacobians, zero_sum
+from certkit.mibp.programs.solvers import BackendOptions
+from certkit.mibp.programs.steps import _solve_epoch_decomposed
+from certkit.mibp.programs.steps import program_step as _step
 
 _MODULES = {"scip": "pyscipopt", "gurobi": "gurobipy", "milp": "highspy", "lp": "highspy"}
 BACKENDS = [b for b, mod in _MODULES.items() if importlib.util.find_spec(mod) is not None]
@@ -247,7 +247,7 @@ def test_guard_raises_on_a_wrong_lagrangian_bound(monkeypatch):
     """Epoch 2 (a box with width, nonzero multipliers): a bound 0.05 too tight is caught by the guard,
     whose witness values include the multiplier terms (a correct run raises nothing)."""
     from certkit.mibp import UnsoundBoundError
-    from certkit.mibp.solvers import highs
+    from certkit.mibp.programs.solvers import highs
 
     X = np.array([[0.5, -0.2], [-0.3, 0.8], [0.1, 0.4]])
     y = np.array([1, -1, 1])

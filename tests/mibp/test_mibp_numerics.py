@@ -8,9 +8,9 @@ import scipy.sparse as sp
 
 from certkit import datasets
 from certkit.mibp import MLP, FeatureBox, MissingValues, UnsoundBoundError, certified_training
-from certkit.mibp.builder import Builder
-from certkit.mibp.solvers import MAX_SCALE, BackendOptions, program_scale, solve_program
-from certkit.mibp.solvers.safe_dual import safe_lp_bound
+from certkit.mibp.programs.builder import Builder
+from certkit.mibp.programs.solvers import MAX_SCALE, BackendOptions, program_scale, solve_program
+from certkit.mibp.programs.solvers.safe_dual import safe_lp_bound
 
 needs_scip = pytest.mark.skipif(importlib.util.find_spec("pyscipopt") is None, reason="needs pyscipopt")
 needs_gurobi = pytest.mark.skipif(importlib.util.find_spec("gurobipy") is None, reason="needs gurobipy")
@@ -99,7 +99,7 @@ def test_program_scale_threshold():
 
 
 def test_widened_boxes_are_counted():
-    from certkit.mibp.encoding import build_decomposed
+    from certkit.mibp.programs.encoding import build_decomposed
 
     m = MLP.random([2, 2, 1], rng=0)
     X, y = np.array([[0.3, -0.2]]), np.array([1.0])
@@ -118,7 +118,7 @@ def _relu_program():
 
 @pytest.mark.parametrize("backend", ["lp", "milp", *EXACT])
 def test_guard_raises_on_an_injected_wrong_bound(backend, monkeypatch):
-    from certkit.mibp.solvers import gurobi, highs, scip
+    from certkit.mibp.programs.solvers import gurobi, highs, scip
 
     program = _relu_program()
     witnesses = np.array([[4.0], [0.0]])  # values at x = 3 and x = -1
@@ -143,7 +143,7 @@ def test_guard_raises_on_an_injected_wrong_bound(backend, monkeypatch):
 
 
 def test_guard_in_training_raises_on_an_injected_wrong_bound(monkeypatch):
-    from certkit.mibp.solvers import highs
+    from certkit.mibp.programs.solvers import highs
 
     real = highs.solve_linear
 
@@ -161,7 +161,7 @@ def test_guard_in_training_raises_on_an_injected_wrong_bound(monkeypatch):
 
 def test_guard_in_certify_predictions(monkeypatch):
     from certkit.mibp import certify_predictions
-    from certkit.mibp.solvers import highs
+    from certkit.mibp.programs.solvers import highs
 
     X = np.array([[0.5, -0.2], [-0.3, 0.8], [0.1, 0.4]])
     y = np.array([1, -1, 1])
@@ -242,7 +242,7 @@ def test_solvers_are_silent_by_default(backend, capfd):
 def _limited():
     if importlib.util.find_spec("gurobipy") is None:
         pytest.skip("needs gurobipy")
-    from certkit.mibp.solvers import gurobi_size_limited
+    from certkit.mibp.programs.solvers import gurobi_size_limited
 
     if not gurobi_size_limited():
         pytest.skip("the installed Gurobi licence is not size-limited")
@@ -252,9 +252,9 @@ def test_licence_advice_names_what_fits():
     _limited()
     from certkit.mibp import GurobiLicenseError
     from certkit.mibp._cli import load_data
-    from certkit.mibp.encoding import build_decomposed, build_joint
-    from certkit.mibp.licence import truncate_hidden
-    from certkit.mibp.solvers import gurobi_too_big
+    from certkit.mibp.programs.encoding import build_decomposed, build_joint
+    from certkit.mibp.programs.licence import truncate_hidden
+    from certkit.mibp.programs.solvers import gurobi_too_big
 
     d = load_data("iris2", rng=0)
     sets = FeatureBox(0.01).sets(d.X)

@@ -14,9 +14,9 @@ from certkit.mibp import (
     certified_training,
     certify_predictions,
     select_epoch,
-    selection,
 )
-from certkit.mibp.attack import attack_predictions
+from certkit.mibp.certification import selection
+from certkit.mibp.certification.attack import attack_predictions
 
 
 # ----------------------------------------------------------------------------- MLP.random(init=)

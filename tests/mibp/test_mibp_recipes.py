@@ -14,10 +14,10 @@ from certkit.mibp import (
     certified_training,
     certify_predictions,
 )
-from certkit.mibp.attack import attack_violation, label_classes
-from certkit.mibp.cases import RECIPE_KINDS, random_recipe_case
-from certkit.mibp.interval import _affine, _hidden_derivative_ce, softmax_bounds
-from certkit.mibp.recipe import make_recipe
+from certkit.mibp.certification.attack import attack_violation, label_classes
+from certkit.mibp.certification.cases import RECIPE_KINDS, random_recipe_case
+from certkit.mibp.enclosures.interval import _affine, _hidden_derivative_ce, softmax_bounds
+from certkit.mibp.problem.recipe import make_recipe
 
 torch = pytest.importorskip("torch")
 

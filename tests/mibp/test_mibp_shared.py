@@ -9,11 +9,11 @@ import numpy as np
 import pytest
 
 from certkit.mibp import MLP, Budget, FeatureBox, LabelFlips, certified_training
-from certkit.mibp.attack import attack_violation, label_classes
-from certkit.mibp.cases import RECIPE_KINDS, random_recipe_case
-from certkit.mibp.changes import gradient_changes
-from certkit.mibp.first_layer import FirstLayer
-from certkit.mibp.forms import (
+from certkit.mibp.certification.attack import attack_violation, label_classes
+from certkit.mibp.certification.cases import RECIPE_KINDS, random_recipe_case
+from certkit.mibp.enclosures.changes import gradient_changes
+from certkit.mibp.enclosures.first_layer import FirstLayer
+from certkit.mibp.enclosures.forms import (
     Forms,
     Params,
     backward,
@@ -25,9 +25,9 @@ from certkit.mibp.forms import (
     sum_outer,
     sum_rows,
 )
-from certkit.mibp.losses import check_labels, sigmoid, softmax
-from certkit.mibp.recipe import make_recipe
-from certkit.mibp.shared import SharedCarry
+from certkit.mibp.enclosures.shared import SharedCarry
+from certkit.mibp.problem.losses import check_labels, sigmoid, softmax
+from certkit.mibp.problem.recipe import make_recipe
 
 GEN = np.random.default_rng(0)
 

@@ -15,9 +15,9 @@ import numpy as np
 import pytest
 
 from certkit.mibp import MLP, FeatureBox, certified_training
-from certkit.mibp.builder import Builder
-from certkit.mibp.program import MIN_WIDTH, Lin, widen
-from certkit.mibp.solvers import BackendOptions, solve_program
+from certkit.mibp.programs.builder import Builder
+from certkit.mibp.programs.program import MIN_WIDTH, Lin, widen
+from certkit.mibp.programs.solvers import BackendOptions, solve_program
 
 PROGRAM_BACKENDS = [
     "lp",
@@ -219,7 +219,7 @@ _D4_Y = np.array([0.9891008257715, 0.3286996191246136])
 @pytest.mark.parametrize("backend", PROGRAM_BACKENDS)
 def test_widened_joint_missing_values_program_keeps_its_optima(backend):
     from certkit.mibp import MissingValues
-    from certkit.mibp.encoding import build_joint
+    from certkit.mibp.programs.encoding import build_joint
 
     theta, widths = np.array(_D4_THETA), np.array(_D4_WIDTHS)
     sizes = [2, 3, 1]

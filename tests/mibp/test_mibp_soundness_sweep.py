@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from certkit.mibp import certified_training
-from certkit.mibp.attack import attack_violation
-from certkit.mibp.cases import PERTURBATION_KINDS, random_case
+from certkit.mibp.certification.attack import attack_violation
+from certkit.mibp.certification.cases import PERTURBATION_KINDS, random_case
 
 pytest.importorskip("torch")
 

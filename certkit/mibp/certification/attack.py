@@ -1,0 +1,307 @@
+"""Empirical soundness check of a certified-training result: attacks that search for a dataset whose
+training trajectory leaves the certified boxes.
+
+Each attack fixes the discrete choices of the perturbation (option values, which points deviate under a
+budget, which labels flip) at random and runs projected gradient ascent on the continuous input offsets
+through the unrolled gradient-descent training (torch autograd, float64), maximising one parameter's
+distance past one side of its box at one epoch (or a random signed combination of all of them).
+Every candidate dataset is then trained with `MLP.train` (the float trajectory the boxes must contain)
+and its largest box violation is recorded.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from certkit._optional import require
+from certkit._typing import RNGLike
+from certkit._validation import check_array, check_in_options, check_integer, check_positive, check_rng
+from certkit.mibp.certification.result import CertifiedTrainingResult
+from certkit.mibp.problem.losses import check_labels
+from certkit.mibp.problem.mlp import MLP
+from certkit.mibp.problem.perturbation import InputSets, Perturbation
+from certkit.mibp.problem.recipe import LOSSES, Recipe, make_recipe
+
+__all__ = ["attack_predictions", "attack_violation", "label_classes"]
+
+
+def _violation(result, path) -> float:
+    """Largest excess of ``path`` over its boxes after epochs ``1..T``; when there is none, minus the
+    smallest slack to an edge of a box of positive width (a point box has no edge to approach)."""
+    worst = -np.inf
+    for t, model in enumerate(path[1:], start=1):
+        v = model.to_vector()
+        lo, hi = result.lower[t].to_vector(), result.upper[t].to_vector()
+        excess = np.maximum(lo - v, v - hi)
+        counted = (hi > lo) | (excess > 0)
+        if np.any(counted):
+            worst = max(worst, float(np.max(excess[counted])))
+    return worst
+
+
+def _torch_forward(torch, params, X, sizes):
+    """Outputs ``(..., n, C)`` of the networks ``params`` (weights and biases interleaved, optionally with
+    a leading batch dimension) at the rows of ``X`` (``(n, d)`` or ``(B, n, d)``)."""
+    n_layers = len(sizes) - 1
+    Ws, bs = params[0::2], params[1::2]
+    h = X
+    for i in range(n_layers):
+        z = h @ Ws[i].transpose(-1, -2) + bs[i].unsqueeze(-2)
+        h = torch.relu(z) if i < n_layers - 1 else z
+    return h
+
+
+def _torch_train(torch, params, X, y, recipe: Recipe, sizes) -> list:
+    """Unrolled SGD of ``recipe`` (as `MLP.run`: ReLU' = 0 at 0, hinge' = 0 at the kink); the parameters
+    after every epoch.
+
+    Batched when ``X`` is ``(B, n, d)`` and every parameter has a leading batch dimension ``B``: the
+    ``B`` trainings are independent (``y`` is ``(n, ...)`` or ``(B, n, ...)``).
+    """
+    path, velocity = [params], None
+    axis = 1 if X.ndim == 3 else 0
+    y_axis = 1 if y.ndim > (2 if recipe.loss == "mse" else 1) else 0
+    for step, rows in enumerate(recipe.batches):
+        index = torch.as_tensor(rows)
+        h = _torch_forward(torch, params, X.index_select(axis, index), sizes)
+        yb = y.index_select(y_axis, index)
+        if recipe.loss == "mse":
+            per = ((h - yb) ** 2).sum(dim=-1)
+        elif recipe.loss == "cross_entropy":
+            per = torch.logsumexp(h, dim=-1) - h.gather(-1, yb[..., None])[..., 0]
+        elif recipe.loss == "binary_cross_entropy":
+            per = torch.nn.functional.softplus(h[..., 0]) - yb * h[..., 0]
+        elif h.shape[-1] == 1:
+            per = torch.relu(1.0 - yb * h[..., 0])
+        else:
+            fy = h.gather(-1, yb[..., None])
+            margins = torch.relu(1.0 + h - fy)
+            per = margins.sum(dim=-1) - margins.gather(-1, yb[..., None])[..., 0]
+        J = per.mean(dim=-1).sum()
+        grads = torch.autograd.grad(J, params, create_graph=True)
+        if recipe.weight_decay:
+            grads = [g + recipe.weight_decay * p for g, p in zip(grads, params)]
+        if velocity is not None and recipe.momentum:
+            grads = [recipe.momentum * v + g for v, g in zip(velocity, grads)]
+        velocity = grads
+        lr = float(recipe.rates[step])
+        params = [p - lr * v for p, v in zip(params, velocity)]
+        if (step + 1) % recipe.steps_per_epoch == 0:
+            path.append(params)
+    return path
+
+
+def _label_tensor(torch, labels: np.ndarray, loss: str):
+    """Labels as torch wants them: int64 class indices, float64 otherwise."""
+    return torch.tensor(
+        labels,
+        dtype=torch.int64
+        if loss in ("cross_entropy", "hinge") and labels.dtype.kind == "i"
+        else torch.float64,
+    )
+
+
+def label_classes(loss: str, n_outputs: int) -> np.ndarray:
+    """The label values of a classification loss: {-1, +1} (binary hinge), {0, 1} (binary cross-entropy),
+    ``0..C-1`` otherwise."""
+    if loss == "binary_cross_entropy":
+        return np.array([0, 1])
+    if n_outputs == 1:
+        return np.array([-1.0, 1.0])
+    return np.arange(n_outputs)
+
+
+def _start(sets: InputSets, Xs: np.ndarray, gen: np.random.Generator) -> tuple[np.ndarray, ...]:
+    """A random start for the continuous search: ``(base, lo_off, hi_off, off)``, inputs ``base + off``.
+
+    The discrete choices (option values; under a budget, the points that ``Xs`` moves) are fixed at
+    random, the offsets are uniform in ``[lo_off, hi_off]``.
+    """
+    moved = np.any(Xs != sets.nominal, axis=1) if sets.budget is not None else np.ones(len(Xs), bool)
+    n, d = Xs.shape
+    pick = np.floor(gen.random((n, d)) * sets.n_options).astype(np.int64)
+    base = np.take_along_axis(sets.options, pick[:, :, None], axis=2)[:, :, 0]
+    lo_off = np.where(moved[:, None], sets.offset_lo, 0.0)
+    hi_off = np.where(moved[:, None], sets.offset_hi, 0.0)
+    base = np.where(moved[:, None], base, sets.nominal)
+    off = lo_off + gen.random((n, d)) * (hi_off - lo_off)
+    return base, lo_off, hi_off, off
+
+
+def attack_violation(
+    result: Any,
+    X: np.ndarray,
+    y: np.ndarray,
+    perturbation: Perturbation,
+    *,
+    restarts: int = 8,
+    steps: int = 10,
+    rng: RNGLike = None,
+) -> tuple[float, int]:
+    """Largest amount by which an attacked or sampled trajectory leaves its certified box.
+
+    Returns ``(violation, trajectories)``: ``violation <= 0`` means every trajectory stayed inside (by at
+    least ``-violation`` from every edge of a box of positive width; ``-inf`` when every box is a point
+    and was met); ``trajectories`` is the number of datasets trained.
+    """
+    torch = require("torch", extra="torch", purpose="the soundness attack")
+    if not isinstance(result, CertifiedTrainingResult):
+        raise TypeError(f"result must be a CertifiedTrainingResult, got {type(result).__name__}")
+    if not isinstance(perturbation, Perturbation):
+        raise TypeError(f"perturbation must be a Perturbation, got {type(perturbation).__name__}")
+    restarts = check_integer(restarts, "restarts", minimum=1)
+    steps = check_integer(steps, "steps", minimum=0)
+    gen = check_rng(rng)
+    model = result.nominal_path[0]
+    X = check_array(perturbation.fill_missing(X), "X", ndim=2, shape=(None, model.sizes[0]))
+    sets: InputSets = perturbation.sets(X)
+    sizes, loss, recipe, epochs = model.sizes, result.loss, result.recipe, result.epochs
+    y_fit = check_labels(y, loss, sizes[-1], len(X))
+    classes = None if loss == "mse" else label_classes(loss, sizes[-1])
+    worst, count = -np.inf, 0
+    for r in range(restarts):
+        # discrete choices of this restart
+        Xs, y_r = sets.sample_dataset(y_fit, gen, vertex=bool(r % 2), classes=classes)
+        y_r = y_r.astype(y_fit.dtype)
+        path_np = model.run(Xs, y_r, recipe)
+        worst = max(worst, _violation(result, path_np))
+        count += 1
+        base, lo_off, hi_off, off = _start(sets, Xs, gen)
+        t_goal = int(gen.integers(1, epochs + 1))
+        p_goal = int(gen.integers(model.n_params))
+        sign = 1.0 if gen.random() < 0.5 else -1.0
+        mix = gen.choice([-1.0, 1.0], size=(epochs, model.n_params)) if r % 3 == 2 else None
+        theta0 = [
+            torch.tensor(a, dtype=torch.float64, requires_grad=True)
+            for w, b in zip(model.weights, model.biases)
+            for a in (w, b)
+        ]
+        yt = _label_tensor(torch, y_r, loss)
+        step = 0.25 * (hi_off - lo_off)
+        for _ in range(steps):
+            ot = torch.tensor(off, dtype=torch.float64, requires_grad=True)
+            Xt = torch.tensor(base, dtype=torch.float64) + ot
+            path = _torch_train(torch, theta0, Xt, yt, recipe, sizes)
+            flat = [torch.cat([p.reshape(-1) for p in params]) for params in path]
+            if mix is None:
+                goal = sign * flat[t_goal][p_goal]
+            else:
+                goal = sum((torch.tensor(mix[t - 1]) * flat[t]).sum() for t in range(1, epochs + 1))
+            (g,) = torch.autograd.grad(goal, ot, allow_unused=True)
+            if g is None:
+                break
+            off = np.clip(off + step * np.sign(g.detach().numpy()), lo_off, hi_off)
+            Xp = base + off
+            path_np = model.run(Xp, y_r, recipe)
+            worst = max(worst, _violation(result, path_np))
+            count += 1
+    return worst, count
+
+
+def _margin(torch, params, X_test, pred, sizes):
+    """Prediction margins of the batched networks ``params`` at their own test point (``X_test`` (B, d)):
+    ``pred * f`` for one output, ``f_pred - max_{c != pred} f_c`` otherwise (negative: the prediction changed,
+    up to the tie ``f = 0``)."""
+    f = _torch_forward(torch, params, X_test[:, None, :], sizes)[:, 0, :]
+    if f.shape[1] == 1:
+        return pred * f[:, 0]
+    own = f.gather(1, pred[:, None])[:, 0]
+    others = f.masked_fill(torch.nn.functional.one_hot(pred, f.shape[1]).bool(), -torch.inf)
+    return own - others.max(dim=1).values
+
+
+def attack_predictions(
+    model: MLP,
+    X: Any,
+    y: Any,
+    perturbation: Perturbation,
+    X_test: Any,
+    *,
+    loss: str = "hinge",
+    epochs: int = 1,
+    learning_rate: float = 0.1,
+    restarts: int = 2,
+    steps: int = 10,
+    at_epochs: Any = None,
+    rng: RNGLike = None,
+) -> np.ndarray:
+    """Test predictions that an allowed training set provably changes: no sound certificate can keep them.
+
+    For every epoch ``t`` and test point ``x``, projected gradient descent on the continuous input offsets
+    (discrete choices fixed at random per restart) through ``t`` unrolled full-batch GD steps (torch,
+    float64, one independent search per test point, batched) minimises the margin of the nominal model's
+    prediction at ``x``.  A flip counts only after the found training set is re-trained with `MLP.train`
+    (the float trajectory the certificates bound) and its prediction at ``x`` differs from the nominal
+    one, so every reported flip is a witness.
+
+    ``at_epochs`` (a sequence of epochs in ``1..epochs``) limits the search to those epochs (default: all;
+    the rows of the others stay False).
+
+    Returns
+    -------
+    ndarray of bool (epochs + 1, m)
+        ``flipped[t, i]``: a dataset allowed by ``perturbation`` whose model after ``t`` epochs predicts
+        differently at ``X_test[i]`` was found (row 0, the fixed initial model, is all False).  The
+        fraction of test points that are correct and not flipped after ``t`` epochs is an upper bound on
+        the certified accuracy of every sound method at that epoch.
+    """
+    torch = require("torch", extra="torch", purpose="the prediction attack")
+    if not isinstance(model, MLP):
+        raise TypeError(f"model must be a certkit.mibp.MLP, got {type(model).__name__}")
+    if not isinstance(perturbation, Perturbation):
+        raise TypeError(f"perturbation must be a Perturbation, got {type(perturbation).__name__}")
+    sizes = model.sizes
+    X = check_array(X, "X", ndim=2, shape=(None, sizes[0]))
+    X_test = check_array(X_test, "X_test", ndim=2, shape=(None, sizes[0]))
+    loss = check_in_options(loss, "loss", LOSSES)
+    y = check_labels(y, loss, sizes[-1], len(X))
+    y_fit = y[:, 0] if loss == "mse" and y.shape[1] == 1 else y
+    epochs = check_integer(epochs, "epochs", minimum=1)
+    lr = check_positive(learning_rate, "learning_rate")
+    restarts = check_integer(restarts, "restarts", minimum=1)
+    steps = check_integer(steps, "steps", minimum=0)
+    gen = check_rng(rng)
+    sets: InputSets = perturbation.sets(X)
+    nominal_path = model.train(X, y_fit, loss=loss, epochs=epochs, learning_rate=lr)
+    classes = None if loss == "mse" else label_classes(loss, sizes[-1])
+    m = len(X_test)
+    flipped = np.zeros((epochs + 1, m), dtype=bool)
+    Xt_test = torch.tensor(X_test, dtype=torch.float64)
+    theta0 = [a for w, b in zip(model.weights, model.biases) for a in (w, b)]
+    if at_epochs is None:
+        at_epochs = range(1, epochs + 1)
+    at_epochs = sorted({check_integer(t, "at_epochs[i]", minimum=1, maximum=epochs) for t in at_epochs})
+    for t in at_epochs:
+        pred_np = nominal_path[t].predict(X_test)
+        pred = torch.tensor(pred_np, dtype=torch.float64 if sizes[-1] == 1 else torch.int64)
+        for _ in range(restarts):
+            todo = np.flatnonzero(~flipped[t])
+            if todo.size == 0:
+                break
+            starts = [_start(sets, sets.sample(gen, vertex=True), gen) for _ in todo]
+            base, lo_off, hi_off, off = (np.stack(parts) for parts in zip(*starts))
+            labels = np.stack([sets.sample_labels(y, gen, classes=classes) for _ in todo])
+            yt = _label_tensor(torch, labels, loss)
+            recipe = make_recipe(len(X), loss=loss, epochs=t, learning_rate=lr)
+            step = 0.25 * (hi_off - lo_off)
+            params = [
+                torch.tensor(np.broadcast_to(a, (len(todo), *a.shape)).copy(), requires_grad=True)
+                for a in theta0
+            ]
+            for s in range(steps + 1):
+                ot = torch.tensor(off, dtype=torch.float64, requires_grad=True)
+                path_t = _torch_train(torch, params, torch.tensor(base) + ot, yt, recipe, sizes)
+                margins = _margin(torch, path_t[-1], Xt_test[todo], pred[todo], sizes)
+                # a margin at or below 0 in torch: confirm on the float trajectory of MLP.train
+                for j in np.flatnonzero(margins.detach().numpy() <= 0):
+                    i = todo[j]
+                    if not flipped[t, i]:
+                        path = model.run(base[j] + off[j], labels[j], recipe)
+                        flipped[t, i] = path[-1].predict(X_test[i : i + 1])[0] != pred_np[i]
+                if s == steps or flipped[t, todo].all():
+                    break
+                (g,) = torch.autograd.grad(margins.sum(), ot)
+                off = np.clip(off - step * np.sign(g.detach().numpy()), lo_off, hi_off)
+    return flipped

@@ -1,0 +1,116 @@
+"""Random tiny certified-training configurations for the soundness sweeps (tests and
+``benchmarks/mibp_soundness.py``): every perturbation type, and random training recipes."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from certkit.mibp.certification.attack import label_classes
+from certkit.mibp.problem.mlp import MLP
+from certkit.mibp.problem.perturbation import Budget, FeatureBox, LabelFlips, MissingValues, OrdinalShift
+from certkit.mibp.problem.recipe import InverseDecay
+
+__all__ = ["PERTURBATION_KINDS", "RECIPE_KINDS", "random_case", "random_recipe_case"]
+
+
+#: Perturbation types of `random_case`.
+PERTURBATION_KINDS = ("feature_box", "missing_values", "ordinal_shift", "budget", "label_flips")
+
+
+def random_case(
+    gen: np.random.Generator, kind: str, *, max_hidden: int = 3, max_points: int = 8, max_epochs: int = 2
+) -> dict:
+    """A random tiny certified-training configuration with a perturbation of type ``kind``.
+
+    Returns the keyword arguments of `certified_training` except the backend and formulation
+    (``model``, ``X``, ``y``, ``perturbation``, ``loss``, ``epochs``, ``learning_rate``).
+    """
+
+    d = int(gen.integers(1, 3))
+    n = int(gen.integers(2, max_points + 1))
+    head = "binary" if kind == "label_flips" else str(gen.choice(["binary", "multiclass", "mse"]))
+    out = 3 if head == "multiclass" else 1
+    model = MLP.random([d, int(gen.integers(1, max_hidden + 1)), out], rng=gen)
+    X = np.round(gen.normal(size=(n, d)), 2) if kind == "ordinal_shift" else gen.normal(size=(n, d))
+    if head == "binary":
+        y = np.where(gen.random(n) < 0.5, -1.0, 1.0)
+    elif head == "multiclass":
+        y = gen.integers(0, 3, size=n)
+    else:
+        y = gen.normal(size=n)
+    eps = float(gen.choice([0.01, 0.1, 0.3]))
+    if kind == "feature_box":
+        pert = FeatureBox(eps)
+    elif kind == "missing_values":
+        mask = gen.random((n, d)) < 0.3
+        mask[int(gen.integers(n)), int(gen.integers(d))] = True
+        pert = MissingValues(mask, -1.0, 1.0)
+    elif kind == "ordinal_shift":
+        pert = OrdinalShift([0], shifts=(-1, 0, 1)) & FeatureBox(eps / 3)
+    elif kind == "budget":
+        pert = Budget(FeatureBox(eps * 3), int(gen.integers(1, max(2, n // 2))))
+    elif kind == "label_flips":
+        pert = FeatureBox(eps / 3) & LabelFlips(int(gen.integers(1, 3)))
+    else:
+        raise ValueError(f"unknown perturbation kind {kind!r}; expected one of {PERTURBATION_KINDS}")
+    return dict(
+        model=model,
+        X=X,
+        y=y,
+        perturbation=pert,
+        loss="mse" if head == "mse" else "hinge",
+        epochs=int(gen.integers(1, max_epochs + 1)),
+        learning_rate=float(gen.choice([0.1, 0.5, 1.0])),
+    )
+
+
+#: Perturbation types of `random_recipe_case`.
+RECIPE_KINDS = ("feature_box", "budget", "label_flips", "paired")
+
+
+def random_recipe_case(gen: np.random.Generator, kind: str, *, max_points: int = 12) -> dict:
+    """A random tiny certified-training configuration with a random training recipe (loss among hinge,
+    cross-entropy and binary cross-entropy; constant or decaying rate; full batch or shuffled mini-batches;
+    momentum; weight decay) and a perturbation of type ``kind`` (`RECIPE_KINDS`).
+
+    Returns the keyword arguments of `certified_training` except the backend and carry.
+    """
+    d = int(gen.integers(1, 3))
+    n = int(gen.integers(4, max_points + 1))
+    loss = str(gen.choice(["hinge", "cross_entropy", "binary_cross_entropy"]))
+    out = 1 if loss == "binary_cross_entropy" else int(gen.choice([2, 3])) if loss == "cross_entropy" else 3
+    if loss == "hinge" and gen.random() < 0.5:
+        out = 1
+    hidden = [int(gen.integers(1, 5)) for _ in range(int(gen.integers(1, 3)))]
+    model = MLP.random([d, *hidden, out], rng=gen)
+    X = gen.normal(size=(n, d))
+    y = label_classes(loss, out)[gen.integers(0, max(out, 2), size=n)]
+    eps = float(gen.choice([0.01, 0.1, 0.3]))
+    k = int(gen.integers(1, max(2, n // 2)))
+    if kind == "feature_box":
+        pert = FeatureBox(eps)
+    elif kind == "budget":
+        pert = Budget(FeatureBox(3 * eps), k)
+    elif kind == "label_flips":
+        pert = LabelFlips(k) if gen.random() < 0.5 else FeatureBox(eps / 3) & LabelFlips(k)
+    elif kind == "paired":
+        pert = Budget(FeatureBox(eps) & LabelFlips(1), k)
+    else:
+        raise ValueError(f"unknown perturbation kind {kind!r}; expected one of {RECIPE_KINDS}")
+    rate = float(gen.choice([0.05, 0.2, 0.5]))
+    batch = None if gen.random() < 0.4 else int(gen.integers(1, n + 1))
+    return dict(
+        model=model,
+        X=X,
+        y=y,
+        perturbation=pert,
+        loss=loss,
+        epochs=int(gen.integers(1, 3)),
+        learning_rate=InverseDecay(rate, 0.5, minimum=0.01) if gen.random() < 0.5 else rate,
+        batch_size=batch,
+        shuffle=batch is not None and bool(gen.random() < 0.5),
+        drop_last=batch is not None and bool(gen.random() < 0.3),
+        momentum=float(gen.choice([0.0, 0.5, 0.9])),
+        weight_decay=float(gen.choice([0.0, 0.01, 0.5])),
+        rng=int(gen.integers(1000)),
+    )

@@ -1,0 +1,171 @@
+"""``certify_predictions``: predictions that every parameter vector in the final box agrees on."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from certkit._results import ResultMixin, format_table
+from certkit._typing import ExecutorArg, Progress
+from certkit._validation import check_array, check_in_options, check_positive, check_progress
+from certkit.mibp.certification.result import CertifiedTrainingResult, check_epoch
+from certkit.mibp.enclosures.interval import interval_margin
+from certkit.mibp.problem.losses import check_labels
+from certkit.mibp.problem.mlp import MLP
+from certkit.mibp.programs.encoding import build_output
+from certkit.mibp.programs.licence import check_gurobi_licence
+from certkit.mibp.programs.solvers import BACKENDS, BackendOptions, check_backend, solve_program
+from certkit.parallel import parallel_map, resolve_executor
+
+__all__ = ["PredictionCertificate", "certify_predictions"]
+
+
+@dataclass(frozen=True)
+class PredictionCertificate(ResultMixin):
+    """Certified test predictions.
+
+    Attributes
+    ----------
+    prediction : ndarray (m,)
+        The nominal model's prediction ({-1, +1} for one output, else the class index).
+    certified : ndarray of bool (m,)
+        True where every parameter vector in the final box predicts ``prediction``.
+    margin_lower : ndarray (m,)
+        A lower bound, over the box, of the prediction margin (``pred * f`` for one output,
+        ``min_{c'} f_pred - f_c'`` otherwise); certified iff > 0.
+    backend : str
+    n_outputs : int
+        Outputs of the network: labels are in {-1, +1} for one output, ``0 .. n_outputs - 1`` otherwise.
+    zero_one_labels : bool
+        One output trained with binary cross-entropy: `certified_accuracy` also takes {0, 1} labels.
+    """
+
+    prediction: np.ndarray
+    certified: np.ndarray
+    margin_lower: np.ndarray
+    backend: str
+    n_outputs: int
+    zero_one_labels: bool = False
+
+    def certified_accuracy(self, y: Any) -> float:
+        """Fraction of points that are certified *and* correctly predicted.
+
+        ``y`` holds the classes the model predicts: {-1, +1} for one output (also {0, 1} or bool after
+        binary cross-entropy, as it was trained with), integers ``0 .. n_outputs - 1`` otherwise (other
+        labels raise, as in `certified_training`).
+        """
+        y = check_array(y, "y", ndim=1, dtype=None)
+        if len(y) != len(self.prediction):
+            raise ValueError(f"y has {len(y)} labels but {len(self.prediction)} points were certified")
+        y = check_labels(y, "classes", self.n_outputs, len(self.prediction), zero_one=self.zero_one_labels)
+        return float(np.mean(self.certified & (self.prediction == y)))
+
+    def summary(self) -> str:
+        rows = [
+            ["points", len(self.prediction)],
+            ["certified", int(self.certified.sum())],
+            ["certified fraction", float(np.mean(self.certified))],
+        ]
+        return format_table(
+            ["quantity", "value"], rows, title=f"MIBP prediction certificate ({self.backend})"
+        )
+
+
+def _solve_item(item: tuple) -> float:
+    program, options, witnesses = item
+    res = solve_program(program, [(j, 1) for j in range(len(program.objectives))], options, witnesses)
+    return float(np.min(res["bounds"]))
+
+
+def _objective_values(models, x: np.ndarray, pred: int, n_out: int) -> np.ndarray:
+    """The output program's objectives at parameter vectors of the box (known feasible points)."""
+    rows = []
+    for model in models:
+        f = model.forward(x[None])[0]
+        rows.append([f[0] * pred] if n_out == 1 else [f[pred] - f[c] for c in range(n_out) if c != pred])
+    return np.asarray(rows, dtype=np.float64)
+
+
+def certify_predictions(
+    result: CertifiedTrainingResult,
+    X_test: Any,
+    *,
+    backend: str = "interval",
+    epoch: int = -1,
+    time_limit: float | None = None,
+    solver: str | None = None,
+    executor: ExecutorArg = None,
+    progress: Progress = False,
+    verbose: bool = False,
+) -> PredictionCertificate:
+    """Certify test predictions against every parameter vector in the box of ``epoch``.
+
+    Binary (one output): certified if ``min f_θ(x) > 0`` (prediction +1) or ``max f_θ(x) < 0``
+    (prediction -1) over the box.  Multi-class: the nominal class ``c`` is certified if
+    ``min_θ f_c - f_c' > 0`` for every ``c' != c``.  Interval bounds are tried first; points they
+    leave undecided are solved with ``backend`` (exact for ``gurobi`` / ``scip``).
+
+    Parameters
+    ----------
+    result : CertifiedTrainingResult
+        Output of `certified_training`.
+    X_test : array (m, d)
+        Test inputs (unperturbed).
+    backend : {"interval", "gurobi", "scip", "milp", "lp"}
+    epoch : int
+        Which epoch's box (default: the last).
+    time_limit, solver, executor, progress, verbose
+        As in `certified_training` (a solver bound that a parameter vector of the box beats raises
+        `UnsoundBoundError`).
+    """
+    if not isinstance(result, CertifiedTrainingResult):
+        raise TypeError(f"result must be a CertifiedTrainingResult, got {type(result).__name__}")
+    epoch = check_epoch(epoch, result.epochs)
+    lower, upper = result.lower[epoch], result.upper[epoch]
+    nominal = result.nominal_path[epoch]
+    X_test = check_array(X_test, "X_test", ndim=2, shape=(None, lower.sizes[0]))
+    backend = check_in_options(backend, "backend", BACKENDS)
+    if time_limit is not None:
+        time_limit = check_positive(time_limit, "time_limit")
+    check_backend(backend, solver)
+    if not isinstance(verbose, bool):
+        raise TypeError(f"verbose must be True or False, got {type(verbose).__name__}")
+    progress = check_progress(progress)
+    with resolve_executor(executor, n_items=0):  # checks executor now (starts nothing), even if unused
+        pass
+    pred = nominal.predict(X_test)
+    n_out = lower.sizes[-1]
+    margin = interval_margin(lower, upper, X_test, pred)
+    undecided = np.flatnonzero(margin <= 0)
+    if backend != "interval" and undecided.size:
+        options = BackendOptions(backend, time_limit, solver, verbose=verbose)
+        # parameter vectors inside the box (the nominal model need not be: a missing value's placeholder)
+        mid = MLP.from_vector(0.5 * (lower.to_vector() + upper.to_vector()), lower.sizes)
+        inside = (lower, upper, mid)
+        items = [
+            (
+                build_output(lower, upper, X_test[i], int(pred[i]), n_out),
+                options,
+                _objective_values(inside, X_test[i], int(pred[i]), n_out),
+            )
+            for i in undecided
+        ]
+        if backend == "gurobi":
+            big = max(range(len(items)), key=lambda r: items[r][0].n_vars)
+            x, p = X_test[undecided[big]], int(pred[undecided[big]])
+            check_gurobi_licence(
+                items[big][0], lambda lo, up: build_output(lo, up, x, p, n_out), lower, upper
+            )
+        solved = parallel_map(_solve_item, items, executor=executor, progress=progress)
+        margin = margin.copy()
+        margin[undecided] = np.maximum(margin[undecided], solved)
+    return PredictionCertificate(
+        prediction=pred,
+        certified=margin > 0,
+        margin_lower=margin,
+        backend=backend,
+        n_outputs=n_out,
+        zero_one_labels=result.loss == "binary_cross_entropy",
+    )

@@ -1,0 +1,330 @@
+"""Sound interval arithmetic through the forward pass, the loss derivative and the backward pass (the
+budgeted batch sum and the update are in `certkit.mibp.enclosures.sgd_step`).
+
+Every result is padded outward for floating-point rounding (`pad`): a sum of ``m`` products is widened by
+``(m + 4) * 2**-52`` times the sum of the magnitudes of its terms plus ``2**-52`` times the end's own
+magnitude (at least one ulp).  This bounds the rounding error of the float computation of each end point
+and of the nominal run's value (Higham's ``γ_m`` for both).  The per-sample weight gradients are single
+products left unpadded; `certkit.mibp.enclosures.sgd_step.sum_with_budget` pads their sums for them.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from certkit.mibp.problem.losses import sigmoid
+
+__all__ = [
+    "interval_forward",
+    "interval_gradients",
+    "interval_loss_derivative",
+    "interval_margin",
+    "magnitude",
+    "output_derivative",
+    "pad",
+    "softmax_bounds",
+]
+
+_U = 2.0**-52
+
+
+def pad(
+    lo: np.ndarray, hi: np.ndarray, magnitude: np.ndarray | float, terms: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Widen ``[lo, hi]`` by the rounding error of a ``terms``-term sum of total magnitude ``magnitude``.
+
+    Each end moves out by ``(terms + 4) u magnitude + u |end|`` (``u = 2**-52``, plus 1e-300): the two extra
+    ``u magnitude`` cover the rounding of this padding itself, ``u |end|`` is at least one ulp of the end.
+    """
+    err = (terms + 4) * _U * np.asarray(magnitude) + 1e-300
+    return lo - (err + _U * np.abs(lo)), hi + (err + _U * np.abs(hi))
+
+
+def magnitude(lo, hi):
+    """``max(|lo|, |hi|)``: bounds both ends and grows with the interval (keeps the padding monotone)."""
+    return np.maximum(np.abs(lo), np.abs(hi))
+
+
+def _imul(aL, aU, bL, bU):
+    """Elementwise interval product (unpadded) and the magnitude of its ends (``max|a| max|b|``)."""
+    if np.all(bL >= 0):  # b >= 0 (ReLU activations): the ends are aL or aU times bL or bU, by sign
+        lo = np.where(aL >= 0, aL * bL, aL * bU)
+        hi = np.where(aU >= 0, aU * bU, aU * bL)
+    else:
+        p, q, r, s = aL * bL, aL * bU, aU * bL, aU * bU
+        lo = np.minimum(np.minimum(p, q), np.minimum(r, s))
+        hi = np.maximum(np.maximum(p, q), np.maximum(r, s))
+    return lo, hi, magnitude(aL, aU) * magnitude(bL, bU)
+
+
+def _affine(WL, WU, bL, bU, hL, hU):
+    """``z = W h + b`` for interval W (o, i), b (o,), h (n, i); returns padded (n, o) bounds.
+
+    Exact interval arithmetic by the sign of each ``h`` entry, as matrix products: for ``h >= 0`` the ends
+    of ``W h`` are ``WL⁺ hL + WL⁻ hU`` and ``WU⁺ hU + WU⁻ hL`` (``a⁺ = max(a, 0)``, ``a⁻ = min(a, 0)``), for
+    ``h <= 0`` ``WU⁺ hL + WU⁻ hU`` and ``WL⁺ hU + WL⁻ hL``; the few entries whose interval contains 0 in
+    its interior add ``min(WU hL, WL hU)`` and ``max(WL hL, WU hU)``.
+    """
+    pos, neg = hL >= 0, hU <= 0
+    WLt, WUt = np.ascontiguousarray(WL.T), np.ascontiguousarray(WU.T)
+    WLp, WLn = np.maximum(WLt, 0.0), np.minimum(WLt, 0.0)
+    WUp, WUn = np.maximum(WUt, 0.0), np.minimum(WUt, 0.0)
+    if np.all(pos):
+        zL = hL @ WLp + hU @ WLn
+        zU = hU @ WUp + hL @ WUn
+    else:
+        pL, pU = np.where(pos, hL, 0.0), np.where(pos, hU, 0.0)
+        nL, nU = np.where(neg & ~pos, hL, 0.0), np.where(neg & ~pos, hU, 0.0)
+        zL = pL @ WLp + pU @ WLn + nL @ WUp + nU @ WUn
+        zU = pU @ WUp + pL @ WUn + nU @ WLp + nL @ WLn
+        rows, cols = np.nonzero(~(pos | neg))
+        if rows.size:
+            aL, aU = hL[rows, cols][:, None], hU[rows, cols][:, None]
+            np.add.at(zL, rows, np.minimum(WU[:, cols].T * aL, WL[:, cols].T * aU))
+            np.add.at(zU, rows, np.maximum(WL[:, cols].T * aL, WU[:, cols].T * aU))
+    mag = magnitude(hL, hU) @ magnitude(WLt, WUt) + magnitude(bL, bU)
+    return pad(zL + bL, zU + bU, mag, 2 * WL.shape[1] + 8)
+
+
+def interval_forward(lower, upper, XL, XU):
+    """Interval forward pass.
+
+    Returns the input/activation bounds ``acts`` (list of (lo, hi), input first) and
+    the pre-activation bounds ``pre`` (one (lo, hi) per layer; the last is the output).
+    """
+    acts = [(XL, XU)]
+    pre = []
+    hL, hU = XL, XU
+    n_layers = len(lower.weights)
+    for layer in range(n_layers):
+        zL, zU = _affine(
+            lower.weights[layer], upper.weights[layer], lower.biases[layer], upper.biases[layer], hL, hU
+        )
+        pre.append((zL, zU))
+        if layer < n_layers - 1:
+            hL, hU = np.maximum(zL, 0.0), np.maximum(zU, 0.0)
+        else:
+            hL, hU = zL, zU
+        acts.append((hL, hU))
+    return acts, pre
+
+
+def interval_margin(lower, upper, X, pred):
+    """A lower bound, over the parameter box, of the margin of the predictions ``pred`` at the rows of ``X``:
+    ``pred * f`` for one output, ``min_{c != pred} f_pred - f_c`` otherwise (certified iff > 0).  Each logit
+    difference is bounded through the output layer's weight differences (`_logit_differences`), which is
+    tighter than ``fL_pred - fU_c``."""
+    acts, pre = interval_forward(lower, upper, X, X)
+    fL, fU = pre[-1]
+    if fL.shape[1] == 1:
+        return np.where(pred > 0, fL[:, 0], -fU[:, 0])
+    rows = np.arange(len(X))
+    dL, _ = _logit_differences(
+        lower.weights[-1], upper.weights[-1], lower.biases[-1], upper.biases[-1], *acts[-2]
+    )
+    diff, _ = pad(fL[rows, pred][:, None] - fU, fU, np.abs(fL).max(axis=1, keepdims=True) + np.abs(fU), 1)
+    # dL[k, c, pred] bounds f_pred - f_c
+    diff = np.maximum(diff, dL[rows, :, pred])
+    diff[rows, pred] = np.inf
+    return diff.min(axis=1)
+
+
+def interval_loss_derivative(fL, fU, y, loss):
+    """Bounds on ``dℓ/df`` (n, C) given output bounds, for the hinge, MSE and binary cross-entropy losses
+    (same convention as the nominal training; cross-entropy is bounded by `output_derivative`)."""
+    if loss == "cross_entropy":
+        raise ValueError("the cross-entropy derivative needs the output layer: use output_derivative")
+    if loss == "mse":
+        return pad(2.0 * (fL - y), 2.0 * (fU - y), 2.0 * (magnitude(fL, fU) + np.abs(y)), 2)
+    if loss == "binary_cross_entropy":
+        # σ is increasing; the float σ and this bound each carry a few ulps of rounding (values <= 1)
+        err = 16.0 * _U
+        sL = np.maximum(sigmoid(fL) - err, 0.0)
+        sU = np.minimum(sigmoid(fU) + err, 1.0)
+        yv = y[:, None]
+        return pad(sL - yv, sU - yv, 1.0, 1)
+    if fL.shape[1] == 1:
+        # v = 1 - y f; the derivative is -y where v > 0, else 0.
+        yv = y[:, None]
+        vL = np.where(yv > 0, 1.0 - fU, 1.0 + fL)
+        vU = np.where(yv > 0, 1.0 - fL, 1.0 + fU)
+        vL, vU = pad(vL, vU, 1.0 + magnitude(fL, fU), 1)
+        aL, aU = (vL > 0).astype(np.float64), (vU > 0).astype(np.float64)
+        return np.where(yv > 0, -aU, aL), np.where(yv > 0, -aL, aU)
+    n, _C = fL.shape
+    rows = np.arange(n)
+    fyL, fyU = fL[rows, y][:, None], fU[rows, y][:, None]
+    vL, vU = pad(1.0 + fL - fyU, 1.0 + fU - fyL, 1.0 + magnitude(fL, fU) + magnitude(fyL, fyU), 2)
+    aL, aU = (vL > 0).astype(np.float64), (vU > 0).astype(np.float64)
+    aL[rows, y] = 0.0
+    aU[rows, y] = 0.0
+    gL, gU = aL.copy(), aU.copy()
+    gL[rows, y] = -aU.sum(axis=1)
+    gU[rows, y] = -aL.sum(axis=1)
+    return gL, gU
+
+
+def _logit_differences(W_lo, W_hi, b_lo, b_hi, hL, hU):
+    """Bounds on ``z_j - z_i = (W_j - W_i) · h + (b_j - b_i)`` (n, C, C) for the output layer ``z = W h + b``,
+    with each weight difference bounded as one interval (tighter than ``[zL_j - zU_i, zU_j - zL_i]``: ``h``
+    enters once).  Padded for the rounding of the float logits ``z_j`` and ``z_i`` of `MLP.train`."""
+    dWL = W_lo[None, :, :] - W_hi[:, None, :]  # [i, j, :] bounds W_j - W_i
+    dWU = W_hi[None, :, :] - W_lo[:, None, :]
+    lo, hi, _ = _imul(dWL[None], dWU[None], hL[:, None, None, :], hU[:, None, None, :])
+    dbL = b_lo[None, :] - b_hi[:, None]
+    dbU = b_hi[None, :] - b_lo[:, None]
+    # magnitude of each logit's float sum: Σ |W_c| |h| + |b_c|
+    mag = magnitude(hL, hU) @ magnitude(W_lo, W_hi).T + magnitude(b_lo, b_hi)  # (n, C)
+    terms = W_lo.shape[1] + 3
+    return pad(lo.sum(axis=3) + dbL, hi.sum(axis=3) + dbU, mag[:, :, None] + mag[:, None, :], terms)
+
+
+def softmax_bounds(dL: np.ndarray, dU: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Bounds on ``softmax(z)_i = 1 / Σ_j exp(z_j - z_i)`` given bounds ``dL <= z_j - z_i <= dU`` (n, C, C).
+
+    Each entry is decreasing in every difference, so the ends come from ``dU`` and ``dL``; they are padded
+    by ``8 (C + 4)`` ulps of 1 for the rounding of this bound and of the float softmax of `MLP.train`.
+    """
+    C = dL.shape[1]
+    diag = np.eye(C, dtype=bool)[None]
+    with np.errstate(over="ignore"):
+        lo = 1.0 / np.where(diag, 1.0, np.exp(dU)).sum(axis=2)
+        hi = 1.0 / np.where(diag, 1.0, np.exp(dL)).sum(axis=2)
+    err = 8.0 * (C + 4) * _U
+    return np.maximum(lo - err, 0.0), np.minimum(hi + err, 1.0)
+
+
+def _targets(y, C, labels):
+    """Bounds on the one-hot target (n, C) for the labels ``"own"`` (y), ``"other"`` (any class but y) or
+    ``"any"`` (any class)."""
+    n = len(y)
+    own = np.zeros((n, C))
+    own[np.arange(n), y] = 1.0
+    if labels == "own":
+        return own, own
+    lo = np.zeros((n, C))
+    if labels == "other":
+        hi = 1.0 - own
+        if C == 2:  # the other class is determined
+            lo = hi.copy()
+        return lo, hi
+    return lo, np.ones((n, C))
+
+
+def output_derivative(lower, upper, acts, pre, y, loss, labels="own"):
+    """Bounds on ``dℓ/dz`` (n, C) at the output, for the labels ``"own"`` (y), ``"other"`` (any other class)
+    or ``"any"`` (any class): the hull over the allowed labels."""
+    fL, fU = pre[-1]
+    if loss == "cross_entropy":
+        C = fL.shape[1]
+        hL, hU = acts[-2]
+        dL, dU = _logit_differences(
+            lower.weights[-1], upper.weights[-1], lower.biases[-1], upper.biases[-1], hL, hU
+        )
+        # intersect with the differences of the logit bounds (sound either way)
+        dL = np.maximum(dL, fL[:, None, :] - fU[:, :, None])
+        dU = np.minimum(dU, fU[:, None, :] - fL[:, :, None])
+        sL, sU = softmax_bounds(dL, dU)
+        tL, tU = _targets(y, C, labels)
+        return pad(sL - tU, sU - tL, 1.0, 1)
+    if labels == "own":
+        return interval_loss_derivative(fL, fU, y, loss)
+    if loss == "binary_cross_entropy":
+        # the other label is 1 - y; "any" is the hull of both
+        oL, oU = interval_loss_derivative(fL, fU, 1.0 - y, loss)
+        if labels == "other":
+            return oL, oU
+        gL, gU = interval_loss_derivative(fL, fU, y, loss)
+        return np.minimum(gL, oL), np.maximum(gU, oU)
+    # hinge: the hull over the allowed labels
+    C = fL.shape[1]
+    if C == 1:
+        cands = [-y] if labels == "other" else [-y, y]
+    else:
+        cands = [np.full_like(y, c) for c in range(C)]
+    gL, gU = np.full(fL.shape, np.inf), np.full(fL.shape, -np.inf)
+    for c in cands:
+        aL, aU = interval_loss_derivative(fL, fU, c, loss)
+        use = (c != y) if (labels == "other" and C > 1) else np.ones(len(y), dtype=bool)
+        gL = np.where(use[:, None], np.minimum(gL, aL), gL)
+        gU = np.where(use[:, None], np.maximum(gU, aU), gU)
+    return gL, gU
+
+
+def _hidden_derivative_ce(W_lo, W_hi, gzL, gzU, y):
+    """Bounds on ``W^T g`` (n, H) for the cross-entropy output derivative ``g`` (whose entries sum to 0):
+    ``Σ_{c≠y} (W_c - W_y) g_c``, padded for the float ``g @ W`` of `MLP.train` (whose ``Σ g_c`` is only
+    nearly 0)."""
+    n = len(y)
+    C = W_lo.shape[0]
+    keep = np.ones((n, C), dtype=bool)
+    keep[np.arange(n), y] = False
+    dWL = np.where(keep[:, :, None], W_lo[None] - W_hi[y][:, None, :], 0.0)  # (n, C, H)
+    dWU = np.where(keep[:, :, None], W_hi[None] - W_lo[y][:, None, :], 0.0)
+    lo, hi, _ = _imul(dWL, dWU, gzL[:, :, None], gzU[:, :, None])
+    mW = magnitude(W_lo, W_hi)
+    mag = magnitude(gzL, gzU) @ mW + 8.0 * (C + 4) * mW[y]
+    return pad(lo.sum(axis=1), hi.sum(axis=1), mag, C + 2)
+
+
+def _outer(aL, aU, bL, bU):
+    """Bounds on the outer products ``a_k b_kᵀ`` (n, o·i) of interval vectors a (n, o) and b (n, i)
+    (unpadded)."""
+    n = len(aL)
+    aL, aU = aL[:, :, None], aU[:, :, None]
+    if bL is bU or np.array_equal(bL, bU):  # exact b (inputs): the ends are aL b and aU b, by the sign of b
+        b = bL[:, None, :]
+        lo_a, hi_a = np.where(b >= 0, aL, aU), np.where(b >= 0, aU, aL)
+        return (lo_a * b).reshape(n, -1), (hi_a * b).reshape(n, -1)
+    lo, hi, _ = _imul(aL, aU, bL[:, None, :], bU[:, None, :])
+    return lo.reshape(n, -1), hi.reshape(n, -1)
+
+
+def interval_gradients(lower, upper, XL, XU, y, loss, labels="own"):
+    """Per-sample gradient bounds of ``ℓ(f_θ(x_k), y_k)`` over the parameter box and input boxes, for the
+    labels ``"own"``, ``"other"`` or ``"any"`` (see `output_derivative`).
+
+    Returns ``(gL, gU)`` of shape (n, n_params) in `MLP.to_vector` order.  The weight-gradient entries are
+    products left unpadded (each within one rounding, relative ``2**-53``, of its exact value): sum them with
+    `sum_with_budget`, which pads for it.
+    """
+    acts, pre = interval_forward(lower, upper, XL, XU)
+    gzL, gzU = output_derivative(lower, upper, acts, pre, y, loss, labels)
+    gL, gU, _ = interval_backward(lower, upper, acts, pre, (gzL, gzU), y, loss)
+    return gL, gU
+
+
+def interval_backward(lower, upper, acts, pre, out, y, loss, *, gradients=True):
+    """The backward pass of `interval_gradients` from the output derivative bounds ``out``: per-sample
+    gradient bounds (unpadded weight entries; None without ``gradients``) and the derivative bounds at each
+    layer's pre-activation (``derivs[layer]``, the output layer last)."""
+    gzL, gzU = out
+    n_layers = len(lower.weights)
+    derivs: list[tuple[np.ndarray, np.ndarray]] = [None] * n_layers  # type: ignore[list-item]
+    parts: list[tuple[np.ndarray, np.ndarray]] = [None] * n_layers  # type: ignore[list-item]
+    for layer in range(n_layers - 1, -1, -1):
+        derivs[layer] = (gzL, gzU)
+        if gradients:
+            # per-sample weight gradients, not padded: each end is one float product, within one rounding
+            # of its exact value; `sum_with_budget` pads the sums for it
+            wl, wu = _outer(gzL, gzU, *acts[layer])
+            n = len(gzL)
+            parts[layer] = (
+                np.concatenate([wl.reshape(n, -1), gzL], axis=1),
+                np.concatenate([wu.reshape(n, -1), gzU], axis=1),
+            )
+        if layer > 0:
+            WL, WU = lower.weights[layer], upper.weights[layer]
+            if loss == "cross_entropy" and layer == n_layers - 1:
+                ghL, ghU = _hidden_derivative_ce(WL, WU, gzL, gzU, y)
+            else:
+                lo, hi, mag = _imul(WL[None], WU[None], gzL[:, :, None], gzU[:, :, None])
+                ghL, ghU = pad(lo.sum(axis=1), hi.sum(axis=1), mag.sum(axis=1), WL.shape[0])
+            zL, zU = pre[layer - 1]
+            on, maybe = zL > 0, (zU > 0) & ~(zL > 0)
+            gzL = np.where(on, ghL, np.where(maybe, np.minimum(ghL, 0.0), 0.0))
+            gzU = np.where(on, ghU, np.where(maybe, np.maximum(ghU, 0.0), 0.0))
+    if not gradients:
+        return None, None, derivs
+    gL = np.concatenate([p[0] for p in parts], axis=1)
+    return gL, np.concatenate([p[1] for p in parts], axis=1), derivs

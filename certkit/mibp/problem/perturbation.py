@@ -1,0 +1,345 @@
+"""Perturbation models: which training sets ``D'`` could have been the real one.
+
+Every model turns the observed inputs ``X`` (n, d) into `InputSets`: for each
+entry ``(k, f)`` a set ``{v + e : v in options[k, f], e in [offset_lo, offset_hi]}``
+(a finite union of intervals), plus an optional budget ``k`` on how many points may
+differ from their observed value and which labels may change.  Models compose left to right
+with ``&``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+
+from certkit._validation import check_array, check_integer
+from certkit.mibp.problem.input_sets import InputSets
+
+__all__ = [
+    "Budget",
+    "Compose",
+    "FeatureBox",
+    "InputSets",
+    "LabelFlips",
+    "MissingValues",
+    "OrdinalShift",
+    "Perturbation",
+]
+
+
+class Perturbation:
+    """Base class: ``apply(sets)`` returns the sets after this perturbation."""
+
+    def apply(self, sets: InputSets) -> InputSets:  # pragma: no cover - every model overrides it
+        raise NotImplementedError
+
+    def sets(self, X: Any) -> InputSets:
+        """The input sets of this perturbation model for observed inputs ``X`` (n, d); NaN marks a missing
+        entry where a `MissingValues` mask covers it (see `fill_missing`)."""
+        X = self.fill_missing(X)
+        out = self.apply(InputSets.exact(X))
+        for name in ("offset_lo", "offset_hi", "options"):
+            if not np.all(np.isfinite(getattr(out, name))):
+                raise ValueError(f"the perturbation produced non-finite {name}; check its bounds")
+        return out
+
+    def __and__(self, other: Perturbation) -> Compose:
+        return Compose(self, other)
+
+    def fill_missing(self, X: Any) -> np.ndarray:
+        """``X`` (n, d) as float64 with every NaN that a `MissingValues` mask of this model covers replaced
+        by its placeholder (the centre of the missing value's range, or its middle level); a NaN anywhere
+        else is an error naming the entry."""
+        X = check_array(X, "X", ndim=2, finite=False)
+        covered = np.zeros(X.shape, dtype=bool)
+        for model in self._parts():
+            if isinstance(model, MissingValues):
+                X, covered = model._fill(X, covered)
+        bad = ~np.isfinite(X)
+        if np.any(bad):
+            k, f = (int(i) for i in np.argwhere(bad)[0])
+            raise ValueError(
+                f"X must be finite; X[{k}, {f}] is {X[k, f]} and no MissingValues mask covers it "
+                "(mark missing entries in MissingValues' mask, or fill them)"
+            )
+        return X
+
+    def _parts(self) -> list[Perturbation]:
+        """The models this one is made of (itself for a single model)."""
+        return [self]
+
+
+def _select(n: int, d: int, points: Any, features: Any) -> np.ndarray:
+    mask = np.zeros((n, d), dtype=bool)
+    rows = np.arange(n) if points is None else check_array(points, "points", ndim=1, dtype=int)
+    cols = np.arange(d) if features is None else check_array(features, "features", ndim=1, dtype=int)
+    if rows.size and (rows.min() < 0 or rows.max() >= n):
+        raise ValueError(f"points must be indices in 0..{n - 1}")
+    if cols.size and (cols.min() < 0 or cols.max() >= d):
+        raise ValueError(f"features must be indices in 0..{d - 1}")
+    mask[np.ix_(rows, cols)] = True
+    return mask
+
+
+def _broadcast(value: Any, name: str, n: int, d: int) -> np.ndarray:
+    arr = check_array(value, name, ndim=(0, 1, 2))
+    if arr.ndim == 1 and arr.shape != (d,):
+        raise ValueError(f"{name} as a 1-D array must have one entry per feature ({d}), got {arr.shape}")
+    if arr.ndim == 2 and arr.shape != (n, d):
+        raise ValueError(f"{name} as a 2-D array must have shape ({n}, {d}), got {arr.shape}")
+    return np.broadcast_to(arr, (n, d)).astype(np.float64)
+
+
+def _no_budget(sets: InputSets, name: str) -> None:
+    if sets.budget is not None:
+        raise ValueError(f"Budget must be the outermost perturbation; apply {name} inside it")
+    if sets.label_flips is not None:
+        raise ValueError(f"apply {name} before LabelFlips (write `{name}(...) & LabelFlips(k)`)")
+
+
+class FeatureBox(Perturbation):
+    """``x_k[f] ∈ [x̂_k[f] - ε, x̂_k[f] + ε]`` for the chosen points and features.
+
+    Parameters
+    ----------
+    epsilon : float or array
+        Radius: a scalar, one per feature ``(d,)`` or one per entry ``(n, d)``; >= 0.
+    features, points : sequence of int, optional
+        Restrict the perturbation to these columns / rows (default: all).
+    """
+
+    def __init__(
+        self, epsilon: Any, *, features: Sequence[int] | None = None, points: Sequence[int] | None = None
+    ):
+        eps = check_array(epsilon, "epsilon", ndim=(0, 1, 2))
+        if np.any(eps < 0):
+            raise ValueError("epsilon must be >= 0")
+        self.epsilon = epsilon
+        self.features = features
+        self.points = points
+
+    def apply(self, sets: InputSets) -> InputSets:
+        _no_budget(sets, "FeatureBox")
+        n, d = sets.nominal.shape
+        eps = _broadcast(self.epsilon, "epsilon", n, d) * _select(n, d, self.points, self.features)
+        return replace(sets, offset_lo=sets.offset_lo - eps, offset_hi=sets.offset_hi + eps)
+
+    def __repr__(self) -> str:
+        return f"FeatureBox(epsilon={self.epsilon!r})"
+
+
+class MissingValues(Perturbation):
+    """Masked entries may take any value in ``[lower, upper]`` (or any listed level of a categorical feature).
+
+    Parameters
+    ----------
+    mask : bool array (n, d)
+        True where the value is missing: the observed value is a placeholder, or NaN (replaced by the
+        centre of ``[lower, upper]``, or the middle level, for the nominal run; see
+        `Perturbation.fill_missing`).  The nominal run trains on the placeholders; one outside its set
+        makes that dataset one the perturbation does not allow, so ``result.nominal_path`` need not lie
+        in the certified boxes (code such entries as NaN).
+    lower, upper : float or array (d,)
+        Range of a missing continuous value.
+    levels : mapping feature -> sequence of float, optional
+        Categorical features: a missing entry takes one of these values (overrides the range).
+    """
+
+    def __init__(
+        self, mask: Any, lower: Any, upper: Any, *, levels: Mapping[int, Sequence[float]] | None = None
+    ):
+        self.mask = check_array(mask, "mask", ndim=2, dtype=bool, allow_empty=True)
+        lo = check_array(lower, "lower", ndim=(0, 1))
+        hi = check_array(upper, "upper", ndim=(0, 1))
+        if np.any(np.broadcast_to(lo, np.broadcast_shapes(lo.shape, hi.shape)) > hi):
+            raise ValueError("lower must be <= upper")
+        self.lower, self.upper = lo, hi
+        if levels is not None and not isinstance(levels, Mapping):
+            raise TypeError(
+                "levels must be a mapping feature -> sequence of values (or None), "
+                f"got {type(levels).__name__}"
+            )
+        self.levels = {}
+        for f, vals in (levels or {}).items():
+            f = check_integer(f, "levels key", minimum=0)
+            vals = check_array(vals, f"levels[{f}]", ndim=1)
+            self.levels[f] = np.unique(vals)
+
+    def __repr__(self) -> str:
+        levels = f", levels for features {sorted(self.levels)}" if self.levels else ""
+        missing = f"{int(self.mask.sum())} of {self.mask.size} entries"
+        bounds = f"lower={self.lower.tolist()!r}, upper={self.upper.tolist()!r}"
+        return f"MissingValues({missing}, {bounds}{levels})"
+
+    def _fill(self, X: np.ndarray, covered: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """NaN entries under the mask replaced by their placeholder; ``covered`` gains the mask."""
+        n, d = X.shape
+        if self.mask.shape != (n, d):
+            raise ValueError(f"mask must have the shape of X ({n}, {d}), got {self.mask.shape}")
+        centre = 0.5 * _broadcast(self.lower, "lower", n, d) + 0.5 * _broadcast(self.upper, "upper", n, d)
+        for f, vals in self.levels.items():
+            if f < d:
+                centre[:, f] = vals[len(vals) // 2]
+        return np.where(self.mask & np.isnan(X), centre, X), covered | self.mask
+
+    def apply(self, sets: InputSets) -> InputSets:
+        _no_budget(sets, "MissingValues")
+        n, d = sets.nominal.shape
+        if self.mask.shape != (n, d):
+            raise ValueError(f"mask must have the shape of X ({n}, {d}), got {self.mask.shape}")
+        if any(f >= d for f in self.levels):
+            raise ValueError(f"levels keys must be feature indices in 0..{d - 1}")
+        lo = _broadcast(self.lower, "lower", n, d)
+        hi = _broadcast(self.upper, "upper", n, d)
+        n_lev = max([len(v) for v in self.levels.values()], default=1)
+        width = max(sets.options.shape[2], n_lev)
+        options = _pad_options(sets.options, sets.n_options, width)
+        n_options = sets.n_options.copy()
+        off_lo, off_hi = sets.offset_lo.copy(), sets.offset_hi.copy()
+        m = self.mask
+        options[m] = lo[m][:, None]
+        n_options[m] = 1
+        off_lo[m] = 0.0
+        off_hi[m] = (hi - lo)[m]
+        for f, vals in self.levels.items():
+            rows = m[:, f]
+            options[rows, f, :] = np.concatenate([vals, np.full(width - len(vals), vals[-1])])
+            n_options[rows, f] = len(vals)
+            off_hi[rows, f] = 0.0
+        return replace(sets, options=options, n_options=n_options, offset_lo=off_lo, offset_hi=off_hi)
+
+
+class OrdinalShift(Perturbation):
+    """The value of an ordinal feature stays or moves by one of the allowed integer offsets.
+
+    Parameters
+    ----------
+    features : sequence of int
+        The ordinal columns.
+    shifts : sequence of int
+        Allowed offsets, e.g. ``(0, 1)`` (under-reporting by one level) or ``(-1, 0, 1)``.
+    points : sequence of int, optional
+        Restrict to these rows.
+    """
+
+    def __init__(
+        self, features: Sequence[int], shifts: Sequence[int] = (0, 1), *, points: Sequence[int] | None = None
+    ):
+        self.features = check_array(features, "features", ndim=1, dtype=int)
+        self.shifts = np.unique(check_array(shifts, "shifts", ndim=1, dtype=int)).astype(np.float64)
+        self.points = points
+
+    def __repr__(self) -> str:
+        return f"OrdinalShift({self.features.tolist()}, shifts={self.shifts.astype(int).tolist()})"
+
+    def apply(self, sets: InputSets) -> InputSets:
+        _no_budget(sets, "OrdinalShift")
+        n, d = sets.nominal.shape
+        sel = _select(n, d, self.points, self.features)
+        V = sets.options.shape[2]
+        S = len(self.shifts)
+        width = V * S
+        options = _pad_options(sets.options, sets.n_options, width)
+        n_options = sets.n_options.copy()
+        for k, f in zip(*np.nonzero(sel)):
+            base = sets.options[k, f, : sets.n_options[k, f]]
+            vals = np.unique((base[:, None] + self.shifts[None, :]).ravel())
+            options[k, f] = np.concatenate([vals, np.full(width - len(vals), vals[-1])])
+            n_options[k, f] = len(vals)
+        return replace(sets, options=options, n_options=n_options)
+
+
+class Budget(Perturbation):
+    """At most ``k`` training points deviate (according to ``perturbation``); the others are exact.
+
+    With ``LabelFlips(1)`` inside (``Budget(FeatureBox(eps) & LabelFlips(1), k)``), each deviating point
+    may also change its label: paired feature-and-label poisoning of at most ``k`` points.
+    """
+
+    def __init__(self, perturbation: Perturbation, k: int):
+        if not isinstance(perturbation, Perturbation):
+            raise TypeError(f"perturbation must be a Perturbation, got {type(perturbation).__name__}")
+        self.perturbation = perturbation
+        self.k = check_integer(k, "k", minimum=0)
+
+    def _parts(self) -> list[Perturbation]:
+        return self.perturbation._parts()
+
+    def __repr__(self) -> str:
+        return f"Budget({self.perturbation!r}, {self.k})"
+
+    def apply(self, sets: InputSets) -> InputSets:
+        _no_budget(sets, "another Budget")
+        if np.any(sets.varies) or sets.label_flips is not None:
+            raise ValueError(
+                "Budget must be the outermost perturbation: a model before it would perturb every row; "
+                "write Budget(a & b, k)"
+            )
+        inner = self.perturbation.apply(sets)
+        if inner.label_flips is not None:
+            if inner.label_flips != 1:
+                raise ValueError(
+                    "inside a Budget, LabelFlips(1) says that each deviating point may also change its label "
+                    "(paired poisoning: Budget(FeatureBox(eps) & LabelFlips(1), k)); "
+                    f"got LabelFlips({inner.label_flips})"
+                )
+            return replace(inner, budget=self.k, label_flips=None, flip_labels=True)
+        return replace(inner, budget=self.k)
+
+
+class LabelFlips(Perturbation):
+    """At most ``k`` training labels change to another class (any other class when there are more than two).
+
+    For the classification losses (hinge, cross-entropy, binary cross-entropy).  Combines with input
+    perturbations of every point (``FeatureBox(0.01) & LabelFlips(2)``); inside a `Budget`,
+    ``LabelFlips(1)`` makes the budget's deviating points change label too (paired poisoning).
+    """
+
+    def __init__(self, k: int):
+        self.k = check_integer(k, "k", minimum=0)
+
+    def apply(self, sets: InputSets) -> InputSets:
+        if sets.budget is not None:
+            raise ValueError(
+                "LabelFlips cannot follow a Budget; for paired poisoning put LabelFlips(1) inside it: "
+                "Budget(FeatureBox(eps) & LabelFlips(1), k)"
+            )
+        if sets.label_flips is not None:
+            raise ValueError("LabelFlips may appear only once in a composition")
+        return replace(sets, label_flips=self.k)
+
+    def __repr__(self) -> str:
+        return f"LabelFlips({self.k})"
+
+
+class Compose(Perturbation):
+    """Apply several perturbation models in order (``a & b`` is ``Compose(a, b)``)."""
+
+    def __init__(self, *perturbations: Perturbation):
+        if not perturbations:
+            raise ValueError("Compose needs at least one perturbation")
+        for p in perturbations:
+            if not isinstance(p, Perturbation):
+                raise TypeError(f"Compose takes Perturbation objects, got {type(p).__name__}")
+        self.perturbations = perturbations
+
+    def apply(self, sets: InputSets) -> InputSets:
+        for p in self.perturbations:
+            sets = p.apply(sets)
+        return sets
+
+    def _parts(self) -> list[Perturbation]:
+        return [q for p in self.perturbations for q in p._parts()]
+
+    def __repr__(self) -> str:
+        return " & ".join(repr(p) for p in self.perturbations)
+
+
+def _pad_options(options: np.ndarray, n_options: np.ndarray, width: int) -> np.ndarray:
+    if options.shape[2] >= width:
+        return options.copy()
+    last = np.take_along_axis(options, (n_options - 1)[:, :, None], axis=2)
+    return np.concatenate([options, np.repeat(last, width - options.shape[2], axis=2)], axis=2)

@@ -1,0 +1,299 @@
+"""The training recipe: loss, learning-rate schedule, batch order, momentum and weight decay, in one place.
+
+`Recipe` is built once per run and read by the nominal run (`MLP.train`) and by every certified step
+(`certkit.mibp.enclosures.interval`, `certkit.mibp.enclosures.affine`), so both follow the same steps over
+the same batches.
+The update follows PyTorch's ``torch.optim.SGD(lr, momentum, weight_decay)`` (no dampening, no
+Nesterov):
+
+$$d_s = g_s + \\omega\\,\\theta_s,\\qquad v_{s+1} = \\mu\\, v_s + d_s\\ (v_1 = d_0),\\qquad
+\\theta_{s+1} = \\theta_s - \\lambda_s v_{s+1},$$
+
+where ``g_s`` is the mean gradient of the loss over batch ``s``.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from certkit._typing import RNGLike
+from certkit._validation import (
+    check_allocation,
+    check_array,
+    check_bool,
+    check_in_options,
+    check_integer,
+    check_rng,
+)
+
+__all__ = ["LOSSES", "InverseDecay", "Recipe", "make_recipe"]
+
+LOSSES = ("hinge", "mse", "cross_entropy", "binary_cross_entropy")
+
+
+class InverseDecay:
+    """The learning rate ``max(learning_rate / (1 + decay * step), minimum)`` (steps counted from 0).
+
+    This is the inverse-time decay of Abstract Gradient Training's SGD (``lr_decay``, ``lr_min``).
+
+    Parameters
+    ----------
+    learning_rate : float
+        The rate at step 0 (> 0).
+    decay : float
+        Decay per step (>= 0).
+    minimum : float
+        Floor of the rate (>= 0).
+
+    Examples
+    --------
+    >>> rate = InverseDecay(2.0, 0.6, minimum=1e-3)
+    >>> [round(rate(s), 4) for s in range(3)]
+    [2.0, 1.25, 0.9091]
+    """
+
+    def __init__(self, learning_rate: float, decay: float, *, minimum: float = 0.0) -> None:
+        self.learning_rate = _nonnegative(learning_rate, "learning_rate", strict=True)
+        self.decay = _nonnegative(decay, "decay")
+        self.minimum = _nonnegative(minimum, "minimum")
+        if self.minimum > self.learning_rate:
+            raise ValueError(
+                f"minimum ({self.minimum!r}) must be at most learning_rate ({self.learning_rate!r}): the "
+                "rate only decays, so a floor above the starting rate would replace it at every step"
+            )
+
+    def __call__(self, step: int) -> float:
+        return max(self.learning_rate / (1.0 + self.decay * step), self.minimum)
+
+    def __repr__(self) -> str:
+        return f"InverseDecay({self.learning_rate!r}, {self.decay!r}, minimum={self.minimum!r})"
+
+
+def _nonnegative(value: Any, name: str, *, strict: bool = False) -> float:
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a real number, got {type(value).__name__}")
+    value = float(value)
+    if not math.isfinite(value) or value < 0 or (strict and value == 0):
+        raise ValueError(f"{name} must be a finite number {'>' if strict else '>='} 0, got {value!r}")
+    return value
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """What one training run does, step by step (built by `make_recipe`).
+
+    Attributes
+    ----------
+    loss : str
+        One of `LOSSES`.
+    epochs : int
+        Passes over the data.
+    rates : ndarray (n_steps,)
+        The learning rate of every gradient step.
+    batches : tuple of ndarray
+        The row indices of every step's batch, in order (``steps_per_epoch`` per epoch).
+    steps_per_epoch : int
+    momentum, weight_decay : float
+        PyTorch's ``SGD`` conventions (see the module docstring).
+    batch_size : int or None
+        None: full batch.
+    shuffle, drop_last : bool
+        How the batches were drawn.
+    """
+
+    loss: str
+    epochs: int
+    rates: np.ndarray
+    batches: tuple[np.ndarray, ...]
+    steps_per_epoch: int
+    momentum: float = 0.0
+    weight_decay: float = 0.0
+    batch_size: int | None = None
+    shuffle: bool = False
+    drop_last: bool = False
+
+    @property
+    def n_steps(self) -> int:
+        """Number of gradient steps."""
+        return len(self.batches)
+
+    @property
+    def plain(self) -> bool:
+        """Full-batch gradient descent with one constant rate, no momentum and no weight decay."""
+        return (
+            self.batch_size is None
+            and self.momentum == 0.0
+            and self.weight_decay == 0.0
+            and bool(np.all(self.rates == self.rates[0]))
+        )
+
+    @property
+    def learning_rate(self) -> float | tuple[float, ...]:
+        """The constant rate, or the per-step rates when they vary."""
+        if np.all(self.rates == self.rates[0]):
+            return float(self.rates[0])
+        return tuple(float(r) for r in self.rates)
+
+    def epoch_end(self, epoch: int) -> int:
+        """Number of steps taken after ``epoch`` epochs."""
+        return epoch * self.steps_per_epoch
+
+    def update(
+        self, theta: np.ndarray, velocity: np.ndarray | None, grad: np.ndarray, step: int
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """One nominal SGD update in PyTorch's order; returns ``(theta, velocity)``."""
+        d = grad + self.weight_decay * theta if self.weight_decay else grad
+        v = d if velocity is None or not self.momentum else self.momentum * velocity + d
+        return theta - self.rates[step] * v, v
+
+    def describe(self) -> str:
+        """One line: the recipe's options."""
+        rate = self.learning_rate
+        rate_text = (
+            f"{rate:g}" if isinstance(rate, float) else f"{rate[0]:g}..{rate[-1]:g} ({len(rate)} steps)"
+        )
+        batch = "full batch" if self.batch_size is None else f"batch {self.batch_size}"
+        if self.batch_size is not None and self.shuffle:
+            batch += ", shuffled"
+        parts = [f"loss={self.loss}", f"learning_rate={rate_text}", batch]
+        if self.momentum:
+            parts.append(f"momentum={self.momentum:g}")
+        if self.weight_decay:
+            parts.append(f"weight_decay={self.weight_decay:g}")
+        return ", ".join(parts)
+
+
+def make_recipe(
+    n: int,
+    *,
+    loss: str,
+    epochs: int,
+    learning_rate: float | Sequence[float] | Callable[[int], float],
+    batch_size: int | None = None,
+    shuffle: bool = False,
+    drop_last: bool = False,
+    momentum: float = 0.0,
+    weight_decay: float = 0.0,
+    rng: RNGLike = None,
+) -> Recipe:
+    """Validate the training options for ``n`` rows and draw the batch order once.
+
+    Parameters
+    ----------
+    n : int
+        Number of training rows.
+    loss : str
+        One of `LOSSES`.
+    epochs : int
+        Passes over the data (>= 0).
+    learning_rate : float, sequence or callable
+        A constant rate, one rate per gradient step (``epochs * steps_per_epoch`` of them), or a callable
+        ``step -> rate`` with steps counted from 0 (e.g. `InverseDecay`).  Every rate must be finite and > 0.
+    batch_size : int, optional
+        Rows per step (None: the full batch, one step per epoch).
+    shuffle : bool
+        Draw a new order of the rows for every epoch from ``rng`` (as PyTorch's ``DataLoader(shuffle=True)``);
+        the order is fixed once and stored in the recipe.
+    drop_last : bool
+        Drop each epoch's last batch when it is smaller than ``batch_size``.
+    momentum : float
+        Heavy-ball momentum in ``[0, 1)``.
+    weight_decay : float
+        L2 coefficient added to the gradient (>= 0).
+    rng : None, int or numpy.random.Generator
+        Source of the shuffled order (unused without ``shuffle``).
+    """
+    n = check_integer(n, "n", minimum=1)
+    loss = check_in_options(loss, "loss", LOSSES)
+    epochs = check_integer(epochs, "epochs", minimum=0)
+    shuffle = check_bool(shuffle, "shuffle")
+    drop_last = check_bool(drop_last, "drop_last")
+    momentum = _nonnegative(momentum, "momentum")
+    if momentum >= 1.0:
+        raise ValueError(f"momentum must be in [0, 1), got {momentum!r}")
+    weight_decay = _nonnegative(weight_decay, "weight_decay")
+    if batch_size is None:
+        size = n
+        if shuffle:
+            raise ValueError("shuffle=True needs a batch_size (the full batch has one order)")
+    else:
+        size = check_integer(batch_size, "batch_size", minimum=1)
+        if size > n:
+            raise ValueError(f"batch_size must be at most the number of training rows ({n}), got {size}")
+    per_epoch = n // size if drop_last else -(-n // size)
+    # the batches (a shuffled order per epoch, about 100 bytes per batch) and the rates, before building them
+    check_allocation(
+        float(epochs) * (8.0 * n * shuffle + 112.0 * per_epoch), "epochs", epochs, what="the batch order"
+    )
+    gen = check_rng(rng) if shuffle else None
+    batches: list[np.ndarray] = []
+    for _ in range(epochs):
+        order = gen.permutation(n) if gen is not None else np.arange(n)
+        for s in range(per_epoch):
+            batches.append(order[s * size : (s + 1) * size])
+    rates = _rates(learning_rate, len(batches))
+    return Recipe(
+        loss=loss,
+        epochs=epochs,
+        rates=rates,
+        batches=tuple(batches),
+        steps_per_epoch=per_epoch,
+        momentum=momentum,
+        weight_decay=weight_decay,
+        batch_size=None if batch_size is None else size,
+        shuffle=shuffle,
+        drop_last=drop_last,
+    )
+
+
+def _rates(learning_rate: Any, n_steps: int) -> np.ndarray:
+    if np.ndim(learning_rate) == 0 and hasattr(learning_rate, "item") and not callable(learning_rate):
+        learning_rate = learning_rate.item()  # a 0-d NumPy array or torch tensor: a number
+    if callable(learning_rate):
+        values = []
+        for step in range(n_steps):
+            try:
+                value = learning_rate(step)
+            except Exception as exc:
+                raise ValueError(
+                    f"learning_rate({step}) raised {type(exc).__name__}: {exc} (learning_rate must be a "
+                    "callable step -> rate, steps counted from 0)"
+                ) from exc
+            if np.ndim(value) == 0 and hasattr(value, "item"):
+                value = value.item()
+            if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+                raise TypeError(
+                    f"learning_rate({step}) must return a real number, got {type(value).__name__}"
+                )
+            values.append(float(value))
+        rates = np.asarray(values, dtype=np.float64)
+        what = "learning_rate(step)"
+    elif isinstance(learning_rate, numbers.Real) and not isinstance(learning_rate, (bool, np.bool_)):
+        rates = np.full(n_steps, float(learning_rate))
+        what = "learning_rate"
+        if not (math.isfinite(float(learning_rate)) and float(learning_rate) > 0):
+            raise ValueError(f"learning_rate must be a finite number > 0, got {learning_rate!r}")
+    elif isinstance(learning_rate, (str, bytes, dict)) or learning_rate is None:
+        raise TypeError(
+            "learning_rate must be a number, a sequence of one rate per gradient step or a callable "
+            f"step -> rate, got {type(learning_rate).__name__}"
+        )
+    else:
+        rates = check_array(learning_rate, "learning_rate", ndim=1, allow_empty=True)
+        if rates.size != n_steps:
+            raise ValueError(
+                "learning_rate as a sequence needs one rate per gradient step "
+                f"({n_steps} = epochs x steps per epoch), got {rates.size}"
+            )
+        what = "learning_rate"
+    bad = np.flatnonzero(~(np.isfinite(rates) & (rates > 0)))
+    if bad.size:
+        raise ValueError(f"{what} must be finite and > 0 at every step; step {bad[0]} has {rates[bad[0]]!r}")
+    rates.setflags(write=False)
+    return rates
