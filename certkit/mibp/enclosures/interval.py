@@ -57,33 +57,63 @@ def _imul(aL, aU, bL, bU):
     return lo, hi, magnitude(aL, aU) * magnitude(bL, bU)
 
 
-def _affine(WL, WU, bL, bU, hL, hU):
-    """``z = W h + b`` for interval W (o, i), b (o,), h (n, i); returns padded (n, o) bounds.
+def interval_matmul(WL, WU, hL, hU):
+    """Bounds on ``h Wᵀ`` (n, o) for interval matrices ``W`` (o, i) and ``h`` (n, i), padded for their own
+    rounding.
 
-    Exact interval arithmetic by the sign of each ``h`` entry, as matrix products: for ``h >= 0`` the ends
-    of ``W h`` are ``WL⁺ hL + WL⁻ hU`` and ``WU⁺ hU + WU⁻ hL`` (``a⁺ = max(a, 0)``, ``a⁻ = min(a, 0)``), for
-    ``h <= 0`` ``WU⁺ hL + WU⁻ hU`` and ``WL⁺ hU + WL⁻ hL``; the few entries whose interval contains 0 in
-    its interior add ``min(WU hL, WL hU)`` and ``max(WL hL, WU hU)``.
+    Each term ``w h`` is bounded exactly by the signs of its ends and the terms are summed by matrix
+    products (BLAS): by the class of ``h`` (``hL >= 0``, ``hU <= 0``, or straddling 0) the lower end of
+    ``w h`` is ``WL⁺ hL + WL⁻ hU``, ``WU⁺ hL + WU⁻ hU`` or ``WU⁺ hL + WL⁻ hU`` (``a⁺ = max(a, 0)``,
+    ``a⁻ = min(a, 0)``) and the upper end ``WU⁺ hU + WU⁻ hL``, ``WL⁺ hU + WL⁻ hL`` or ``WU⁺ hU + WL⁻ hL``;
+    where ``w`` straddles 0 as well the exact ends ``min(WL hU, WU hL)`` and ``max(WL hL, WU hU)`` are
+    restored by a correction over those terms only.  Returns ``(lo, hi, mag)`` with
+    ``mag = max|h| max|W|`` summed over ``i`` (the magnitude of the exact sum, for the callers' padding).
     """
-    pos, neg = hL >= 0, hU <= 0
-    WLt, WUt = np.ascontiguousarray(WL.T), np.ascontiguousarray(WU.T)
+    WLt, WUt = WL.T, WU.T
+    mag = magnitude(hL, hU) @ magnitude(WLt, WUt)
+    n_in = WL.shape[1]
+    if hL is hU or np.array_equal(hL, hU):  # exact h: the ends are W_lo h⁺ + W_hi h⁻ and W_hi h⁺ + W_lo h⁻
+        hp, hn = np.maximum(hL, 0.0), np.minimum(hL, 0.0)
+        lo, hi = hp @ WLt + hn @ WUt, hp @ WUt + hn @ WLt
+        return (*pad(lo, hi, mag, n_in + 2), mag)
     WLp, WLn = np.maximum(WLt, 0.0), np.minimum(WLt, 0.0)
     WUp, WUn = np.maximum(WUt, 0.0), np.minimum(WUt, 0.0)
+    pos = hL >= 0.0
     if np.all(pos):
-        zL = hL @ WLp + hU @ WLn
-        zU = hU @ WUp + hL @ WUn
-    else:
-        pL, pU = np.where(pos, hL, 0.0), np.where(pos, hU, 0.0)
-        nL, nU = np.where(neg & ~pos, hL, 0.0), np.where(neg & ~pos, hU, 0.0)
-        zL = pL @ WLp + pU @ WLn + nL @ WUp + nU @ WUn
-        zU = pU @ WUp + pL @ WUn + nU @ WLp + nL @ WLn
-        rows, cols = np.nonzero(~(pos | neg))
-        if rows.size:
-            aL, aU = hL[rows, cols][:, None], hU[rows, cols][:, None]
-            np.add.at(zL, rows, np.minimum(WU[:, cols].T * aL, WL[:, cols].T * aU))
-            np.add.at(zU, rows, np.maximum(WL[:, cols].T * aL, WU[:, cols].T * aU))
-    mag = magnitude(hL, hU) @ magnitude(WLt, WUt) + magnitude(bL, bU)
-    return pad(zL + bL, zU + bU, mag, 2 * WL.shape[1] + 8)
+        lo = hL @ WLp + hU @ WLn
+        hi = hU @ WUp + hL @ WUn
+        return (*pad(lo, hi, mag, n_in + 4), mag)
+    neg = (hU <= 0.0) & ~pos
+    cross = ~(pos | neg)
+    hL_p, hU_n = np.where(pos, hL, 0.0), np.where(neg, hU, 0.0)
+    hU_ps, hL_ns = np.where(neg, 0.0, hU), np.where(pos, 0.0, hL)  # (pos or straddling), (neg or straddling)
+    lo = hL_p @ WLp + hU_ps @ WLn + hL_ns @ WUp + hU_n @ WUn
+    hi = hU_ps @ WUp + hL_p @ WUn + hU_n @ WLp + hL_ns @ WLn
+    w_cross = (WL < 0.0) & (WU > 0.0)
+    both = np.flatnonzero(w_cross.any(axis=0) & cross.any(axis=0))
+    if both.size == 0:  # every term entered at most twice: 2 mag, a dot product of length i and 3 additions
+        return (*pad(lo, hi, 2.0 * mag, n_in + 4), mag)
+    for t in both:
+        rows, outs = np.flatnonzero(cross[:, t]), np.flatnonzero(w_cross[:, t])
+        a, b = hL[rows, t][:, None], hU[rows, t][:, None]
+        wl, wu = WL[outs, t][None], WU[outs, t][None]
+        # the matrix products used WU hL + WL hU (both < 0) for the lower end: the exact end is the smaller
+        # term, so the larger one is taken off again; likewise for the upper end
+        at = np.ix_(rows, outs)
+        lo[at] -= np.maximum(wu * a, wl * b)
+        hi[at] -= np.minimum(wl * a, wu * b)
+    # every term enters at most twice (straddling h) and once more in a correction (3 mag), through a dot
+    # product of length i, 3 additions and up to i corrections
+    return (*pad(lo, hi, 3.0 * mag, 2 * n_in + 8), mag)
+
+
+def _affine(WL, WU, bL, bU, hL, hU):
+    """``z = W h + b`` for interval W (o, i), b (o,), h (n, i); returns padded (n, o) bounds that also hold
+    the float ``h @ W.T + b`` of `MLP.train` at any point of the boxes (`interval_matmul` plus the rounding
+    of that float sum)."""
+    lo, hi, mag = interval_matmul(WL, WU, hL, hU)
+    mag = mag + magnitude(bL, bU)
+    return pad(lo + bL, hi + bU, mag, WL.shape[1] + 4)
 
 
 def interval_forward(lower, upper, XL, XU):
@@ -165,18 +195,24 @@ def interval_loss_derivative(fL, fU, y, loss):
 
 
 def _logit_differences(W_lo, W_hi, b_lo, b_hi, hL, hU):
-    """Bounds on ``z_j - z_i = (W_j - W_i) · h + (b_j - b_i)`` (n, C, C) for the output layer ``z = W h + b``,
-    with each weight difference bounded as one interval (tighter than ``[zL_j - zU_i, zU_j - zL_i]``: ``h``
-    enters once).  Padded for the rounding of the float logits ``z_j`` and ``z_i`` of `MLP.train`."""
+    """Bounds on ``z_j - z_i = (W_j - W_i) · h + (b_j - b_i)`` (n, C, C), indexed ``[k, i, j]``, for the
+    output layer ``z = W h + b``, with each weight difference bounded as one interval (tighter than
+    ``[zL_j - zU_i, zU_j - zL_i]``: ``h`` enters once); one `interval_matmul` of the ``C²`` differences.
+    Padded for the rounding of the float logits ``z_j`` and ``z_i`` of `MLP.train`."""
+    C, H = W_lo.shape
     dWL = W_lo[None, :, :] - W_hi[:, None, :]  # [i, j, :] bounds W_j - W_i
     dWU = W_hi[None, :, :] - W_lo[:, None, :]
-    lo, hi, _ = _imul(dWL[None], dWU[None], hL[:, None, None, :], hU[:, None, None, :])
+    diag = np.arange(C)
+    dWL[diag, diag], dWU[diag, diag] = 0.0, 0.0  # z_i - z_i = 0
+    lo, hi, _ = interval_matmul(dWL.reshape(C * C, H), dWU.reshape(C * C, H), hL, hU)
     dbL = b_lo[None, :] - b_hi[:, None]
     dbU = b_hi[None, :] - b_lo[:, None]
-    # magnitude of each logit's float sum: Σ |W_c| |h| + |b_c|
+    # magnitude of each logit's float sum: Σ |W_c| |h| + |b_c|; it bounds the differences' terms too
     mag = magnitude(hL, hU) @ magnitude(W_lo, W_hi).T + magnitude(b_lo, b_hi)  # (n, C)
-    terms = W_lo.shape[1] + 3
-    return pad(lo.sum(axis=3) + dbL, hi.sum(axis=3) + dbU, mag[:, :, None] + mag[:, None, :], terms)
+    n = len(hL)
+    return pad(
+        lo.reshape(n, C, C) + dbL, hi.reshape(n, C, C) + dbU, mag[:, :, None] + mag[:, None, :], 2 * H + 8
+    )
 
 
 def softmax_bounds(dL: np.ndarray, dU: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
