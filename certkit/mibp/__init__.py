@@ -30,6 +30,7 @@ from certkit.mibp.problem.perturbation import (
     MissingValues,
     OrdinalShift,
     Perturbation,
+    TargetBox,
 )
 from certkit.mibp.problem.recipe import InverseDecay, Recipe
 from certkit.mibp.programs.solvers import MAX_SCALE, GurobiLicenseError, SolveStats, UnsoundBoundError
@@ -62,6 +63,7 @@ __all__ = [
     "PredictionCertificate",
     "Recipe",
     "SolveStats",
+    "TargetBox",
     "UnsoundBoundError",
     "certified_training",
     "certify_predictions",

@@ -21,19 +21,15 @@ from certkit._validation import (
 )
 from certkit.mibp.certification.result import CertifiedTrainingResult
 from certkit.mibp.enclosures.affine import AffineCarry
-from certkit.mibp.enclosures.interval import interval_margin
+from certkit.mibp.enclosures.interval import interval_margin, label_values
+from certkit.mibp.enclosures.sgd_step import interval_step
 from certkit.mibp.enclosures.shared import SharedCarry
 from certkit.mibp.problem.losses import check_labels
 from certkit.mibp.problem.mlp import MLP
 from certkit.mibp.problem.perturbation import InputSets, Perturbation
 from certkit.mibp.problem.recipe import LOSSES, Recipe, make_recipe
 from certkit.mibp.programs.solvers import BACKENDS, BackendOptions, SolveStats, check_backend
-from certkit.mibp.programs.steps import (
-    check_gurobi_upfront,
-    check_program_recipe,
-    interval_box_step,
-    program_step,
-)
+from certkit.mibp.programs.steps import check_gurobi_upfront, check_program_recipe, program_step
 from certkit.mibp.programs.witnesses import Witnesses
 from certkit.parallel import _progress_bar, resolve_executor, single_threaded
 
@@ -57,10 +53,14 @@ def certified_training(
     drop_last: bool = False,
     momentum: float = 0.0,
     weight_decay: float = 0.0,
+    l1_penalty: float = 0.0,
+    clip_value: float | None = None,
+    clip_norm: float | None = None,
     rng: RNGLike = None,
     backend: str = "interval",
     formulation: str = "decomposed",
     carry: str = "box",
+    chunk_size: int | None = None,
     time_limit: float | None = None,
     solver: str | None = None,
     tighten_bounds: bool = False,
@@ -105,6 +105,17 @@ def certified_training(
         Heavy-ball momentum in ``[0, 1)`` (``torch.optim.SGD(momentum=...)``); the velocity gets its own box.
     weight_decay : float
         L2 coefficient added to the gradient (``torch.optim.SGD(weight_decay=...)``).
+    l1_penalty : float
+        Coefficient λ₁ of an L1 penalty ``λ₁ ‖θ‖₁``: its subgradient ``λ₁ sign(θ)`` (``sign(0) = 0``) is
+        added to every step's gradient (AGT's ``l1_reg``).  ``carry="box"`` and ``"shared"``.
+    clip_value, clip_norm : float, optional
+        Per-sample gradient clipping before the batch mean, as in DP-SGD: ``clip_value`` clips every entry
+        of each sample's gradient to ``[-clip_value, clip_value]`` (AGT's ``clip_method="clamp"``),
+        ``clip_norm`` scales each sample's whole gradient to ℓ2 norm at most ``clip_norm``
+        (``g min(1, clip_norm / (‖g‖₂ + 1e-6))``, Opacus' flat clipping; AGT's ``"norm"`` clips each
+        parameter tensor separately instead).  At most one; ``carry="box"`` only (the carries sum the
+        gradients as forms without forming them per sample).  Clipping bounds each sample's influence,
+        which is what keeps label-flip certificates non-trivial on large batches.
     rng : None, int or numpy.random.Generator
         Source of the shuffled batch order.
     backend : {"interval", "gurobi", "scip", "milp", "lp"}
@@ -138,6 +149,14 @@ def certified_training(
         (`certkit.mibp.enclosures.shared`); for runs of thousands of rows.  With either zonotope each epoch's
         box is the box of ``backend`` / ``formulation`` intersected with the zonotope's interval
         hull, so it is never wider than with ``box``.
+    chunk_size : int, optional
+        Rows bounded together when a batch is bounded by interval arithmetic or a carry: each batch is
+        processed in chunks of this many rows and only what the bound needs is kept between chunks (running
+        sums, each parameter's ``k`` largest deviations, the shared carry's accumulated forms), so the
+        memory is about ``chunk_size x parameters`` whatever the batch size.  None (default) chooses it
+        from the memory this process can still use (about 1/8 of it, at most 256 MiB of per-row arrays).
+        The chunk size changes only the memory (and a little the time): the boxes are the same up to the
+        rounding of sums taken in another order, which their padding covers for every order.
     time_limit : float, optional
         Seconds per solve; a solve stopped early contributes its dual bound.
     solver : str, optional
@@ -214,10 +233,15 @@ def certified_training(
         momentum=momentum,
         weight_decay=weight_decay,
         rng=rng,
+        l1_penalty=l1_penalty,
+        clip_value=clip_value,
+        clip_norm=clip_norm,
     )
     backend = check_in_options(backend, "backend", BACKENDS)
     formulation = check_in_options(formulation, "formulation", FORMULATIONS)
     carry = check_in_options(carry, "carry", CARRIES)
+    if chunk_size is not None:
+        chunk_size = check_integer(chunk_size, "chunk_size", minimum=1)
     if time_limit is not None:
         time_limit = check_positive(time_limit, "time_limit")
     check_backend(backend, solver)
@@ -248,10 +272,8 @@ def certified_training(
             zero_one=loss == "binary_cross_entropy",
         )
     sets = perturbation.sets(X)
-    if sets.labels_vary and loss == "mse":
-        raise ValueError(
-            "LabelFlips needs a classification loss (hinge, cross_entropy or binary_cross_entropy)"
-        )
+    _check_perturbation(sets, loss, model.sizes[-1])
+    _check_carry(carry, recipe, sets)
     if backend != "interval":
         check_program_recipe(backend, recipe, sets, model.sizes[-1])
     run = _Run(
@@ -264,6 +286,7 @@ def certified_training(
         BackendOptions(backend, time_limit, solver, tighten_bounds, verbose),
         formulation,
         carry,
+        chunk_size,
         None if patience is None else (X_val, y_val, patience),
     )
     # interval arithmetic and the nominal run multiply thin matrices: one BLAS thread is faster
@@ -271,6 +294,45 @@ def certified_training(
         # one pool for every epoch (an int executor), none for interval arithmetic
         with resolve_executor(executor if backend != "interval" else None, n_items=len(X)) as pool:
             return _train(run, pool, progress)
+
+
+def _check_perturbation(sets: InputSets, loss: str, n_outputs: int) -> None:
+    """The perturbation fits the loss: label flips need classes, a flip target must be one, TargetBox
+    needs regression targets."""
+    if sets.labels_vary and loss == "mse":
+        raise ValueError(
+            "LabelFlips needs a classification loss (hinge, cross_entropy or binary_cross_entropy)"
+        )
+    if sets.target_radius is not None and loss != "mse":
+        raise ValueError(f"TargetBox perturbs regression targets and needs loss='mse', got loss={loss!r}")
+    if sets.flip_target is not None:
+        classes = label_values(loss, n_outputs)
+        if sets.flip_target not in classes:
+            raise ValueError(
+                f"LabelFlips(target={sets.flip_target!r}) must be one of the labels of loss={loss!r} with "
+                f"{n_outputs} output(s): {classes.tolist()}"
+            )
+
+
+def _check_carry(carry: str, recipe: Recipe, sets: InputSets) -> None:
+    """The zonotope carries support what they can bound: neither clips per-sample gradients (they sum the
+    gradients as forms without forming them per sample); the per-input affine carry knows none of the
+    L1 penalty, targeted flips or target boxes either."""
+    if carry == "box":
+        return
+    what = []
+    if recipe.clips:
+        what.append("per-sample gradient clipping (clip_value / clip_norm)")
+    if carry == "affine":
+        if recipe.l1_penalty:
+            what.append("l1_penalty")
+        if sets.flip_target is not None:
+            what.append("targeted label flips (LabelFlips(target=...))")
+        if sets.target_radius is not None:
+            what.append("TargetBox")
+    if what:
+        alternative = "carry='box'" if recipe.clips else "carry='box' or carry='shared'"
+        raise ValueError(f"carry={carry!r} does not support {' or '.join(what)}; use {alternative}")
 
 
 @dataclass(frozen=True)
@@ -289,6 +351,7 @@ class _Run:
     options: BackendOptions
     formulation: str
     carry: str
+    chunk_size: int | None  # rows per chunk (None: from the available memory)
     early_stop: tuple | None
 
 
@@ -309,15 +372,18 @@ class _Stepper:
             self.witnesses = Witnesses(
                 run.model, run.X, run.y, run.y_fit, run.sets, recipe.loss, lr, recipe.epochs
             )
-        carries = {"affine": AffineCarry, "shared": SharedCarry}
-        self.affine = carries[run.carry](run.model, run.sets, run.y, recipe) if run.carry in carries else None
+        self.affine = None
+        if run.carry == "shared":
+            self.affine = SharedCarry(run.model, run.sets, run.y, recipe, chunk_size=run.chunk_size)
+        elif run.carry == "affine":
+            self.affine = AffineCarry(run.model, run.sets, run.y, recipe)
         self.velocity = None  # the velocity box (momentum)
 
     def __call__(self, lower: MLP, upper: MLP, step: int, epoch: int, desc) -> tuple[MLP, MLP, SolveStats]:
         run, stats = self.run, SolveStats()
         if run.options.backend == "interval":
-            (lo, hi), self.velocity = interval_box_step(
-                lower, upper, run.sets, run.y, run.recipe, step, self.velocity
+            (lo, hi), self.velocity = interval_step(
+                lower, upper, run.sets, run.y, run.recipe, step, self.velocity, run.chunk_size
             )
         else:  # full-batch gradient descent: one step per epoch
             lo, hi, stats = program_step(

@@ -36,13 +36,16 @@ from typing import Any, TypeVar
 
 from certkit._typing import ExecutorArg, ExecutorLike, Progress
 from certkit._validation import check_progress
+from certkit.parallel._memory import available_memory, rows_per_chunk
 
 __all__ = [
     "MAX_LOCAL_WORKERS",
     "ExecutorLike",
     "available_cpus",
+    "available_memory",
     "parallel_map",
     "resolve_executor",
+    "rows_per_chunk",
     "single_threaded",
 ]
 

@@ -53,9 +53,59 @@ def _torch_forward(torch, params, X, sizes):
     return h
 
 
+def _per_sample_loss(torch, h, yb, loss):
+    """Each sample's loss (``(..., n)``) at the outputs ``h`` (as `MLP.run`: hinge' = 0 at the kink)."""
+    if loss == "mse":
+        return ((h - yb) ** 2).sum(dim=-1)
+    if loss == "cross_entropy":
+        return torch.logsumexp(h, dim=-1) - h.gather(-1, yb[..., None])[..., 0]
+    if loss == "binary_cross_entropy":
+        return torch.nn.functional.softplus(h[..., 0]) - yb * h[..., 0]
+    if h.shape[-1] == 1:
+        return torch.relu(1.0 - yb * h[..., 0])
+    fy = h.gather(-1, yb[..., None])
+    margins = torch.relu(1.0 + h - fy)
+    return margins.sum(dim=-1) - margins.gather(-1, yb[..., None])[..., 0]
+
+
+def _clipped_mean_gradient(torch, params, X, yb, recipe: Recipe, sizes) -> list:
+    """The mean of the per-sample gradients clipped by ``recipe`` (as `MLP.run`), differentiable: the
+    per-sample gradients by backpropagation of each sample's output derivative (ReLU' = 0 at 0)."""
+    n_layers = len(sizes) - 1
+    Ws, bs = params[0::2], params[1::2]
+    acts, pres = [X], []
+    for i in range(n_layers):
+        z = acts[-1] @ Ws[i].transpose(-1, -2) + bs[i].unsqueeze(-2)
+        pres.append(z)
+        acts.append(torch.relu(z) if i < n_layers - 1 else z)
+    # the samples are independent: the gradient of the summed loss at the outputs is per sample
+    (delta,) = torch.autograd.grad(
+        _per_sample_loss(torch, acts[-1], yb, recipe.loss).sum(), acts[-1], create_graph=True
+    )
+    parts: list = []
+    for layer in range(n_layers - 1, -1, -1):
+        w = delta.unsqueeze(-1) * acts[layer].unsqueeze(-2)
+        parts[:0] = [w.flatten(-2), delta]
+        if layer > 0:
+            delta = (delta @ Ws[layer]) * (pres[layer - 1] > 0)
+    G = torch.cat(parts, dim=-1)  # (..., n, m)
+    if recipe.clip_value is not None:
+        G = G.clamp(-recipe.clip_value, recipe.clip_value)
+    else:
+        norms = torch.sqrt((G * G).sum(dim=-1, keepdim=True))
+        G = G * (recipe.clip_norm / (norms + 1e-6)).clamp(max=1.0)
+    mean = G.mean(dim=-2)
+    out, pos = [], 0
+    for i, p in enumerate(params):  # weights (..., o, i) and biases (..., o), interleaved
+        size = sizes[i // 2 + 1] * (sizes[i // 2] if i % 2 == 0 else 1)
+        out.append(mean[..., pos : pos + size].reshape(p.shape))
+        pos += size
+    return out
+
+
 def _torch_train(torch, params, X, y, recipe: Recipe, sizes) -> list:
-    """Unrolled SGD of ``recipe`` (as `MLP.run`: ReLU' = 0 at 0, hinge' = 0 at the kink); the parameters
-    after every epoch.
+    """Unrolled SGD of ``recipe`` (as `MLP.run`: ReLU' = 0 at 0, hinge' = 0 at the kink, per-sample
+    clipping and the L1 penalty as the recipe says); the parameters after every epoch.
 
     Batched when ``X`` is ``(B, n, d)`` and every parameter has a leading batch dimension ``B``: the
     ``B`` trainings are independent (``y`` is ``(n, ...)`` or ``(B, n, ...)``).
@@ -65,24 +115,17 @@ def _torch_train(torch, params, X, y, recipe: Recipe, sizes) -> list:
     y_axis = 1 if y.ndim > (2 if recipe.loss == "mse" else 1) else 0
     for step, rows in enumerate(recipe.batches):
         index = torch.as_tensor(rows)
-        h = _torch_forward(torch, params, X.index_select(axis, index), sizes)
-        yb = y.index_select(y_axis, index)
-        if recipe.loss == "mse":
-            per = ((h - yb) ** 2).sum(dim=-1)
-        elif recipe.loss == "cross_entropy":
-            per = torch.logsumexp(h, dim=-1) - h.gather(-1, yb[..., None])[..., 0]
-        elif recipe.loss == "binary_cross_entropy":
-            per = torch.nn.functional.softplus(h[..., 0]) - yb * h[..., 0]
-        elif h.shape[-1] == 1:
-            per = torch.relu(1.0 - yb * h[..., 0])
+        Xb, yb = X.index_select(axis, index), y.index_select(y_axis, index)
+        if recipe.clips:
+            grads = _clipped_mean_gradient(torch, params, Xb, yb, recipe, sizes)
         else:
-            fy = h.gather(-1, yb[..., None])
-            margins = torch.relu(1.0 + h - fy)
-            per = margins.sum(dim=-1) - margins.gather(-1, yb[..., None])[..., 0]
-        J = per.mean(dim=-1).sum()
-        grads = torch.autograd.grad(J, params, create_graph=True)
+            h = _torch_forward(torch, params, Xb, sizes)
+            J = _per_sample_loss(torch, h, yb, recipe.loss).mean(dim=-1).sum()
+            grads = torch.autograd.grad(J, params, create_graph=True)
         if recipe.weight_decay:
             grads = [g + recipe.weight_decay * p for g, p in zip(grads, params)]
+        if recipe.l1_penalty:
+            grads = [g + recipe.l1_penalty * torch.sign(p) for g, p in zip(grads, params)]
         if velocity is not None and recipe.momentum:
             grads = [recipe.momentum * v + g for v, g in zip(velocity, grads)]
         velocity = grads
@@ -163,7 +206,7 @@ def attack_violation(
     worst, count = -np.inf, 0
     for r in range(restarts):
         # discrete choices of this restart
-        Xs, y_r = sets.sample_dataset(y_fit, gen, vertex=bool(r % 2), classes=classes)
+        Xs, y_r, deviates = sets._sample_dataset(y_fit, gen, bool(r % 2), classes)
         y_r = y_r.astype(y_fit.dtype)
         path_np = model.run(Xs, y_r, recipe)
         worst = max(worst, _violation(result, path_np))
@@ -180,19 +223,32 @@ def attack_violation(
         ]
         yt = _label_tensor(torch, y_r, loss)
         step = 0.25 * (hi_off - lo_off)
+        # TargetBox: the deviating rows' targets are searched too, within their radius
+        moves = sets.target_radius is not None
+        if moves:
+            radius = np.where(deviates, sets.target_radius, 0.0).reshape(-1, *([1] * (y_fit.ndim - 1)))
+            y_off = y_r - y_fit
         for _ in range(steps):
             ot = torch.tensor(off, dtype=torch.float64, requires_grad=True)
             Xt = torch.tensor(base, dtype=torch.float64) + ot
+            if moves:
+                yo = torch.tensor(y_off, dtype=torch.float64, requires_grad=True)
+                yt = torch.tensor(y_fit, dtype=torch.float64) + yo
             path = _torch_train(torch, theta0, Xt, yt, recipe, sizes)
             flat = [torch.cat([p.reshape(-1) for p in params]) for params in path]
             if mix is None:
                 goal = sign * flat[t_goal][p_goal]
             else:
                 goal = sum((torch.tensor(mix[t - 1]) * flat[t]).sum() for t in range(1, epochs + 1))
-            (g,) = torch.autograd.grad(goal, ot, allow_unused=True)
-            if g is None:
+            inputs = (ot, yo) if moves else (ot,)
+            g, *gy = torch.autograd.grad(goal, inputs, allow_unused=True)
+            if g is None and not (gy and gy[0] is not None):
                 break
-            off = np.clip(off + step * np.sign(g.detach().numpy()), lo_off, hi_off)
+            if g is not None:
+                off = np.clip(off + step * np.sign(g.detach().numpy()), lo_off, hi_off)
+            if gy and gy[0] is not None:
+                y_off = np.clip(y_off + 0.5 * radius * np.sign(gy[0].detach().numpy()), -radius, radius)
+                y_r = y_fit + y_off
             Xp = base + off
             path_np = model.run(Xp, y_r, recipe)
             worst = max(worst, _violation(result, path_np))

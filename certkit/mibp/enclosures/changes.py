@@ -27,6 +27,7 @@ from certkit.mibp.enclosures.interval import (
     _logit_differences,
     _outer,
     _targets,
+    allowed_labels,
     interval_backward,
     interval_forward,
     magnitude,
@@ -51,19 +52,20 @@ def _diff(P, N):
     return pad(pL - nU, pU - nL, magnitude(pL, pU) + magnitude(nL, nU), 2)
 
 
-def gradient_changes(lower, upper, X, XL, XU, y, loss, labels, *, same_input=False):
+def gradient_changes(lower, upper, X, XL, XU, y, loss, labels, *, same_input=False, target=None, radius=None):
     """Per-sample bounds ``(DL, DU)`` (n, n_params, padded) on the change ``Δ = P - N`` at a common θ in
     ``[lower, upper]`` of the gradient from the observed row (input ``X``, label ``y``) to the deviating row
     (input in ``[XL, XU]``, label ``labels``); see the module docstring.
 
     ``same_input``: the deviating row keeps the input of the observed one (``X`` is then the input box
-    ``[XL, XU]`` itself and only the label changes).
+    ``[XL, XU]`` itself and only the label changes).  ``target``: a changed label can only become this one;
+    ``radius`` (n,): under MSE the deviating row's targets move within it.
     """
     XnL, XnU = (XL, XU) if same_input else (X, X)
     actsN, preN = interval_forward(lower, upper, XnL, XnU)
     actsP, preP = (actsN, preN) if same_input else interval_forward(lower, upper, XL, XU)
     outN = output_derivative(lower, upper, actsN, preN, y, loss)
-    outP = output_derivative(lower, upper, actsP, preP, y, loss, labels)
+    outP = output_derivative(lower, upper, actsP, preP, y, loss, labels, target=target, radius=radius)
     _, _, derivN = interval_backward(lower, upper, actsN, preN, outN, y, loss, gradients=False)
     _, _, derivP = interval_backward(lower, upper, actsP, preP, outP, y, loss, gradients=False)
     n_layers = len(lower.weights)
@@ -92,7 +94,7 @@ def gradient_changes(lower, upper, X, XL, XU, y, loss, labels, *, same_input=Fal
             dh = dz
         dacts.append(dh)
     gz = _intersect(
-        *_output_change(lower, upper, actsN, actsP, preN, preP, dacts, y, loss, labels),
+        *_output_change(lower, upper, actsN, actsP, preN, preP, dacts, y, loss, labels, target, radius),
         *_diff(outP, outN),
     )
     n = len(X)
@@ -136,15 +138,16 @@ def _outer_mag(g, h):
     return (a[:, :, None] * b[:, None, :]).reshape(len(a), -1)
 
 
-def _output_change(lower, upper, actsN, actsP, preN, preP, dacts, y, loss, labels):
+def _output_change(lower, upper, actsN, actsP, preN, preP, dacts, y, loss, labels, target, radius):
     """Bounds on the change of the loss derivative at the output."""
     dzL, dzU = dacts[-1]
     zL = np.minimum(preN[-1][0], preP[-1][0])
     zU = np.maximum(preN[-1][1], preP[-1][1])
     if loss == "mse":
-        # and the rounding of both float derivatives 2 (z - y)
-        mag = magnitude(dzL, dzU) + 2.0 * (magnitude(zL, zU) + np.abs(np.reshape(y, (len(y), -1))))
-        return pad(2.0 * dzL, 2.0 * dzU, 2.0 * mag, 2)
+        # 2 Δz - 2 Δy, and the rounding of both float derivatives 2 (z - y)
+        r = 0.0 if radius is None or labels != "any" else 2.0 * radius[:, None]
+        mag = magnitude(dzL, dzU) + 2.0 * (magnitude(zL, zU) + np.abs(np.reshape(y, (len(y), -1)))) + r
+        return pad(2.0 * dzL - r, 2.0 * dzU + r, 2.0 * mag, 3)
     if loss == "cross_entropy":
         C = zL.shape[1]
         W_lo, W_hi = lower.weights[-1], upper.weights[-1]
@@ -168,7 +171,7 @@ def _output_change(lower, upper, actsN, actsP, preN, preP, dacts, y, loss, label
         )
         # the float softmax of both runs: 8 (C + 4) ulps of 1 each
         sL, sU = sL - 16.0 * (C + 4) * _U, sU + 16.0 * (C + 4) * _U
-        tL, tU = _targets(y, C, labels)
+        tL, tU = _targets(y, C, labels, target)
         own = np.zeros_like(tL)
         own[np.arange(len(y)), y] = 1.0
         return pad(sL - (tU - own), sU - (tL - own), 2.0, 2)
@@ -182,13 +185,11 @@ def _output_change(lower, upper, actsN, actsP, preN, preP, dacts, y, loss, label
         dU = mid - mid * mid + 4.0 * _U
         lo, hi, mag = _imul(dL, dU, dzL, dzU)
         lo, hi = lo - 2.0 * err, hi + 2.0 * err
-        flip = np.broadcast_to(1.0 - 2.0 * y[:, None], lo.shape)  # the change of the target 1 - y
-        if labels == "own":
-            tL = tU = np.zeros_like(lo)
-        elif labels == "other":
-            tL = tU = flip
-        else:
-            tL, tU = np.minimum(0.0, flip), np.maximum(0.0, flip)
+        # the change c - y of the target over the allowed labels c
+        allowed = allowed_labels(y, np.array([0, 1]), labels, target)
+        change = np.array([0.0, 1.0])[None, :] - np.asarray(y, dtype=np.float64)[:, None]
+        tL = np.where(allowed, change, np.inf).min(axis=1, keepdims=True) * np.ones_like(lo)
+        tU = np.where(allowed, change, -np.inf).max(axis=1, keepdims=True) * np.ones_like(lo)
         return pad(lo - tU, hi - tL, mag + 1.0, 2)
     # hinge: the difference of the two derivative boxes (`gradient_bounds` intersects with it)
     return np.full(dzL.shape, -np.inf), np.full(dzL.shape, np.inf)

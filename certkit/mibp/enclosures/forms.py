@@ -202,10 +202,12 @@ def softmax_forms(z: Forms, zL: np.ndarray, zU: np.ndarray) -> Forms:
     k, C = z.c.shape
     # every pairwise difference z_j - z_i: its centre and a sound range
     dc = z.c[:, None, :] - z.c[:, :, None]  # [k, i, j]: z_j - z_i
-    if z.G is None:
-        spread = np.zeros((k, C, C))
-    else:
-        spread = np.abs(z.G[:, None, :, :] - z.G[:, :, None, :]).sum(axis=3)
+    spread = np.zeros((k, C, C))  # Σ_q |G_j - G_i|, symmetric: one class against the later ones at a time
+    if z.G is not None:
+        for i in range(C - 1):
+            d = np.abs(z.G[:, i + 1 :, :] - z.G[:, i : i + 1, :]).sum(axis=2)
+            spread[:, i, i + 1 :] = d
+            spread[:, i + 1 :, i] = d
     rad = up(spread * (1.0 + (z.G.shape[-1] + 2 if z.G is not None else 2) * _U) + z.r[:, None, :])
     rad = up(rad + z.r[:, :, None] + 3.0 * _U * (np.abs(z.c[:, None, :]) + np.abs(z.c[:, :, None])))
     lo = np.maximum(dc - rad, zL[:, None, :] - zU[:, :, None])
@@ -233,7 +235,7 @@ def softmax_forms(z: Forms, zL: np.ndarray, zU: np.ndarray) -> Forms:
     else:
         Gd = z.G[:, 1:, :] - z.G[:, :1, :]
         G = np.matmul(J, Gd)
-        rho_d = up(np.abs(Gd).sum(axis=2) * (1.0 + (Gd.shape[-1] + 2) * _U))
+        rho_d = up(spread[:, 0, 1:] * (1.0 + (Gd.shape[-1] + 2) * _U))  # Σ|Gd|
     r_d = up(z.r[:, 1:] + z.r[:, :1] + 2.0 * _U * rho_d)  # the rounding of Gd
     absJ = np.abs(J)
     # |d - dc| over the box, dc the exact difference of the centres

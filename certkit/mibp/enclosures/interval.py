@@ -19,6 +19,7 @@ __all__ = [
     "interval_gradients",
     "interval_loss_derivative",
     "interval_margin",
+    "label_values",
     "magnitude",
     "output_derivative",
     "pad",
@@ -159,13 +160,18 @@ def interval_margin(lower, upper, X, pred):
     return diff.min(axis=1)
 
 
-def interval_loss_derivative(fL, fU, y, loss):
+def interval_loss_derivative(fL, fU, y, loss, radius=None):
     """Bounds on ``dℓ/df`` (n, C) given output bounds, for the hinge, MSE and binary cross-entropy losses
-    (same convention as the nominal training; cross-entropy is bounded by `output_derivative`)."""
+    (same convention as the nominal training; cross-entropy is bounded by `output_derivative`).  For MSE,
+    ``radius`` (n,) lets each row's targets be anywhere within it of ``y``."""
     if loss == "cross_entropy":
         raise ValueError("the cross-entropy derivative needs the output layer: use output_derivative")
     if loss == "mse":
-        return pad(2.0 * (fL - y), 2.0 * (fU - y), 2.0 * (magnitude(fL, fU) + np.abs(y)), 2)
+        if radius is None:
+            return pad(2.0 * (fL - y), 2.0 * (fU - y), 2.0 * (magnitude(fL, fU) + np.abs(y)), 2)
+        r = radius[:, None]
+        mag = 2.0 * (magnitude(fL, fU) + np.abs(y) + r)
+        return pad(2.0 * (fL - (y + r)), 2.0 * (fU - (y - r)), mag, 3)
     if loss == "binary_cross_entropy":
         # σ is increasing; the float σ and this bound each carry a few ulps of rounding (values <= 1)
         err = 16.0 * _U
@@ -230,26 +236,44 @@ def softmax_bounds(dL: np.ndarray, dU: np.ndarray) -> tuple[np.ndarray, np.ndarr
     return np.maximum(lo - err, 0.0), np.minimum(hi + err, 1.0)
 
 
-def _targets(y, C, labels):
-    """Bounds on the one-hot target (n, C) for the labels ``"own"`` (y), ``"other"`` (any class but y) or
-    ``"any"`` (any class)."""
-    n = len(y)
-    own = np.zeros((n, C))
-    own[np.arange(n), y] = 1.0
+def label_values(loss, n_outputs):
+    """The label values of a classification loss: {-1, +1} (binary hinge), {0, 1} (binary cross-entropy),
+    ``0..C-1`` otherwise."""
+    if loss == "binary_cross_entropy":
+        return np.array([0, 1])
+    if n_outputs == 1:
+        return np.array([-1, 1])
+    return np.arange(n_outputs)
+
+
+def allowed_labels(y, classes, labels, target=None):
+    """Which of ``classes`` each row's label may take (n, L): its own (``"own"``), a changed one
+    (``"other"``: any other class, or ``target`` alone, a row already labelled ``target`` keeping its label)
+    or either (``"any"``)."""
+    y = np.asarray(y)
+    own = y[:, None] == classes[None, :]
     if labels == "own":
-        return own, own
-    lo = np.zeros((n, C))
+        return own
+    if target is None:
+        return ~own if labels == "other" else np.ones_like(own)
+    goal = np.broadcast_to(classes[None, :] == target, own.shape)
     if labels == "other":
-        hi = 1.0 - own
-        if C == 2:  # the other class is determined
-            lo = hi.copy()
-        return lo, hi
-    return lo, np.ones((n, C))
+        return np.where((y != target)[:, None], goal, own)
+    return own | goal
 
 
-def output_derivative(lower, upper, acts, pre, y, loss, labels="own"):
-    """Bounds on ``dℓ/dz`` (n, C) at the output, for the labels ``"own"`` (y), ``"other"`` (any other class)
-    or ``"any"`` (any class): the hull over the allowed labels."""
+def _targets(y, C, labels, target=None):
+    """Bounds on the one-hot target (n, C) over the allowed labels (`allowed_labels`)."""
+    allowed = allowed_labels(y, np.arange(C), labels, target)
+    hi = allowed.astype(np.float64)
+    lo = np.where(allowed.sum(axis=1, keepdims=True) == 1, hi, 0.0)
+    return lo, hi
+
+
+def output_derivative(lower, upper, acts, pre, y, loss, labels="own", *, target=None, radius=None):
+    """Bounds on ``dℓ/dz`` (n, C) at the output, for the labels ``"own"`` (y), ``"other"`` (a changed
+    label: any other class, or ``target``) or ``"any"`` (either): the hull over the allowed labels
+    (`allowed_labels`).  For MSE, ``"any"`` with ``radius`` (n,) lets the targets move within it."""
     fL, fU = pre[-1]
     if loss == "cross_entropy":
         C = fL.shape[1]
@@ -261,29 +285,23 @@ def output_derivative(lower, upper, acts, pre, y, loss, labels="own"):
         dL = np.maximum(dL, fL[:, None, :] - fU[:, :, None])
         dU = np.minimum(dU, fU[:, None, :] - fL[:, :, None])
         sL, sU = softmax_bounds(dL, dU)
-        tL, tU = _targets(y, C, labels)
+        tL, tU = _targets(y, C, labels, target)
         return pad(sL - tU, sU - tL, 1.0, 1)
+    if loss == "mse":
+        return interval_loss_derivative(fL, fU, y, loss, radius if labels == "any" else None)
     if labels == "own":
         return interval_loss_derivative(fL, fU, y, loss)
-    if loss == "binary_cross_entropy":
-        # the other label is 1 - y; "any" is the hull of both
-        oL, oU = interval_loss_derivative(fL, fU, 1.0 - y, loss)
-        if labels == "other":
-            return oL, oU
-        gL, gU = interval_loss_derivative(fL, fU, y, loss)
-        return np.minimum(gL, oL), np.maximum(gU, oU)
-    # hinge: the hull over the allowed labels
-    C = fL.shape[1]
-    if C == 1:
-        cands = [-y] if labels == "other" else [-y, y]
-    else:
-        cands = [np.full_like(y, c) for c in range(C)]
+    # hinge and binary cross-entropy: the hull over the allowed labels
+    classes = label_values(loss, fL.shape[1])
+    allowed = allowed_labels(y, classes, labels, target)
     gL, gU = np.full(fL.shape, np.inf), np.full(fL.shape, -np.inf)
-    for c in cands:
-        aL, aU = interval_loss_derivative(fL, fU, c, loss)
-        use = (c != y) if (labels == "other" and C > 1) else np.ones(len(y), dtype=bool)
-        gL = np.where(use[:, None], np.minimum(gL, aL), gL)
-        gU = np.where(use[:, None], np.maximum(gU, aU), gU)
+    for j, c in enumerate(classes):
+        use = allowed[:, j : j + 1]
+        if not use.any():
+            continue
+        aL, aU = interval_loss_derivative(fL, fU, np.full(len(y), c, dtype=np.asarray(y).dtype), loss)
+        gL = np.where(use, np.minimum(gL, aL), gL)
+        gU = np.where(use, np.maximum(gU, aU), gU)
     return gL, gU
 
 
@@ -316,7 +334,7 @@ def _outer(aL, aU, bL, bU):
     return lo.reshape(n, -1), hi.reshape(n, -1)
 
 
-def interval_gradients(lower, upper, XL, XU, y, loss, labels="own"):
+def interval_gradients(lower, upper, XL, XU, y, loss, labels="own", *, target=None, radius=None):
     """Per-sample gradient bounds of ``ℓ(f_θ(x_k), y_k)`` over the parameter box and input boxes, for the
     labels ``"own"``, ``"other"`` or ``"any"`` (see `output_derivative`).
 
@@ -325,7 +343,7 @@ def interval_gradients(lower, upper, XL, XU, y, loss, labels="own"):
     `sum_with_budget`, which pads for it.
     """
     acts, pre = interval_forward(lower, upper, XL, XU)
-    gzL, gzU = output_derivative(lower, upper, acts, pre, y, loss, labels)
+    gzL, gzU = output_derivative(lower, upper, acts, pre, y, loss, labels, target=target, radius=radius)
     gL, gU, _ = interval_backward(lower, upper, acts, pre, (gzL, gzU), y, loss)
     return gL, gU
 

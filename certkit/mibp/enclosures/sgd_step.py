@@ -6,92 +6,224 @@ from __future__ import annotations
 
 import numpy as np
 
+from certkit.mibp.enclosures.clipping import clip_bounds
 from certkit.mibp.enclosures.interval import interval_gradients, magnitude, pad
+from certkit.parallel import rows_per_chunk
 
-__all__ = ["batch_gradient_sum", "interval_step", "interval_update", "sum_with_budget"]
+__all__ = [
+    "BoundsOverflowError",
+    "BudgetSum",
+    "batch_gradient_sum",
+    "interval_step",
+    "interval_update",
+    "sum_with_budget",
+]
+
+
+class BudgetSum:
+    """Bounds on ``Σ_k t_k`` over a batch of ``n`` rows, fed in row chunks, when ``t_k ∈ [PL_k, PU_k]`` for
+    deviating rows and ``[NL_k, NU_k]`` otherwise.
+
+    With ``budget=None`` every row deviates (takes a value in its perturbation set).  Otherwise at most
+    ``budget`` rows deviate and the others keep their nominal value: the bound is the all-nominal sum plus
+    the ``budget`` largest (smallest) gains ``max(PU - NU, 0)`` (``min(PL - NL, 0)``) of each entry (with
+    ``budget >= n`` every gain).  Only running sums and each entry's ``budget`` extreme gains are kept
+    between chunks, so the memory is ``O((chunk + budget) m)`` whatever ``n``.  The chunks may come in any
+    sizes: the sums are the same ``n`` terms in another order and the kept gains the same values, so the
+    bounds differ only by rounding, which the padding of `bounds` covers for any order (a sum of ``n`` terms;
+    every entry counted once more for its own rounding, the unpadded products of `interval_gradients`).
+
+    Parameters
+    ----------
+    m : int
+        Entries of each ``t_k`` (columns of the chunks).
+    n : int
+        Rows of the whole batch.
+    budget : int or None
+        How many rows may deviate.
+    """
+
+    def __init__(self, m: int, n: int, budget: int | None) -> None:
+        self.n = n
+        self.budget = None if budget is None else min(budget, n)
+        self.lo, self.hi, self.mag = np.zeros(m), np.zeros(m), np.zeros(m)
+        self.rows = 0
+        # the kept gains: the `budget` smallest min(PL - NL, 0) and largest max(PU - NU, 0) of each entry
+        self.low, self.high = np.zeros((0, m)), np.zeros((0, m))
+
+    def add(self, PL, PU, NL=None, NU=None) -> None:
+        """Add a chunk of rows: ``(c, m)`` bounds on the deviating values ``[PL, PU]`` and (with a budget) the
+        nominal ones ``[NL, NU]``."""
+        self.rows += len(PL)
+        if self.rows > self.n:
+            raise RuntimeError("internal error: more rows added to a BudgetSum than its batch has")
+        self.mag += magnitude(PL, PU).sum(axis=0)
+        if self.budget is None:
+            self.lo += PL.sum(axis=0)
+            self.hi += PU.sum(axis=0)
+            return
+        self.mag += magnitude(NL, NU).sum(axis=0)
+        self.lo += NL.sum(axis=0)
+        self.hi += NU.sum(axis=0)
+        if self.budget == 0:
+            return
+        dlo, dhi = np.minimum(PL - NL, 0.0), np.maximum(PU - NU, 0.0)
+        if self.budget == self.n:
+            self.lo += dlo.sum(axis=0)
+            self.hi += dhi.sum(axis=0)
+            return
+        self.low = _merge_smallest(self.low, dlo, self.budget)
+        self.high = -_merge_smallest(-self.high, -dhi, self.budget)
+
+    def bounds(self) -> tuple[np.ndarray, np.ndarray]:
+        """Padded ``(lo, hi)`` bounds on the sum over the whole batch (every row added)."""
+        if self.rows != self.n:
+            raise RuntimeError("internal error: a BudgetSum bounded before all its rows were added")
+        lo, hi = self.lo + self.low.sum(axis=0), self.hi + self.high.sum(axis=0)
+        terms = self.n + 2 if self.budget is None else 3 * self.n + 4
+        return pad(lo, hi, self.mag, terms)
+
+
+def _merge_smallest(kept: np.ndarray, values: np.ndarray, k: int) -> np.ndarray:
+    """The ``k`` smallest of each column of ``kept`` (the ``k`` smallest so far, or all if fewer) and
+    ``values``.  Once ``k`` are kept, only the values below a column's ``k``-th smallest can enter: those few
+    are gathered (per column, the rest filled with ``inf``) before the partition."""
+    if len(kept) == k:
+        enter = values < kept.max(axis=0)
+        counts = enter.sum(axis=0)
+        width = int(counts.max())
+        if width == 0:
+            return kept
+        if width < len(values):
+            cols, rows = np.nonzero(enter.T)  # by column
+            slot = np.arange(len(cols)) - np.repeat(np.cumsum(counts) - counts, counts)
+            gathered = np.full((width, values.shape[1]), np.inf)
+            gathered[slot, cols] = values[rows, cols]
+            values = gathered
+    merged = np.concatenate([kept, values])
+    if len(merged) <= k:
+        return merged
+    return np.partition(merged, k - 1, axis=0)[:k]
 
 
 def sum_with_budget(PL, PU, NL, NU, budget):
-    """Bounds on ``Σ_k t_k`` when ``t_k ∈ [PL_k, PU_k]`` for deviating points and ``[NL_k, NU_k]`` otherwise.
-
-    With ``budget=None`` every point deviates (takes a value in its perturbation set).
-    Otherwise at most ``budget`` points deviate and the others keep their nominal
-    value: the bound is the all-nominal sum plus the ``budget`` largest (smallest)
-    gains of deviating (with ``budget >= n`` this is the per-point union).  Arrays
-    are (n, m); returns (m,) bounds padded for the summation and for one rounding of every entry
-    (the unpadded products of `interval_gradients`).
-    """
-    n = PL.shape[0]
-    mag = magnitude(PL, PU).sum(axis=0)
-    if budget is None:
-        return pad(PL.sum(axis=0), PU.sum(axis=0), mag, n + 2)
-    budget = min(budget, n)
-    mag = mag + magnitude(NL, NU).sum(axis=0)
-    lo, hi = NL.sum(axis=0), NU.sum(axis=0)
-    if 0 < budget < n:
-        dlo = np.minimum(PL - NL, 0.0)
-        dhi = np.maximum(PU - NU, 0.0)
-        lo = lo + np.partition(dlo, budget - 1, axis=0)[:budget].sum(axis=0)
-        hi = hi - np.partition(-dhi, budget - 1, axis=0)[:budget].sum(axis=0)
-    elif budget == n:
-        lo = lo + np.minimum(PL - NL, 0.0).sum(axis=0)
-        hi = hi + np.maximum(PU - NU, 0.0).sum(axis=0)
-    return pad(lo, hi, mag, 3 * n + 4)
+    """`BudgetSum` of one chunk holding the whole batch: bounds (m,) on ``Σ_k t_k`` from (n, m) arrays."""
+    acc = BudgetSum(PL.shape[1], len(PL), budget)
+    acc.add(PL, PU, NL, NU)
+    return acc.bounds()
 
 
-def batch_gradient_sum(lower, upper, sets, y, loss, rows=None):
+#: Bytes per row and parameter that the per-row gradient bounds of one chunk need at their peak (the
+#: interval products, their concatenation, the deviating and nominal bounds and the gains), measured.
+BYTES_PER_ROW_PARAMETER = 160
+
+
+def batch_gradient_sum(lower, upper, sets, y, recipe, rows=None, chunk_size=None):
     """Bounds (vectors) on ``Σ_{k ∈ rows} g_k`` over the parameter box and every allowed dataset.
 
-    Points that deviate (all of them without a budget) take inputs in their sets and, when labels may
-    change, any allowed label; with ``Budget`` at most ``budget`` points of the batch deviate and the others
-    are exact; with ``LabelFlips(k)`` (no budget) every input is perturbed and at most ``k`` labels change.
+    Points that deviate (all of them without a budget) take inputs in their sets, any allowed label when
+    labels may change, and targets within ``target_radius`` under `TargetBox`; with ``Budget`` at most
+    ``budget`` points of the batch deviate and the others are exact; with ``LabelFlips(k)`` (no budget)
+    every input is perturbed and at most ``k`` labels change.  Each row's gradient is clipped as ``recipe``
+    says (`certkit.mibp.enclosures.clipping`).  The rows are bounded in chunks of ``chunk_size`` rows
+    (`certkit.parallel.rows_per_chunk`; `BudgetSum` keeps what the bound needs between chunks).
     """
+    loss = recipe.loss
     rows = np.arange(len(y)) if rows is None else rows
-    yb, lo, hi = y[rows], sets.lower[rows], sets.upper[rows]
-    if sets.label_flips is not None:
-        # deviating = label changed to another class (inputs perturbed either way)
+    lo_all, hi_all = sets.lower, sets.upper
+    if (
+        sets.label_flips is not None
+    ):  # deviating = label changed to another class (inputs perturbed either way)
         count = sets.label_flips
-        NL, NU = interval_gradients(lower, upper, lo, hi, yb, loss)
-        PL, PU = interval_gradients(lower, upper, lo, hi, yb, loss, "other")
     else:
         count = sets.budget
-        PL, PU = interval_gradients(lower, upper, lo, hi, yb, loss, "any" if sets.flip_labels else "own")
-        NL, NU = PL, PU
-        if count is not None:
-            exact = sets.nominal[rows]
-            NL, NU = interval_gradients(lower, upper, exact, exact, yb, loss)
-    return sum_with_budget(PL, PU, NL, NU, count)
+    acc = BudgetSum(lower.n_params, len(rows), count)
+    step = rows_per_chunk(BYTES_PER_ROW_PARAMETER * lower.n_params, chunk_size)
+    for start in range(0, len(rows), step):
+        at = rows[start : start + step]
+        yb, lo, hi = y[at], lo_all[at], hi_all[at]
+        if sets.label_flips is not None:
+            NL, NU = interval_gradients(lower, upper, lo, hi, yb, loss)
+            PL, PU = interval_gradients(lower, upper, lo, hi, yb, loss, "other", target=sets.flip_target)
+        else:
+            radius = None if sets.target_radius is None else sets.target_radius[at]
+            labels = "any" if sets.flip_labels or radius is not None else "own"
+            PL, PU = interval_gradients(
+                lower, upper, lo, hi, yb, loss, labels, target=sets.flip_target, radius=radius
+            )
+            NL, NU = PL, PU
+            if count is not None:
+                exact = sets.nominal[at]
+                NL, NU = interval_gradients(lower, upper, exact, exact, yb, loss)
+        if recipe.clips:
+            PL, PU = clip_bounds(PL, PU, recipe)
+            NL, NU = (PL, PU) if count is None else clip_bounds(NL, NU, recipe)
+        acc.add(PL, PU, NL, NU)
+    return acc.bounds()
 
 
 def interval_update(theta, velocity, grad, recipe, step):
     """Bounds on one SGD update of `certkit.mibp.problem.recipe.Recipe` from boxes: ``theta = (lo, hi)``,
-    ``velocity``
-    (None before the first step or without momentum) and the mean gradient ``grad``; returns padded
-    ``(theta, velocity)`` boxes.  The new parameters are ``(1 - λω) θ - λ (μ v + g)``, each variable once."""
+    ``velocity`` (None before the first step or without momentum) and the mean gradient ``grad``; returns
+    padded ``(theta, velocity)`` boxes.  The new parameters are ``(1 - λω) θ - λλ₁ sign(θ) - λ (μ v + g)``,
+    the part in ``θ`` bounded jointly (`_decay_range`), each other variable once."""
     (tL, tU), (gL, gU) = theta, grad
-    lr, wd, mu = float(recipe.rates[step]), recipe.weight_decay, recipe.momentum
+    lr, wd, mu, l1 = float(recipe.rates[step]), recipe.weight_decay, recipe.momentum, recipe.l1_penalty
     mag_t = magnitude(tL, tU)
-    vL, vU = gL + wd * tL, gU + wd * tU  # d = g + ω θ
-    mag_v = magnitude(gL, gU) + wd * mag_t
-    sL, sU = gL, gU  # what is subtracted besides the decay: μ v + g
+    sign_lo = np.where(tL > 0, 1.0, np.where(tL == 0, 0.0, -1.0))  # sign over [tL, tU]
+    sign_hi = np.where(tU < 0, -1.0, np.where(tU == 0, 0.0, 1.0))
+    vL, vU = gL + wd * tL + l1 * sign_lo, gU + wd * tU + l1 * sign_hi  # d = g + ω θ + λ₁ sign(θ)
+    mag_v = magnitude(gL, gU) + wd * mag_t + l1
+    sL, sU = gL, gU  # what is subtracted besides the decay and the penalty: μ v + g
     if velocity is not None and mu:
         pL, pU = velocity
         vL, vU = mu * pL + vL, mu * pU + vU
         mag_v = mag_v + mu * magnitude(pL, pU)
         sL, sU = mu * pL + gL, mu * pU + gU
-    a = 1.0 - lr * wd
-    lo = np.minimum(a * tL, a * tU) - lr * sU
-    hi = np.maximum(a * tL, a * tU) - lr * sL
-    new_theta = pad(lo, hi, mag_t * (1.0 + lr * wd) + lr * mag_v, 10)
+    hL, hU = _decay_range(tL, tU, 1.0 - lr * wd, lr * l1)
+    new_theta = pad(hL - lr * sU, hU - lr * sL, mag_t * (1.0 + lr * wd) + lr * mag_v, 10)
     new_velocity = pad(vL, vU, mag_v, 6) if mu else None
     return new_theta, new_velocity
 
 
-def interval_step(lower, upper, sets, y, recipe, step, velocity=None):
+def _decay_range(tL, tU, a, s):
+    """Range of ``a θ - s sign(θ)`` (``sign(0) = 0``) over ``θ ∈ [tL, tU]``: the ends of its pieces on
+    ``θ < 0`` (``a θ + s``), ``θ = 0`` (0) and ``θ > 0`` (``a θ - s``), limits at 0 included."""
+    if s == 0.0:
+        return np.minimum(a * tL, a * tU), np.maximum(a * tL, a * tU)
+    neg, pos, zero = tL < 0, tU > 0, (tL <= 0) & (tU >= 0)
+    ends = [
+        (neg, a * tL + s),
+        (neg, a * np.minimum(tU, 0.0) + s),
+        (zero, np.zeros_like(tL)),
+        (pos, a * np.maximum(tL, 0.0) - s),
+        (pos, a * tU - s),
+    ]
+    lo = np.min([np.where(on, v, np.inf) for on, v in ends], axis=0)
+    hi = np.max([np.where(on, v, -np.inf) for on, v in ends], axis=0)
+    return lo, hi
+
+
+def interval_step(lower, upper, sets, y, recipe, step, velocity=None, chunk_size=None):
     """One certified SGD step of ``recipe`` by interval arithmetic from the parameter box ``[lower, upper]``
-    (MLPs) and the velocity box ``velocity`` ((lo, hi) vectors or None); returns ``((lo, hi), velocity)``."""
+    (MLPs) and the velocity box ``velocity`` ((lo, hi) vectors or None); returns ``((lo, hi), velocity)``.
+    Bounds that leave the float64 range raise `BoundsOverflowError`."""
     rows = recipe.batches[step]
-    GL, GU = batch_gradient_sum(lower, upper, sets, y, recipe.loss, rows)
-    b = len(rows)
-    grad = pad(GL / b, GU / b, magnitude(GL, GU) / b, 1)
-    return interval_update((lower.to_vector(), upper.to_vector()), velocity, grad, recipe, step)
+    with np.errstate(over="ignore", invalid="ignore"):
+        GL, GU = batch_gradient_sum(lower, upper, sets, y, recipe, rows, chunk_size)
+        b = len(rows)
+        grad = pad(GL / b, GU / b, magnitude(GL, GU) / b, 1)
+        (tL, tU), velocity = interval_update(
+            (lower.to_vector(), upper.to_vector()), velocity, grad, recipe, step
+        )
+    if not (np.all(np.isfinite(tL)) and np.all(np.isfinite(tU))):
+        raise BoundsOverflowError(
+            "the parameter bounds overflowed (interval bounds are no longer finite); certify fewer epochs "
+            "or use a smaller epsilon or learning_rate"
+        )
+    return (tL, tU), velocity
+
+
+class BoundsOverflowError(FloatingPointError, ValueError):
+    """The interval parameter bounds left the float64 range (a `FloatingPointError` and, as a consequence of
+    the arguments' sizes, a `ValueError`)."""

@@ -50,9 +50,10 @@ from certkit.mibp.enclosures.forms import (
     up,
 )
 from certkit.mibp.enclosures.interval import interval_forward, interval_loss_derivative
-from certkit.mibp.enclosures.sgd_step import sum_with_budget
+from certkit.mibp.enclosures.sgd_step import BYTES_PER_ROW_PARAMETER, BudgetSum
 from certkit.mibp.problem.perturbation import InputSets
 from certkit.mibp.problem.recipe import Recipe
+from certkit.parallel import rows_per_chunk
 
 __all__ = ["SharedCarry"]
 
@@ -76,9 +77,10 @@ class SharedCarry:
     max_generators : int, optional
         Generators kept after each step (default: 1.5 times the number of state entries, parameters plus
         velocity: the fresh symbols of the step's remainder and half as many earlier ones).
-    max_entries : int
-        Samples are evaluated in chunks whose largest form array (samples × widest layer × symbols) has at
-        most this many entries.
+    chunk_size : int, optional
+        Rows evaluated together (`certkit.parallel.rows_per_chunk`: None sizes the chunks from
+        the available memory, by the largest form array per row, samples × widest layer × symbols, and by
+        the per-row change bounds of the deviating rows).
     """
 
     def __init__(
@@ -89,7 +91,7 @@ class SharedCarry:
         recipe: Recipe,
         *,
         max_generators: int | None = None,
-        max_entries: int = 4_000_000,
+        chunk_size: int | None = None,
     ) -> None:
         self.sizes = model.sizes
         self.m = model.n_params
@@ -101,11 +103,13 @@ class SharedCarry:
         self.c = initial_state(model, recipe)
         self.G = np.zeros((len(self.c), 0))
         self.max_generators = 3 * len(self.c) // 2 if max_generators is None else int(max_generators)
-        self.max_entries = max_entries
+        self.chunk_size = chunk_size
+        self.SL, self.SU = sets.lower, sets.upper  # the hulls of the allowed inputs
+        self.radius = sets.target_radius
         if sets.budget is not None:  # the rows that keep their observed input
             self.XL = self.XU = sets.nominal
         else:
-            self.XL, self.XU = sets.lower, sets.upper
+            self.XL, self.XU = self.SL, self.SU
 
     def step(self, lower, upper, step: int) -> tuple[np.ndarray, np.ndarray]:
         """Advance the zonotope by gradient step ``step``; ``[lower, upper]`` (MLPs) is a box known to
@@ -134,7 +138,6 @@ class SharedCarry:
         m, q = self.m, self.G.shape[1]
         batch = self.recipe.batches[step]
         params = self._params()
-        _, pre_box = interval_forward(lower, upper, self.XL[batch], self.XU[batch])
         total_c, total_G, total_r = np.zeros(m), np.zeros((m, q)), np.zeros(m)
         # the largest arrays per sample: the coefficients of a layer's units (past the first hidden layer,
         # whose coefficients stay implicit) and the first layer's contractions (units × (inputs + 1) × next)
@@ -143,11 +146,11 @@ class SharedCarry:
             per_sample = sizes[1] * max(q, 1)
         else:
             per_sample = max(max(sizes[2:]) * max(q, 1), sizes[1] * (sizes[0] + 1) * sizes[2])
-        chunk = max(1, self.max_entries // per_sample)
+        chunk = rows_per_chunk(64.0 * per_sample, self.chunk_size)
         for start in range(0, len(batch), chunk):
-            at = np.arange(start, min(len(batch), start + chunk))
-            box = [(lo[at], hi[at]) for lo, hi in pre_box]
-            c, G, r = self._gradient_sum(params, batch[at], box, q, len(batch))
+            rows = batch[start : start + chunk]
+            _, box = interval_forward(lower, upper, self.XL[rows], self.XU[rows])
+            c, G, r = self._gradient_sum(params, rows, box, q, len(batch))
             total_c += c
             total_G += G
             total_r += r
@@ -158,7 +161,7 @@ class SharedCarry:
         mid = 0.5 * dlo + 0.5 * dhi
         total_r = up(total_r + np.maximum(dhi - mid, mid - dlo) + 4.0 * _U * (np.abs(total_c) + np.abs(mid)))
         grad = Forms(total_c + mid, total_G, total_r)
-        self._update(grad, nb, step)
+        self._update(grad, nb, step, _sign_form(lower.to_vector(), upper.to_vector()))
         rho = up(np.abs(self.G).sum(axis=1) * (1.0 + (self.G.shape[1] + 2) * _U))
         R = up(rho + 2.0 * _U * np.abs(self.c))
         return self.c[:m] - R[:m], self.c[:m] + R[:m]
@@ -207,44 +210,56 @@ class SharedCarry:
             s = sigmoid_forms(z, zL, zU)
             return Forms(s.c - y[:, None], s.G, up(s.r + _U))
         if self.loss == "mse":
-            mag = z.maxabs() + np.abs(y)
-            return Forms(2.0 * (z.c - y), None if z.G is None else 2.0 * z.G, up(2.0 * z.r + 8.0 * _U * mag))
+            # without a budget every row's targets may move within the TargetBox radius
+            r = 0.0 if self.sets.budget is not None or self.radius is None else self.radius[rows][:, None]
+            mag = z.maxabs() + np.abs(y) + r
+            G = None if z.G is None else 2.0 * z.G
+            return Forms(2.0 * (z.c - y), G, up(2.0 * (z.r + r) + 8.0 * _U * mag))
         return Forms.interval(*interval_loss_derivative(zL, zU, y, self.loss))
 
     def _deviation(self, lower, upper, batch) -> tuple[np.ndarray, np.ndarray]:
         """Bounds on the sum of the changes ``g(θ; x', y') - g(θ; x, y)`` of the rows that may deviate."""
-        sets, y = self.sets, self.y[batch]
+        sets = self.sets
         if sets.budget is not None:
-            count, labels = sets.budget, "any" if sets.flip_labels else "own"
+            moves = sets.flip_labels or sets.target_radius is not None
+            count, labels = sets.budget, "any" if moves else "own"
         elif sets.label_flips is not None:
             count, labels = sets.label_flips, "other"
         else:
             return np.zeros(self.m), np.zeros(self.m)
         if count == 0:
             return np.zeros(self.m), np.zeros(self.m)
-        X = self.XL[batch]
-        DL, DU = gradient_changes(
-            lower,
-            upper,
-            X,
-            sets.lower[batch],
-            sets.upper[batch],
-            y,
-            self.loss,
-            labels,
-            same_input=sets.budget is None,
-        )
-        zeros = np.zeros_like(DL)
-        return sum_with_budget(DL, DU, zeros, zeros, count)
+        sums = BudgetSum(self.m, len(batch), count)
+        step = rows_per_chunk(BYTES_PER_ROW_PARAMETER * self.m, self.chunk_size)
+        for start in range(0, len(batch), step):
+            rows = batch[start : start + step]
+            DL, DU = gradient_changes(
+                lower,
+                upper,
+                self.XL[rows],
+                self.SL[rows],
+                self.SU[rows],
+                self.y[rows],
+                self.loss,
+                labels,
+                same_input=sets.budget is None,
+                target=sets.flip_target,
+                radius=None if sets.target_radius is None else sets.target_radius[rows],
+            )
+            zeros = np.zeros_like(DL)
+            sums.add(DL, DU, zeros, zeros)
+        return sums.bounds()
 
-    def _update(self, grad: Forms, nb: int, step: int) -> None:
-        """The recipe's update on the state forms; the remainder becomes fresh symbols (Girard reduction)."""
+    def _update(self, grad: Forms, nb: int, step: int, sign: Forms) -> None:
+        """The recipe's update on the state forms (``sign``: sign(θ) over the step's box, for the L1
+        penalty); the remainder becomes fresh symbols (Girard reduction)."""
         m, recipe = self.m, self.recipe
-        lr, wd, mu = float(recipe.rates[step]), recipe.weight_decay, recipe.momentum
+        lr, wd, mu, l1 = float(recipe.rates[step]), recipe.weight_decay, recipe.momentum, recipe.l1_penalty
         q, G = self.G.shape[1], self.G
         theta = Forms(self.c[:m], G[:m], np.zeros(m))
-        # PyTorch's SGD: d = g + ω θ; v = μ v + d (v = d at the first step); θ' = θ - λ v
-        d = _combine([(1.0 / nb, grad)] + ([(wd, theta)] if wd else []), q)
+        # PyTorch's SGD: d = g + ω θ + λ₁ sign(θ); v = μ v + d (v = d at the first step); θ' = θ - λ v
+        terms = [(1.0 / nb, grad)] + ([(wd, theta)] if wd else []) + ([(l1, sign)] if l1 else [])
+        d = _combine(terms, q)
         if mu and step > 0:
             d = _combine([(mu, Forms(self.c[m:], G[m:], np.zeros(m))), (1.0, d)], q)
         new = _combine([(1.0, theta), (-lr, d)], q)
@@ -268,6 +283,14 @@ class SharedCarry:
         D = np.zeros((len(c), len(fresh)))
         D[fresh, np.arange(len(fresh))] = r[fresh]
         self.c, self.G = c, np.concatenate([G, D], axis=1)
+
+
+def _sign_form(lo: np.ndarray, hi: np.ndarray) -> Forms:
+    """``sign(θ)`` (``sign(0) = 0``) over the box ``[lo, hi]`` as forms without symbols: exact where the box
+    keeps one sign, ``[-1, 1]`` (or ``[-1, 0]``, ``[0, 1]``) where it meets 0."""
+    s_lo = np.where(lo > 0, 1.0, np.where(lo == 0, 0.0, -1.0))
+    s_hi = np.where(hi < 0, -1.0, np.where(hi == 0, 0.0, 1.0))
+    return Forms(0.5 * (s_lo + s_hi), None, 0.5 * (s_hi - s_lo))
 
 
 def _combine(terms: list[tuple[float, Forms]], q: int) -> Forms:

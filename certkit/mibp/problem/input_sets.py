@@ -36,6 +36,11 @@ class InputSets:
     flip_labels : bool
         Paired poisoning: a point that deviates under ``budget`` may also change its label to another
         class (``Budget(FeatureBox(ε) & LabelFlips(1), k)``).
+    flip_target : int, float or None
+        Targeted label flips: a changed label can only become this label value (None: any other class).
+    target_radius : ndarray (n,) or None
+        Regression target poisoning: the target of a point that deviates (every point without
+        ``budget``) may be anywhere in ``[y - r, y + r]`` (None: exact targets).
     """
 
     nominal: np.ndarray
@@ -46,10 +51,12 @@ class InputSets:
     budget: int | None = None
     label_flips: int | None = None
     flip_labels: bool = False
+    flip_target: int | float | None = None
+    target_radius: np.ndarray | None = None
 
     @property
     def labels_vary(self) -> bool:
-        """Whether some label may change."""
+        """Whether some class label may change."""
         return self.flip_labels or bool(self.label_flips)
 
     @classmethod
@@ -114,22 +121,42 @@ class InputSets:
             b = min(self.label_flips, len(y))
             m = b if gen.random() < 0.5 else int(gen.integers(0, b + 1))
             flip = gen.choice(len(y), size=m, replace=False)
-            y[flip] = _other_class(y[flip], classes, gen)
+            y[flip] = self._changed(y[flip], classes, gen)
         return y
+
+    def _changed(self, labels: np.ndarray, classes: np.ndarray, gen: np.random.Generator) -> np.ndarray:
+        """Changed labels: the target (where it differs from the label; unchanged otherwise) or a uniformly
+        drawn other class."""
+        if self.flip_target is not None:
+            return np.full_like(labels, self.flip_target)
+        return _other_class(labels, classes, gen)
 
     def sample_dataset(
         self, y: np.ndarray, rng: RNGLike = None, *, vertex: bool = False, classes: Any = None
     ) -> tuple[np.ndarray, np.ndarray]:
         """One allowed training set ``(X', y')``: inputs as `sample`, labels as `sample_labels`; under paired
-        poisoning (``flip_labels``) each deviating point changes its label half of the time."""
-        gen = check_rng(rng)
-        X, deviates = self._sample(check_bool(vertex, "vertex"), gen)
+        poisoning (``flip_labels``) each deviating point changes its label half of the time; with
+        ``target_radius`` each deviating point's target moves within its radius (to an end with
+        ``vertex=True``)."""
+        return self._sample_dataset(y, check_rng(rng), check_bool(vertex, "vertex"), classes)[:2]
+
+    def _sample_dataset(
+        self, y: np.ndarray, gen: np.random.Generator, vertex: bool, classes: Any
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """`sample_dataset` and the mask of the points that deviate (all of them without a budget)."""
+        X, deviates = self._sample(vertex, gen)
         y = self.sample_labels(y, gen, classes=classes)
         if self.flip_labels:
             classes = self._classes(y, classes)
             rows = np.flatnonzero(deviates & (gen.random(len(y)) < 0.5))
-            y[rows] = _other_class(y[rows], classes, gen)
-        return X, y
+            y[rows] = self._changed(y[rows], classes, gen)
+        if self.target_radius is not None:
+            r = np.where(deviates, self.target_radius, 0.0)
+            shift = (
+                np.where(gen.random(len(y)) < 0.5, -r, r) if vertex else r * (2.0 * gen.random(len(y)) - 1.0)
+            )
+            y = y + (shift[:, None] if y.ndim == 2 else shift)
+        return X, y, deviates
 
     def _classes(self, y: np.ndarray, classes: Any) -> np.ndarray:
         if classes is None:

@@ -19,6 +19,7 @@ from certkit._validation import (
 )
 from certkit.mibp.problem.losses import check_labels, loss_gradient_output
 from certkit.mibp.problem.recipe import LOSSES, Recipe, make_recipe
+from certkit.parallel import rows_per_chunk
 
 __all__ = ["INITS", "LOSSES", "MLP", "check_sizes"]
 
@@ -247,6 +248,26 @@ class MLP:
                 g = (g @ self.weights[layer]) * (pre[layer - 1] > 0)
         return np.concatenate(parts)
 
+    def _clipped_gradient_vector(self, X: np.ndarray, y: np.ndarray, recipe: Recipe) -> np.ndarray:
+        """The mean of the per-sample gradients clipped by ``recipe`` (`Recipe.clip_rows`), as a vector;
+        the per-sample gradients are formed in chunks of rows (`certkit.parallel.rows_per_chunk`)."""
+        acts, pre = self._finite_forward(X)
+        g = loss_gradient_output(acts[-1], y, recipe.loss)  # per sample, not divided by n
+        deltas: list[np.ndarray] = [g]  # dℓ/dz of every layer, the output's first
+        for layer in range(self.n_layers - 1, 0, -1):
+            g = (g @ self.weights[layer]) * (pre[layer - 1] > 0)
+            deltas.insert(0, g)
+        total = np.zeros(self.n_params)
+        step = rows_per_chunk(24.0 * self.n_params)
+        for start in range(0, len(X), step):
+            rows = slice(start, start + step)
+            parts = []
+            for layer, delta in enumerate(deltas):
+                d, a = delta[rows], acts[layer][rows]
+                parts += [(d[:, :, None] * a[:, None, :]).reshape(len(d), -1), d]
+            total += recipe.clip_rows(np.concatenate(parts, axis=1)).sum(axis=0)
+        return total / len(X)
+
     def gd_step(self, X: Any, y: Any, *, loss: str = "hinge", learning_rate: float = 0.1) -> MLP:
         """One full-batch gradient-descent step ``θ - λ ∇J(θ)``; returns a new MLP."""
         lr = check_positive(learning_rate, "learning_rate")
@@ -274,6 +295,9 @@ class MLP:
         drop_last: bool = False,
         momentum: float = 0.0,
         weight_decay: float = 0.0,
+        l1_penalty: float = 0.0,
+        clip_value: float | None = None,
+        clip_norm: float | None = None,
         rng: RNGLike = None,
     ) -> list[MLP]:
         """Train with stochastic gradient descent; returns the models after epochs ``0, 1, ..., epochs``.
@@ -301,6 +325,11 @@ class MLP:
             Heavy-ball momentum in ``[0, 1)``.
         weight_decay : float
             L2 coefficient added to the gradient.
+        l1_penalty : float
+            λ₁ of an L1 penalty: ``λ₁ sign(θ)`` added to the gradient.
+        clip_value, clip_norm : float, optional
+            Per-sample gradient clipping by value or by ℓ2 norm (at most one; see
+            `certkit.mibp.problem.recipe`).
         rng : None, int or numpy.random.Generator
             Source of the shuffled order.
         """
@@ -318,6 +347,9 @@ class MLP:
             momentum=momentum,
             weight_decay=weight_decay,
             rng=rng,
+            l1_penalty=l1_penalty,
+            clip_value=clip_value,
+            clip_norm=clip_norm,
         )
         return self.run(X, y, recipe)
 
@@ -336,7 +368,10 @@ class MLP:
         model = self
         for step, rows in enumerate(recipe.batches):
             try:
-                grad = model._gradient_vector(X[rows], y[rows], recipe.loss)
+                if recipe.clips:
+                    grad = model._clipped_gradient_vector(X[rows], y[rows], recipe)
+                else:
+                    grad = model._gradient_vector(X[rows], y[rows], recipe.loss)
             except _OutputOverflow as exc:
                 if step == 0:
                     raise

@@ -27,6 +27,7 @@ __all__ = [
     "MissingValues",
     "OrdinalShift",
     "Perturbation",
+    "TargetBox",
 ]
 
 
@@ -44,6 +45,8 @@ class Perturbation:
         for name in ("offset_lo", "offset_hi", "options"):
             if not np.all(np.isfinite(getattr(out, name))):
                 raise ValueError(f"the perturbation produced non-finite {name}; check its bounds")
+        if out.target_radius is not None and not np.all(np.isfinite(out.target_radius)):
+            raise ValueError("TargetBox's epsilon must be finite")
         return out
 
     def __and__(self, other: Perturbation) -> Compose:
@@ -273,7 +276,7 @@ class Budget(Perturbation):
 
     def apply(self, sets: InputSets) -> InputSets:
         _no_budget(sets, "another Budget")
-        if np.any(sets.varies) or sets.label_flips is not None:
+        if np.any(sets.varies) or sets.label_flips is not None or sets.target_radius is not None:
             raise ValueError(
                 "Budget must be the outermost perturbation: a model before it would perturb every row; "
                 "write Budget(a & b, k)"
@@ -290,16 +293,75 @@ class Budget(Perturbation):
         return replace(inner, budget=self.k)
 
 
+class TargetBox(Perturbation):
+    """Regression target poisoning: ``y_k ∈ [ŷ_k - ε, ŷ_k + ε]`` (every output of the row) for the chosen
+    points; for ``loss="mse"``.
+
+    Inside a `Budget` only the deviating points' targets move (``Budget(TargetBox(0.1), k)``: at most ``k``
+    targets off by at most 0.1, AGT's ``label_epsilon``); with `FeatureBox` in the same budget the same
+    points may move their inputs too (``Budget(FeatureBox(0.01) & TargetBox(0.1), k)``).
+
+    Parameters
+    ----------
+    epsilon : float or array (n,)
+        Radius of each point's target interval; >= 0.
+    points : sequence of int, optional
+        Restrict the perturbation to these rows (default: all).
+    """
+
+    def __init__(self, epsilon: Any, *, points: Sequence[int] | None = None):
+        eps = check_array(epsilon, "epsilon", ndim=(0, 1))
+        if np.any(eps < 0):
+            raise ValueError("epsilon must be >= 0")
+        self.epsilon = epsilon
+        self.points = points
+
+    def apply(self, sets: InputSets) -> InputSets:
+        _no_budget(sets, "TargetBox")
+        if sets.target_radius is not None:
+            raise ValueError("TargetBox may appear only once in a composition")
+        n = len(sets.nominal)
+        eps = check_array(self.epsilon, "epsilon", ndim=(0, 1))
+        if eps.ndim == 1 and eps.shape != (n,):
+            raise ValueError(f"epsilon as a 1-D array must have one entry per point ({n}), got {eps.shape}")
+        radius = np.broadcast_to(eps, (n,)).astype(np.float64) * _select(n, 1, self.points, None)[:, 0]
+        return replace(sets, target_radius=radius)
+
+    def __repr__(self) -> str:
+        return f"TargetBox(epsilon={self.epsilon!r})"
+
+
 class LabelFlips(Perturbation):
-    """At most ``k`` training labels change to another class (any other class when there are more than two).
+    """At most ``k`` training labels change to another class (any other class when there are more than two,
+    or only ``target``).
 
     For the classification losses (hinge, cross-entropy, binary cross-entropy).  Combines with input
     perturbations of every point (``FeatureBox(0.01) & LabelFlips(2)``); inside a `Budget`,
     ``LabelFlips(1)`` makes the budget's deviating points change label too (paired poisoning).
+
+    Parameters
+    ----------
+    k : int
+        How many labels may change (>= 0).
+    target : label value, optional
+        Targeted flips: a changed label can only become ``target`` (a class of the loss: -1 or +1 for the
+        binary hinge, 0 or 1 for binary cross-entropy, ``0..C-1`` otherwise), so points already labelled
+        ``target`` keep their label (AGT's ``poison_target_idx``).  None: any other class.
     """
 
-    def __init__(self, k: int):
+    def __init__(self, k: int, *, target: int | float | None = None):
         self.k = check_integer(k, "k", minimum=0)
+        if target is not None:
+            if isinstance(target, (bool, np.bool_)) or not isinstance(
+                target, (int, float, np.integer, np.floating)
+            ):
+                raise TypeError(
+                    f"target must be a label value (a number) or None, got {type(target).__name__}"
+                )
+            if not np.isfinite(target) or float(target) != int(target):
+                raise ValueError(f"target must be an integer label value, got {target!r}")
+            target = int(target)
+        self.target = target
 
     def apply(self, sets: InputSets) -> InputSets:
         if sets.budget is not None:
@@ -309,10 +371,11 @@ class LabelFlips(Perturbation):
             )
         if sets.label_flips is not None:
             raise ValueError("LabelFlips may appear only once in a composition")
-        return replace(sets, label_flips=self.k)
+        return replace(sets, label_flips=self.k, flip_target=self.target)
 
     def __repr__(self) -> str:
-        return f"LabelFlips({self.k})"
+        target = "" if self.target is None else f", target={self.target!r}"
+        return f"LabelFlips({self.k}{target})"
 
 
 class Compose(Perturbation):

@@ -1,4 +1,5 @@
-"""The training recipe: loss, learning-rate schedule, batch order, momentum and weight decay, in one place.
+"""The training recipe: loss, learning-rate schedule, batch order, momentum, weight decay, L1 penalty and
+per-sample gradient clipping, in one place.
 
 `Recipe` is built once per run and read by the nominal run (`MLP.train`) and by every certified step
 (`certkit.mibp.enclosures.interval`, `certkit.mibp.enclosures.affine`), so both follow the same steps over
@@ -6,10 +7,13 @@ the same batches.
 The update follows PyTorch's ``torch.optim.SGD(lr, momentum, weight_decay)`` (no dampening, no
 Nesterov):
 
-$$d_s = g_s + \\omega\\,\\theta_s,\\qquad v_{s+1} = \\mu\\, v_s + d_s\\ (v_1 = d_0),\\qquad
-\\theta_{s+1} = \\theta_s - \\lambda_s v_{s+1},$$
+$$d_s = g_s + \\omega\\,\\theta_s + \\lambda_1 \\operatorname{sign}(\\theta_s),\\qquad
+v_{s+1} = \\mu\\, v_s + d_s\\ (v_1 = d_0),\\qquad \\theta_{s+1} = \\theta_s - \\lambda_s v_{s+1},$$
 
-where ``g_s`` is the mean gradient of the loss over batch ``s``.
+where ``g_s`` is the mean over batch ``s`` of the per-sample gradients of the loss, each clipped first when
+the recipe clips (``clip_value``: every entry to ``[-c, c]``; ``clip_norm``: the whole per-sample gradient
+scaled by ``min(1, c / (‖g_k‖₂ + 1e-6))``, as Opacus and DP-SGD do), and ``λ₁ sign(θ)`` (``sign(0) = 0``) is
+the subgradient of an L1 penalty ``λ₁ ‖θ‖₁`` (``l1_penalty``).
 """
 
 from __future__ import annotations
@@ -105,6 +109,11 @@ class Recipe:
         None: full batch.
     shuffle, drop_last : bool
         How the batches were drawn.
+    l1_penalty : float
+        λ₁ of the L1 penalty (its subgradient ``λ₁ sign(θ)`` is added to every step's gradient).
+    clip_value, clip_norm : float or None
+        Per-sample gradient clipping: each entry to ``[-clip_value, clip_value]``, or each sample's whole
+        gradient to ℓ2 norm ``clip_norm`` (see the module docstring); at most one of them.
     """
 
     loss: str
@@ -117,6 +126,9 @@ class Recipe:
     batch_size: int | None = None
     shuffle: bool = False
     drop_last: bool = False
+    l1_penalty: float = 0.0
+    clip_value: float | None = None
+    clip_norm: float | None = None
 
     @property
     def n_steps(self) -> int:
@@ -125,13 +137,21 @@ class Recipe:
 
     @property
     def plain(self) -> bool:
-        """Full-batch gradient descent with one constant rate, no momentum and no weight decay."""
+        """Full-batch gradient descent with one constant rate, no momentum, weight decay, L1 penalty or
+        clipping."""
         return (
             self.batch_size is None
             and self.momentum == 0.0
             and self.weight_decay == 0.0
+            and self.l1_penalty == 0.0
+            and not self.clips
             and bool(np.all(self.rates == self.rates[0]))
         )
+
+    @property
+    def clips(self) -> bool:
+        """Whether the per-sample gradients are clipped."""
+        return self.clip_value is not None or self.clip_norm is not None
 
     @property
     def learning_rate(self) -> float | tuple[float, ...]:
@@ -144,11 +164,24 @@ class Recipe:
         """Number of steps taken after ``epoch`` epochs."""
         return epoch * self.steps_per_epoch
 
+    def clip_rows(self, G: np.ndarray) -> np.ndarray:
+        """Per-sample gradients ``G`` (one row per sample) clipped as the recipe says (``G`` itself without
+        clipping): every entry to ``[-clip_value, clip_value]``, or each row scaled by
+        ``min(1, clip_norm / (‖g_k‖₂ + 1e-6))`` with ``‖g_k‖₂ = sqrt(Σ g²)`` in float64."""
+        if self.clip_value is not None:
+            return np.clip(G, -self.clip_value, self.clip_value)
+        if self.clip_norm is not None:
+            norms = np.sqrt((G * G).sum(axis=1))
+            return G * np.minimum(self.clip_norm / (norms + 1e-6), 1.0)[:, None]
+        return G
+
     def update(
         self, theta: np.ndarray, velocity: np.ndarray | None, grad: np.ndarray, step: int
     ) -> tuple[np.ndarray, np.ndarray]:
         """One nominal SGD update in PyTorch's order; returns ``(theta, velocity)``."""
         d = grad + self.weight_decay * theta if self.weight_decay else grad
+        if self.l1_penalty:
+            d = d + self.l1_penalty * np.sign(theta)
         v = d if velocity is None or not self.momentum else self.momentum * velocity + d
         return theta - self.rates[step] * v, v
 
@@ -166,6 +199,12 @@ class Recipe:
             parts.append(f"momentum={self.momentum:g}")
         if self.weight_decay:
             parts.append(f"weight_decay={self.weight_decay:g}")
+        if self.l1_penalty:
+            parts.append(f"l1_penalty={self.l1_penalty:g}")
+        if self.clip_value is not None:
+            parts.append(f"clip_value={self.clip_value:g}")
+        if self.clip_norm is not None:
+            parts.append(f"clip_norm={self.clip_norm:g}")
         return ", ".join(parts)
 
 
@@ -181,6 +220,9 @@ def make_recipe(
     momentum: float = 0.0,
     weight_decay: float = 0.0,
     rng: RNGLike = None,
+    l1_penalty: float = 0.0,
+    clip_value: float | None = None,
+    clip_norm: float | None = None,
 ) -> Recipe:
     """Validate the training options for ``n`` rows and draw the batch order once.
 
@@ -208,6 +250,13 @@ def make_recipe(
         L2 coefficient added to the gradient (>= 0).
     rng : None, int or numpy.random.Generator
         Source of the shuffled order (unused without ``shuffle``).
+    l1_penalty : float
+        λ₁ >= 0 of an L1 penalty ``λ₁ ‖θ‖₁``: ``λ₁ sign(θ)`` is added to every step's gradient.
+    clip_value : float, optional
+        Clip every entry of each per-sample gradient to ``[-clip_value, clip_value]`` (> 0).
+    clip_norm : float, optional
+        Scale each per-sample gradient to ℓ2 norm at most ``clip_norm`` (> 0):
+        ``g_k min(1, clip_norm / (‖g_k‖₂ + 1e-6))``.  At most one of ``clip_value`` and ``clip_norm``.
     """
     n = check_integer(n, "n", minimum=1)
     loss = check_in_options(loss, "loss", LOSSES)
@@ -218,6 +267,15 @@ def make_recipe(
     if momentum >= 1.0:
         raise ValueError(f"momentum must be in [0, 1), got {momentum!r}")
     weight_decay = _nonnegative(weight_decay, "weight_decay")
+    l1_penalty = _nonnegative(l1_penalty, "l1_penalty")
+    if clip_value is not None:
+        clip_value = _nonnegative(clip_value, "clip_value", strict=True)
+    if clip_norm is not None:
+        clip_norm = _nonnegative(clip_norm, "clip_norm", strict=True)
+    if clip_value is not None and clip_norm is not None:
+        raise ValueError(
+            "give at most one of clip_value and clip_norm (per-sample clipping by value or by norm)"
+        )
     if batch_size is None:
         size = n
         if shuffle:
@@ -249,6 +307,9 @@ def make_recipe(
         batch_size=None if batch_size is None else size,
         shuffle=shuffle,
         drop_last=drop_last,
+        l1_penalty=l1_penalty,
+        clip_value=clip_value,
+        clip_norm=clip_norm,
     )
 
 

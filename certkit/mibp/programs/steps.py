@@ -1,5 +1,5 @@
-"""One certified step: interval arithmetic for every recipe, the program backends for full-batch gradient
-descent (`certified_training` runs them step by step)."""
+"""One certified step of full-batch gradient descent by the program backends, intersected with the interval
+step (`certified_training` runs them step by step)."""
 
 from __future__ import annotations
 
@@ -18,17 +18,10 @@ from certkit.mibp.programs.solvers import BackendOptions, SolveStats, lp_bounds,
 from certkit.parallel import parallel_map
 
 __all__ = [
-    "BoundsOverflowError",
     "check_gurobi_upfront",
     "check_program_recipe",
-    "interval_box_step",
     "program_step",
 ]
-
-
-class BoundsOverflowError(FloatingPointError, ValueError):
-    """The interval parameter bounds left the float64 range (a `FloatingPointError` and, as a consequence of
-    the arguments' sizes, a `ValueError`)."""
 
 
 def _solve_item(item: tuple) -> dict:
@@ -48,28 +41,23 @@ def check_program_recipe(backend: str, recipe: Recipe, sets: InputSets, n_output
     if recipe.loss not in ("hinge", "mse"):
         why = f"loss={recipe.loss!r}"
     elif not recipe.plain:
-        why = "a learning-rate schedule, mini-batches, momentum or weight decay"
+        why = (
+            "a learning-rate schedule, mini-batches, momentum, weight decay, an L1 penalty or "
+            "per-sample gradient clipping"
+        )
+    elif sets.flip_target is not None:
+        why = "targeted label flips (LabelFlips(target=...))"
+    elif sets.target_radius is not None:
+        why = "TargetBox"
     elif sets.flip_labels:
         why = "paired poisoning (LabelFlips inside a Budget)"
     elif sets.label_flips is not None and n_outputs != 1:
         why = "label flips between more than two classes"
     if why is not None:
         raise ValueError(
-            f"backend={backend!r} does not support {why}; use backend='interval' (with carry='box' or "
-            "carry='affine'), which certifies every recipe"
+            f"backend={backend!r} does not support {why}; use backend='interval' (carry='box'), which "
+            "certifies every recipe"
         )
-
-
-def interval_box_step(lower, upper, sets, y, recipe, step, velocity):
-    """`interval_step`, refusing bounds that left the float64 range."""
-    with np.errstate(over="ignore", invalid="ignore"):
-        (iL, iU), velocity = interval_step(lower, upper, sets, y, recipe, step, velocity)
-    if not (np.all(np.isfinite(iL)) and np.all(np.isfinite(iU))):
-        raise BoundsOverflowError(
-            "the parameter bounds overflowed (interval bounds are no longer finite); certify fewer epochs "
-            "or use a smaller epsilon or learning_rate"
-        )
-    return (iL, iU), velocity
 
 
 def program_step(
@@ -80,7 +68,7 @@ def program_step(
     ``witness = (Witnesses or None, epoch)``: known feasible points for the runtime guard.
     """
     plain = make_recipe(len(y), loss=loss, epochs=1, learning_rate=lr)
-    (iL, iU), _ = interval_box_step(lower, upper, sets, y, plain, 0, None)
+    (iL, iU), _ = interval_step(lower, upper, sets, y, plain, 0)
     if options.backend == "interval":
         return iL, iU, SolveStats()
     if formulation == "joint":
