@@ -39,7 +39,13 @@ import numpy as np
 from certkit._results import format_table
 from certkit.mibp import BACKENDS, FORMULATIONS, GurobiLicenseError, UnsoundBoundError, certified_training
 from certkit.mibp.certification.attack import attack_violation
-from certkit.mibp.certification.cases import PERTURBATION_KINDS, RECIPE_KINDS, random_case, random_recipe_case
+from certkit.mibp.certification.cases import (
+    PERTURBATION_KINDS,
+    RECIPE_KINDS,
+    random_case,
+    random_recipe_case,
+    recipe_kind_supported,
+)
 
 #: optional module each program backend needs
 _MODULES = {"gurobi": "gurobipy", "scip": "pyscipopt", "milp": "highspy", "lp": "highspy"}
@@ -266,11 +272,13 @@ def recipe_sweep(args) -> None:
     rows = []
     for kind in RECIPE_KINDS:
         for carry in ("box", "affine", "shared"):
+            if not recipe_kind_supported(kind, carry):
+                continue
             st = {"configs": 0, "traj": 0, "violations": 0, "max": 0.0, "closest": np.inf, "failed": 0}
             losses: set[str] = set()
             t0 = time.perf_counter()
             for _ in range(args.configs):
-                config = random_recipe_case(gen, kind)
+                config = random_recipe_case(gen, kind, carry=carry)
                 try:
                     res = certified_training(**config, carry=carry)
                 except ValueError as err:  # bounds that overflow float64 (long, fast runs)
@@ -327,7 +335,8 @@ def recipe_sweep(args) -> None:
             rows,
             title=(
                 f"MIBP recipe soundness sweep: {args.configs} random recipes per perturbation type and carry "
-                f"(losses, schedules, mini-batches, momentum, weight decay), attack {args.restarts}x"
+                f"(losses, schedules, mini-batches, momentum, weight decay, L1, clipping, targeted flips, "
+                f"target boxes, chunk sizes 1-3 and automatic), attack {args.restarts}x"
                 f"{args.steps}, seed {args.seed} ({time.perf_counter() - start:.0f} s in all)"
             ),
         )

@@ -15,7 +15,7 @@ from certkit.mibp import (
     certify_predictions,
 )
 from certkit.mibp.certification.attack import attack_violation, label_classes
-from certkit.mibp.certification.cases import RECIPE_KINDS, random_recipe_case
+from certkit.mibp.certification.cases import RECIPE_KINDS, random_recipe_case, recipe_kind_supported
 from certkit.mibp.enclosures.interval import _affine, _hidden_derivative_ce, softmax_bounds
 from certkit.mibp.problem.recipe import make_recipe
 
@@ -401,14 +401,17 @@ def test_label_checks_for_the_cross_entropies():
         InverseDecay(0.0, 0.5)
 
 
-@pytest.mark.parametrize("carry", ["box", "affine", "shared"])
-@pytest.mark.parametrize("kind", RECIPE_KINDS)
+@pytest.mark.parametrize(
+    ("kind", "carry"),
+    [(k, c) for k in RECIPE_KINDS for c in ("box", "affine", "shared") if recipe_kind_supported(k, c)],
+)
 def test_attacked_random_recipes_stay_inside(kind, carry):
-    """Projected gradient ascent on the inputs through the unrolled recipe (torch) and sampled datasets,
-    on random tiny configurations of every recipe option."""
-    gen = np.random.default_rng([RECIPE_KINDS.index(kind), carry == "affine"])
+    """Projected gradient ascent on the inputs (and TargetBox targets) through the unrolled recipe (torch)
+    and sampled datasets, on random tiny configurations of every recipe option the carry supports, with
+    chunk sizes down to one row."""
+    gen = np.random.default_rng([RECIPE_KINDS.index(kind), ("box", "affine", "shared").index(carry)])
     for _ in range(8):
-        case = random_recipe_case(gen, kind)
+        case = random_recipe_case(gen, kind, carry=carry)
         res = certified_training(**case, carry=carry)
         violation, trajectories = attack_violation(
             res, case["X"], case["y"], case["perturbation"], restarts=3, steps=4, rng=gen

@@ -244,16 +244,22 @@ def attack_violation(
             g, *gy = torch.autograd.grad(goal, inputs, allow_unused=True)
             if g is None and not (gy and gy[0] is not None):
                 break
+            # (a NaN direction, e.g. through the norm of a zero gradient under clip_norm, moves nothing)
             if g is not None:
-                off = np.clip(off + step * np.sign(g.detach().numpy()), lo_off, hi_off)
+                off = np.clip(off + step * _direction(g), lo_off, hi_off)
             if gy and gy[0] is not None:
-                y_off = np.clip(y_off + 0.5 * radius * np.sign(gy[0].detach().numpy()), -radius, radius)
+                y_off = np.clip(y_off + 0.5 * radius * _direction(gy[0]), -radius, radius)
                 y_r = y_fit + y_off
             Xp = base + off
             path_np = model.run(Xp, y_r, recipe)
             worst = max(worst, _violation(result, path_np))
             count += 1
     return worst, count
+
+
+def _direction(grad) -> np.ndarray:
+    """The sign of a torch gradient, 0 where it is NaN."""
+    return np.sign(np.nan_to_num(grad.detach().numpy(), nan=0.0))
 
 
 def _margin(torch, params, X_test, pred, sizes):
@@ -359,5 +365,5 @@ def attack_predictions(
                 if s == steps or flipped[t, todo].all():
                     break
                 (g,) = torch.autograd.grad(margins.sum(), ot)
-                off = np.clip(off - step * np.sign(g.detach().numpy()), lo_off, hi_off)
+                off = np.clip(off - step * _direction(g), lo_off, hi_off)
     return flipped

@@ -1,5 +1,6 @@
 """Random tiny certified-training configurations for the soundness sweeps (tests and
-``benchmarks/mibp_soundness.py``): every perturbation type, and random training recipes."""
+``benchmarks/mibp_soundness.py``): every perturbation type, and random training recipes with every option
+of the recipe and chunk sizes down to one row."""
 
 from __future__ import annotations
 
@@ -7,10 +8,23 @@ import numpy as np
 
 from certkit.mibp.certification.attack import label_classes
 from certkit.mibp.problem.mlp import MLP
-from certkit.mibp.problem.perturbation import Budget, FeatureBox, LabelFlips, MissingValues, OrdinalShift
+from certkit.mibp.problem.perturbation import (
+    Budget,
+    FeatureBox,
+    LabelFlips,
+    MissingValues,
+    OrdinalShift,
+    TargetBox,
+)
 from certkit.mibp.problem.recipe import InverseDecay
 
-__all__ = ["PERTURBATION_KINDS", "RECIPE_KINDS", "random_case", "random_recipe_case"]
+__all__ = [
+    "PERTURBATION_KINDS",
+    "RECIPE_KINDS",
+    "random_case",
+    "random_recipe_case",
+    "recipe_kind_supported",
+]
 
 
 #: Perturbation types of `random_case`.
@@ -65,40 +79,81 @@ def random_case(
 
 
 #: Perturbation types of `random_recipe_case`.
-RECIPE_KINDS = ("feature_box", "budget", "label_flips", "paired")
+RECIPE_KINDS = ("feature_box", "budget", "label_flips", "paired", "target_box")
 
 
-def random_recipe_case(gen: np.random.Generator, kind: str, *, max_points: int = 12) -> dict:
+def recipe_kind_supported(kind: str, carry: str) -> bool:
+    """Whether ``carry`` certifies the perturbation type ``kind`` of `random_recipe_case` (the per-input
+    affine carry has no target boxes)."""
+    return not (carry == "affine" and kind == "target_box")
+
+
+def random_recipe_case(
+    gen: np.random.Generator, kind: str, *, max_points: int = 12, carry: str = "box"
+) -> dict:
     """A random tiny certified-training configuration with a random training recipe (loss among hinge,
-    cross-entropy and binary cross-entropy; constant or decaying rate; full batch or shuffled mini-batches;
-    momentum; weight decay) and a perturbation of type ``kind`` (`RECIPE_KINDS`).
+    cross-entropy and binary cross-entropy, MSE for ``"target_box"``; constant or decaying rate; full batch
+    or shuffled mini-batches; momentum; weight decay; the options of AGT's recipes that ``carry`` supports:
+    an L1 penalty, per-sample gradient clipping by value or norm (``carry="box"``), targeted label flips)
+    with a perturbation of type ``kind`` (`RECIPE_KINDS`) and a chunk size down to one row.
 
     Returns the keyword arguments of `certified_training` except the backend and carry.
     """
+    if not recipe_kind_supported(kind, carry):
+        raise ValueError(f"carry={carry!r} does not certify the perturbation type {kind!r}")
     d = int(gen.integers(1, 3))
     n = int(gen.integers(4, max_points + 1))
-    loss = str(gen.choice(["hinge", "cross_entropy", "binary_cross_entropy"]))
-    out = 1 if loss == "binary_cross_entropy" else int(gen.choice([2, 3])) if loss == "cross_entropy" else 3
-    if loss == "hinge" and gen.random() < 0.5:
-        out = 1
+    if kind == "target_box":
+        loss, out = "mse", int(gen.choice([1, 2]))
+    else:
+        loss = str(gen.choice(["hinge", "cross_entropy", "binary_cross_entropy"]))
+        out = (
+            1 if loss == "binary_cross_entropy" else int(gen.choice([2, 3])) if loss == "cross_entropy" else 3
+        )
+        if loss == "hinge" and gen.random() < 0.5:
+            out = 1
     hidden = [int(gen.integers(1, 5)) for _ in range(int(gen.integers(1, 3)))]
     model = MLP.random([d, *hidden, out], rng=gen)
     X = gen.normal(size=(n, d))
-    y = label_classes(loss, out)[gen.integers(0, max(out, 2), size=n)]
+    if loss == "mse":
+        y = gen.normal(size=(n, out)) if out > 1 else gen.normal(size=n)
+    else:
+        y = label_classes(loss, out)[gen.integers(0, max(out, 2), size=n)]
     eps = float(gen.choice([0.01, 0.1, 0.3]))
     k = int(gen.integers(1, max(2, n // 2)))
+    classes = None if loss == "mse" else label_classes(loss, out)
+    # targeted flips (not for the affine carry): a changed label can only become one class
+    target = None
+    if classes is not None and carry != "affine" and gen.random() < 0.3:
+        target = classes[int(gen.integers(len(classes)))].item()
     if kind == "feature_box":
         pert = FeatureBox(eps)
     elif kind == "budget":
         pert = Budget(FeatureBox(3 * eps), k)
     elif kind == "label_flips":
-        pert = LabelFlips(k) if gen.random() < 0.5 else FeatureBox(eps / 3) & LabelFlips(k)
+        flips = LabelFlips(k, target=target)
+        pert = flips if gen.random() < 0.5 else FeatureBox(eps / 3) & flips
     elif kind == "paired":
-        pert = Budget(FeatureBox(eps) & LabelFlips(1), k)
+        pert = Budget(FeatureBox(eps) & LabelFlips(1, target=target), k)
+    elif kind == "target_box":
+        radius = float(gen.choice([0.1, 0.5, 1.0]))
+        choice = gen.random()
+        if choice < 0.35:
+            pert = Budget(TargetBox(radius), k)
+        elif choice < 0.7:
+            pert = Budget(FeatureBox(eps) & TargetBox(radius), k)
+        else:
+            pert = FeatureBox(eps / 3) & TargetBox(radius / 5)
     else:
         raise ValueError(f"unknown perturbation kind {kind!r}; expected one of {RECIPE_KINDS}")
     rate = float(gen.choice([0.05, 0.2, 0.5]))
     batch = None if gen.random() < 0.4 else int(gen.integers(1, n + 1))
+    options: dict = {}
+    if carry != "affine" and gen.random() < 0.3:
+        options["l1_penalty"] = float(gen.choice([0.001, 0.01, 0.1]))
+    if carry == "box" and gen.random() < 0.4:
+        name = "clip_value" if gen.random() < 0.5 else "clip_norm"
+        options[name] = float(gen.choice([0.05, 0.3, 1.0]))
     return dict(
         model=model,
         X=X,
@@ -113,4 +168,6 @@ def random_recipe_case(gen: np.random.Generator, kind: str, *, max_points: int =
         momentum=float(gen.choice([0.0, 0.5, 0.9])),
         weight_decay=float(gen.choice([0.0, 0.01, 0.5])),
         rng=int(gen.integers(1000)),
+        chunk_size=[None, 1, 2, 3][int(gen.integers(4))],
+        **options,
     )
