@@ -20,6 +20,10 @@ Usage, with the AGT environment's interpreter (torch, numpy, scikit-learn, pydan
 
     python benchmarks/agt_peer.py --agt-path /path/to/AbstractGradientTraining \
         [--only 0,5] [--json out.json] [--dump-bounds DIR] [--threads N]
+    python benchmarks/agt_peer.py --agt-path ... --protocol mnist-pca --k 10 [--clip 0.1] --threads 1
+
+The second form runs one of the scale protocols of ``benchmarks/_mibp_protocols.py`` (run by
+``benchmarks/mibp_scale.py`` side by side with certkit) and prints one JSON object.
 
 One JSON object is printed per configuration. ``certified_accuracy`` is the share of test points that the
 final parameter box classifies correctly for every parameter in the box (AGT's worst-case test accuracy, no
@@ -169,6 +173,72 @@ def run_budget(agt, budget: dict[str, Any], data: dict[str, np.ndarray]) -> tupl
     return row, bounded
 
 
+def run_scale(agt, protocol: str, k: int, *, clip: float | None, label_epsilon: float) -> dict[str, Any]:
+    """One run of a scale protocol of ``benchmarks/_mibp_protocols.py`` with AGT (CPU, float64, one
+    thread): certified test accuracy (classification) or the worst-case test MSE (regression), process and
+    wall seconds of training and certification, and the process's peak resident memory."""
+    import resource
+
+    import torch
+    from _mibp_protocols import PROTOCOLS, data, initial_weights
+    from torch.utils.data import DataLoader, TensorDataset
+
+    spec = PROTOCOLS[protocol]
+    D = data(protocol)
+    weights, biases = initial_weights(protocol)
+    layers: list = []
+    for i, (w, b) in enumerate(zip(weights, biases)):
+        lin = torch.nn.Linear(w.shape[1], w.shape[0]).double()
+        with torch.no_grad():
+            lin.weight.copy_(torch.from_numpy(w))
+            lin.bias.copy_(torch.from_numpy(b))
+        layers += [lin] + ([torch.nn.ReLU()] if i < len(weights) - 1 else [])
+    net = torch.nn.Sequential(*layers)
+    regression = spec["loss"] == "mse"
+    y_train = torch.from_numpy(D["y_train"])
+    y_train = y_train[:, None].double() if regression else y_train
+    batch = spec["batch"] or len(D["X_train"])
+    dl = DataLoader(TensorDataset(torch.from_numpy(D["X_train"]), y_train), batch_size=batch, shuffle=False)
+    options: dict[str, Any] = dict(
+        learning_rate=spec["lr"],
+        lr_decay=spec["decay"],
+        lr_min=spec["lr_min"],
+        n_epochs=spec["epochs"],
+        loss=spec["loss"],
+        device="cpu",
+        log_level="WARNING",
+        fragsize=10_000,
+    )
+    if protocol == "mnist-pca":
+        options["label_k_poison"] = k
+    elif protocol == "mnist-mlp":
+        options.update(k_poison=k, epsilon=0.01)
+    else:
+        options.update(label_k_poison=k, label_epsilon=label_epsilon)  # AGT moves targets of label_k rows
+    if clip is not None:
+        options.update(clip_gamma=clip, clip_method="clamp")
+    bounded = agt.bounded_models.IntervalBoundedModel(net)
+    wall0, cpu0 = time.perf_counter(), time.process_time()
+    agt.poison_certified_training(bounded, agt.AGTConfig(**options), dl)
+    X_test = torch.from_numpy(D["X_test"])
+    if regression:
+        worst, nominal, _ = agt.test_metrics.test_mse(bounded, X_test, torch.from_numpy(D["y_test"]))
+        result = {"worst_mse": float(worst), "nominal_mse": float(nominal)}
+    else:
+        worst, nominal, _ = agt.test_metrics.test_accuracy(bounded, X_test, torch.from_numpy(D["y_test"]))
+        m = len(D["y_test"])
+        result = {
+            "certified_accuracy": round(float(worst) * m) / m,
+            "nominal_accuracy": round(float(nominal) * m) / m,
+        }
+    result.update(
+        cpu_seconds=time.process_time() - cpu0,
+        seconds=time.perf_counter() - wall0,
+        max_rss_bytes=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
+    )
+    return result
+
+
 def _parse_only(text: str | None) -> list[int]:
     if text is None:
         return list(range(len(AGT_BUDGETS)))
@@ -186,6 +256,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", help="also write all result rows to this JSON file")
     ap.add_argument("--dump-bounds", metavar="DIR", help="write each budget's final parameter box as .npz")
     ap.add_argument("--threads", type=int, help="torch intra-op threads (default: torch's choice)")
+    ap.add_argument(
+        "--protocol",
+        choices=("mnist-pca", "mnist-mlp", "regression"),
+        help="run one scale protocol of benchmarks/_mibp_protocols.py instead (one JSON object)",
+    )
+    ap.add_argument("--k", type=int, default=0, help="--protocol: poisoned rows (label flips or features)")
+    ap.add_argument("--clip", type=float, default=None, help="--protocol: per-sample clipping by value")
+    ap.add_argument("--label-epsilon", type=float, default=0.0, help="--protocol regression: target radius")
     args = ap.parse_args(argv)
 
     agt = _import_agt(args.agt_path)
@@ -193,6 +271,11 @@ def main(argv: list[str] | None = None) -> int:
 
     if args.threads is not None:
         torch.set_num_threads(args.threads)
+    if args.protocol is not None:
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        row = run_scale(agt, args.protocol, args.k, clip=args.clip, label_epsilon=args.label_epsilon)
+        print(json.dumps(row), flush=True)
+        return 0
     dump = Path(args.dump_bounds) if args.dump_bounds else None
     if dump is not None:
         dump.mkdir(parents=True, exist_ok=True)

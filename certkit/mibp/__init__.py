@@ -18,7 +18,12 @@ Examples
 >>> cert = certify_predictions(res, X)
 """
 
-from certkit.mibp.certification.certify import PredictionCertificate, certify_predictions
+from certkit.mibp.certification.certify import (
+    PredictionCertificate,
+    RegressionCertificate,
+    certify_predictions,
+    certify_regression,
+)
 from certkit.mibp.certification.selection import EpochSelection, select_epoch
 from certkit.mibp.problem.mlp import MLP
 from certkit.mibp.problem.perturbation import (
@@ -62,10 +67,12 @@ __all__ = [
     "Perturbation",
     "PredictionCertificate",
     "Recipe",
+    "RegressionCertificate",
     "SolveStats",
     "TargetBox",
     "UnsoundBoundError",
     "certified_training",
     "certify_predictions",
+    "certify_regression",
     "select_epoch",
 ]

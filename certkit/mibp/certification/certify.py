@@ -11,7 +11,7 @@ from certkit._results import ResultMixin, format_table
 from certkit._typing import ExecutorArg, Progress
 from certkit._validation import check_array, check_in_options, check_positive, check_progress
 from certkit.mibp.certification.result import CertifiedTrainingResult, check_epoch
-from certkit.mibp.enclosures.interval import interval_margin
+from certkit.mibp.enclosures.interval import interval_forward, interval_margin
 from certkit.mibp.problem.losses import check_labels
 from certkit.mibp.problem.mlp import MLP
 from certkit.mibp.programs.encoding import build_output
@@ -19,7 +19,7 @@ from certkit.mibp.programs.licence import check_gurobi_licence
 from certkit.mibp.programs.solvers import BACKENDS, BackendOptions, check_backend, solve_program
 from certkit.parallel import parallel_map, resolve_executor
 
-__all__ = ["PredictionCertificate", "certify_predictions"]
+__all__ = ["PredictionCertificate", "RegressionCertificate", "certify_predictions", "certify_regression"]
 
 
 @dataclass(frozen=True)
@@ -169,3 +169,72 @@ def certify_predictions(
         n_outputs=n_out,
         zero_one_labels=result.loss == "binary_cross_entropy",
     )
+
+
+@dataclass(frozen=True)
+class RegressionCertificate(ResultMixin):
+    """Bounds on a regression network's test outputs over every parameter vector in a box.
+
+    Attributes
+    ----------
+    prediction : ndarray (m, C)
+        The nominal model's outputs.
+    lower, upper : ndarray (m, C)
+        Bounds on the outputs over the box (padded for the rounding of the float forward pass).
+    """
+
+    prediction: np.ndarray
+    lower: np.ndarray
+    upper: np.ndarray
+
+    def squared_error_bound(self, y: Any) -> np.ndarray:
+        """An upper bound (m,) on each point's squared error ``Σ_c (f_c(x) - y_c)²`` over the box."""
+        y = check_array(y, "y", ndim=(1, 2))
+        y = y.reshape(len(y), -1)
+        if y.shape != self.prediction.shape:
+            raise ValueError(f"y must have shape {self.prediction.shape[:1]} or {self.prediction.shape}")
+        worst = np.maximum(np.abs(self.lower - y), np.abs(self.upper - y))
+        # the rounding of the differences, squares and sum, upward
+        return (worst * worst).sum(axis=1) * (1.0 + (y.shape[1] + 6) * 2.0**-52)
+
+    def mse_bound(self, y: Any) -> float:
+        """An upper bound on the test mean squared error ``(1/m) Σ_k Σ_c (f_c(x_k) - y_kc)²`` of every
+        parameter vector in the box (AGT's worst-case test MSE)."""
+        errors = self.squared_error_bound(y)
+        return float(errors.sum() * (1.0 + (len(errors) + 2) * 2.0**-52) / len(errors))
+
+    def summary(self) -> str:
+        width = self.upper - self.lower
+        rows = [
+            ["points", len(self.prediction)],
+            ["outputs", self.prediction.shape[1]],
+            ["mean output width", float(np.mean(width))],
+            ["largest output width", float(np.max(width))],
+        ]
+        return format_table(["quantity", "value"], rows, title="MIBP regression certificate (interval)")
+
+
+def certify_regression(
+    result: CertifiedTrainingResult, X_test: Any, *, epoch: int = -1
+) -> RegressionCertificate:
+    """Bound a regression network's outputs at ``X_test`` over every parameter vector in the box of ``epoch``
+    (interval bound propagation, padded), for runs trained with ``loss="mse"``; `RegressionCertificate`
+    turns them into a certified bound on the test error.
+
+    Parameters
+    ----------
+    result : CertifiedTrainingResult
+        Output of `certified_training`.
+    X_test : array (m, d)
+        Test inputs (unperturbed).
+    epoch : int
+        Which epoch's box (default: the last).
+    """
+    if not isinstance(result, CertifiedTrainingResult):
+        raise TypeError(f"result must be a CertifiedTrainingResult, got {type(result).__name__}")
+    epoch = check_epoch(epoch, result.epochs)
+    lower, upper = result.lower[epoch], result.upper[epoch]
+    X_test = check_array(X_test, "X_test", ndim=2, shape=(None, lower.sizes[0]))
+    _, pre = interval_forward(lower, upper, X_test, X_test)
+    lo, hi = pre[-1]
+    return RegressionCertificate(prediction=result.nominal_path[epoch].forward(X_test), lower=lo, upper=hi)

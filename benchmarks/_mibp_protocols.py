@@ -1,0 +1,107 @@
+"""The data and initial networks of the scale protocols of ``benchmarks/mibp_scale.py``, in NumPy alone so
+that certkit's process and AGT's (``benchmarks/agt_peer.py``, run in AGT's environment) build the same runs.
+
+* ``mnist-pca``: AGT's MNIST-PCA recipe on synthetic data of its shape: 60,000 training rows of 32 features
+  (a 10-class Gaussian mixture whose feature variances fall off like the leading principal components of
+  MNIST pixels), a linear [32, 10] network, full batch, cross-entropy, learning rate ``5 / (1 + t)`` (floor
+  1e-3), 2 epochs; label flips ``k`` (``LabelFlips(k)``), optionally with per-sample clipping by value.
+* ``mnist-mlp``: a [784, 128, 10] ReLU network on 10,000 MNIST-shaped rows (28x28 images in [0, 1], about
+  70 % zero pixels: class prototypes of a few blurred strokes plus noise), batches of 1,000, learning rate
+  ``0.5 / (1 + 0.1 t)``, 2 epochs, ``Budget(FeatureBox(0.01), 10)``.
+* ``regression``: AGT's UCI recipe on synthetic data of its shape: 20,000 rows of 11 standardised features,
+  a smooth nonlinear target scaled to [0, 1], a [11, 50, 1] network, MSE, batches of 5,000, learning rate
+  ``0.005 / (1 + 0.1 t)`` (floor 1e-5), 1 epoch; ``k`` targets off by at most ``label_epsilon``
+  (``Budget(TargetBox(eps), k)``).
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+
+PROTOCOLS = {
+    "mnist-pca": dict(
+        sizes=[32, 10],
+        n_train=60_000,
+        n_test=2_000,
+        batch=None,
+        epochs=2,
+        lr=5.0,
+        decay=1.0,
+        lr_min=1e-3,
+        loss="cross_entropy",
+    ),
+    "mnist-mlp": dict(
+        sizes=[784, 128, 10],
+        n_train=10_000,
+        n_test=1_000,
+        batch=1_000,
+        epochs=2,
+        lr=0.5,
+        decay=0.1,
+        lr_min=0.0,
+        loss="cross_entropy",
+    ),
+    "regression": dict(
+        sizes=[11, 50, 1],
+        n_train=20_000,
+        n_test=2_000,
+        batch=5_000,
+        epochs=1,
+        lr=0.005,
+        decay=0.1,
+        lr_min=1e-5,
+        loss="mse",
+    ),
+}
+
+
+def data(protocol: str, seed: int = 0) -> dict[str, np.ndarray]:
+    """``X_train, y_train, X_test, y_test`` (float64 features; int64 classes or float64 targets)."""
+    spec = PROTOCOLS[protocol]
+    gen = np.random.default_rng(seed)
+    n = spec["n_train"] + spec["n_test"]
+    if protocol == "mnist-pca":
+        d, C = 32, 10
+        scale = 2.4 * np.arange(1, d + 1) ** -0.6  # the PC standard deviations of MNIST pixels in [0, 1]
+        means = gen.normal(size=(C, d)) * scale * 0.9
+        y = gen.integers(0, C, size=n)
+        X = means[y] + gen.normal(size=(n, d)) * scale
+    elif protocol == "mnist-mlp":
+        C, side = 10, 28
+        grid = np.stack(np.meshgrid(np.arange(side), np.arange(side), indexing="ij"), axis=-1).reshape(-1, 2)
+        protos = np.zeros((C, side * side))
+        for c in range(C):
+            for _ in range(3):  # three strokes of blurred points between two random ends
+                a, b = gen.uniform(5, 22, size=2), gen.uniform(5, 22, size=2)
+                for t in np.linspace(0, 1, 12):
+                    p = a + t * (b - a)
+                    protos[c] += np.exp(-((grid - p) ** 2).sum(axis=1) / 2.0)
+            protos[c] /= protos[c].max()
+        y = gen.integers(0, C, size=n)
+        X = protos[y] * gen.uniform(0.6, 1.0, size=(n, 1)) + gen.normal(size=(n, side * side)) * 0.15
+        X = np.clip(np.where(protos[y] > 0.15, X, 0.0), 0.0, 1.0)
+    elif protocol == "regression":
+        d = 11
+        X = gen.normal(size=(n, d))
+        w = gen.normal(size=d)
+        t = np.tanh(X @ w / np.sqrt(d)) + 0.3 * np.sin(X[:, 0] * X[:, 1]) + gen.normal(size=n) * 0.05
+        y = (t - t.min()) / (t.max() - t.min())
+    else:
+        raise ValueError(f"unknown protocol {protocol!r}; expected one of {sorted(PROTOCOLS)}")
+    m = spec["n_train"]
+    return {"X_train": X[:m], "y_train": y[:m], "X_test": X[m:], "y_test": y[m:]}
+
+
+def initial_weights(protocol: str, seed: int = 1) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """PyTorch's default initialisation of ``nn.Linear`` (uniform in ``±1 / sqrt(fan_in)``), drawn by NumPy:
+    weights ``(out, in)`` and biases per layer."""
+    gen = np.random.default_rng(seed)
+    sizes = PROTOCOLS[protocol]["sizes"]
+    weights, biases = [], []
+    for fan_in, fan_out in itertools.pairwise(sizes):
+        bound = 1.0 / np.sqrt(fan_in)
+        weights.append(gen.uniform(-bound, bound, size=(fan_out, fan_in)))
+        biases.append(gen.uniform(-bound, bound, size=fan_out))
+    return weights, biases
