@@ -59,12 +59,18 @@ def sachs_cases() -> dict[str, dict]:
     reference[names.index("PIP2"), names.index("PIP3")] = 0
     reference[names.index("PIP3"), names.index("PIP2")] = 1
     sub = ds.experiment[keep]
-    targets = {names.index(node): (sub == conditions.index(cond)).astype(int)
-               for cond, node in INTERVENTIONS.items()}
+    targets = {
+        names.index(node): (sub == conditions.index(cond)).astype(int) for cond, node in INTERVENTIONS.items()
+    }
     return {
         "nine": {"X": X, "A": ds.adjacency, "conditions": ds.experiment, "n_groups": 9, "names": names},
-        "reference": {"X": _standardise(np.log(ds.X[keep])), "A": reference, "targets": targets,
-                      "n_groups": len(INTERVENTIONS) + 1, "names": names},
+        "reference": {
+            "X": _standardise(np.log(ds.X[keep])),
+            "A": reference,
+            "targets": targets,
+            "n_groups": len(INTERVENTIONS) + 1,
+            "names": names,
+        },
     }
 
 
@@ -79,8 +85,13 @@ def run_methods(X: np.ndarray, n_groups: int, options: dict, spline_reason: str 
             out[name] = {"reason": f"unavailable ({spline_reason})"}
             continue
         model, seconds = timed(lambda m=mechanism: fit_certkit(X, m, 0, **options))
-        out[name] = {"reason": None, "seconds": seconds, "adjacency": model.adjacency_,
-                     "labels": model.labels_, "group_labels": model.group_labels_}
+        out[name] = {
+            "reason": None,
+            "seconds": seconds,
+            "adjacency": model.adjacency_,
+            "labels": model.labels_,
+            "group_labels": model.group_labels_,
+        }
     for name, fn in GRAPH_PEERS.items():
         est, seconds, reason = try_run(lambda fn=fn: fn(X, 0))
         out[name] = {"adjacency": est, "seconds": seconds, "reason": reason}
@@ -182,18 +193,31 @@ def bench_leaderboard(options: dict) -> tuple[list[tuple[list[str], list[list], 
     dag[names.index("PIP2"), names.index("PIP3")] = 0  # the consensus cycle PIP3 -> plcg -> PIP2 -> PIP3
     objective = objective_line(nine, results, dag)
     notes = [*unavailable_lines(results), f"{objective} (true graph without PIP2 -> PIP3)"]
-    tables = [(headers, nine_condition_rows(nine, results),
-               f"3a. Sachs leaderboard: all 9 conditions (log, standardised, 7466 x 11), 18-edge cdt "
-               f"consensus graph; certkit with {options}; certkit AMI: its mixing variable closest to the "
-               "conditions", notes)]
+    tables = [
+        (
+            headers,
+            nine_condition_rows(nine, results),
+            f"3a. Sachs leaderboard: all 9 conditions (log, standardised, 7466 x 11), 18-edge cdt "
+            f"consensus graph; certkit with {options}; certkit AMI: its mixing variable closest to the "
+            "conditions",
+            notes,
+        )
+    ]
     ref = cases["reference"]
     ref_results = run_methods(ref["X"], ref["n_groups"], options, spline_reason)
     target_heads = [f"AMI {SHORT.get(names[j], names[j])}" for j in ref["targets"]]
     headers = ["method", "directed F1", "skeleton F1", "SHD", "edges", *target_heads, "mean AMI", "time s"]
-    tables.append((headers, reference_rows(ref, ref_results),
-                   "3b. Sachs, the reference's protocol: experiments 1-2 observational + 3-7 (5846 x 11), "
-                   "its 18-edge DAG; AMI of each intervened node's labels with intervened-vs-not",
-                   [*unavailable_lines(ref_results), objective_line(ref, ref_results, ref["A"])]))
-    speed = (f"speed, certkit spline / linear fit (target <= 3x): all 9 conditions {_ratio(results)}; "
-             f"reference protocol {_ratio(ref_results)}")
+    tables.append(
+        (
+            headers,
+            reference_rows(ref, ref_results),
+            "3b. Sachs, the reference's protocol: experiments 1-2 observational + 3-7 (5846 x 11), "
+            "its 18-edge DAG; AMI of each intervened node's labels with intervened-vs-not",
+            [*unavailable_lines(ref_results), objective_line(ref, ref_results, ref["A"])],
+        )
+    )
+    speed = (
+        f"speed, certkit spline / linear fit (target <= 3x): all 9 conditions {_ratio(results)}; "
+        f"reference protocol {_ratio(ref_results)}"
+    )
     return tables, speed

@@ -105,3 +105,67 @@ def initial_weights(protocol: str, seed: int = 1) -> tuple[list[np.ndarray], lis
         weights.append(gen.uniform(-bound, bound, size=(fan_out, fan_in)))
         biases.append(gen.uniform(-bound, bound, size=fan_out))
     return weights, biases
+
+
+#: Fine-tuning behind frozen convolutions (AGT's OCT-MNIST recipe on scikit-learn's digits): pixel budgets.
+FINETUNE_BUDGETS = (
+    [{"kind": "features", "k": k, "epsilon": 0.02} for k in (10, 50, 100)]
+    + [{"kind": "features", "k": 20, "epsilon": eps} for eps in (0.01, 0.05, 0.1)]
+    + [{"kind": "labels", "k": k, "epsilon": 0.0} for k in (5, 20, 50)]
+)
+FINETUNE = dict(lr=0.05, decay=5.0, lr_min=0.001, epochs=2, batch=650, n_train=1300)
+
+
+def digits_binary() -> dict[str, np.ndarray]:
+    """scikit-learn's digits as a binary task (label 1 for digits 5-9), images ``(n, 1, 8, 8)`` in [0, 1],
+    shuffled once (seed 0) and split 1,300 / 497; ``pretrain`` marks the training rows without digits 8
+    and 9 (the pretraining set; fine-tuning sees every training row)."""
+    from sklearn.datasets import load_digits
+
+    digits = load_digits()
+    order = np.random.default_rng(0).permutation(len(digits.target))
+    X = (digits.images[order] / 16.0)[:, None, :, :].astype(np.float64)
+    d = digits.target[order]
+    y = (d >= 5).astype(np.int64)
+    m = FINETUNE["n_train"]
+    return {
+        "X_train": X[:m],
+        "y_train": y[:m],
+        "X_test": X[m:],
+        "y_test": y[m:],
+        "pretrain": d[:m] < 8,
+    }
+
+
+FROZEN = 7  # modules of the CNN before the dense head
+
+
+def cnn():
+    """The fine-tuning CNN (Conv 1->8 3x3, ReLU, Conv 8->16 4x4 stride 2, ReLU, Conv 16->16 4x4 stride 2,
+    ReLU, Flatten, Linear 64->32, ReLU, Linear 32->1; strided convolutions instead of pooling, which AGT's
+    interval model does not bound), float64, PyTorch's default initialisation after
+    ``torch.manual_seed(0)``."""
+    import torch
+
+    torch.manual_seed(0)
+    return torch.nn.Sequential(
+        torch.nn.Conv2d(1, 8, 3, padding=1),
+        torch.nn.ReLU(),
+        torch.nn.Conv2d(8, 16, 4, stride=2, padding=1),
+        torch.nn.ReLU(),
+        torch.nn.Conv2d(16, 16, 4, stride=2, padding=1),
+        torch.nn.ReLU(),
+        torch.nn.Flatten(),
+        torch.nn.Linear(64, 32),
+        torch.nn.ReLU(),
+        torch.nn.Linear(32, 1),
+    ).double()
+
+
+def load_cnn(path):
+    """The CNN with the weights saved at ``path`` (``.npz`` of its state dict)."""
+    import torch
+
+    model = cnn()
+    model.load_state_dict({k: torch.from_numpy(v) for k, v in np.load(path).items()})
+    return model

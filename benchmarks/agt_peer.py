@@ -173,6 +173,79 @@ def run_budget(agt, budget: dict[str, Any], data: dict[str, np.ndarray]) -> tupl
     return row, bounded
 
 
+def run_unlearning(agt, k: int, data: dict[str, np.ndarray]) -> dict[str, Any]:
+    """AGT's unlearning certificate (``k_unlearn=k``) on the half-moons protocol: certified test accuracy
+    (the prediction is correct for every parameter in the final box, which holds the runs without any ``k``
+    rows of each batch), CPU and wall seconds."""
+    import torch
+    from torch.utils.data import DataLoader, TensorDataset
+
+    ds = TensorDataset(torch.from_numpy(data["X_train"]).double(), torch.from_numpy(data["y_train"]))
+    dl_train = DataLoader(ds, batch_size=N_TRAIN, shuffle=False)
+    options = {key: value for key, value in TRAINING.items() if key != "paired_poison"}
+    config = agt.AGTConfig(**options, device="cpu", log_level="WARNING", k_unlearn=k)
+    bounded = agt.bounded_models.IntervalBoundedModel(initial_torch_model())
+    wall0, cpu0 = time.perf_counter(), time.process_time()
+    agt.unlearning_certified_training(bounded, config, dl_train)
+    seconds, cpu_seconds = time.perf_counter() - wall0, time.process_time() - cpu0
+    worst, nominal, _ = agt.test_metrics.test_accuracy(
+        bounded, torch.from_numpy(data["X_test"]).double(), torch.from_numpy(data["y_test"])
+    )
+    return {
+        "k": k,
+        "certified_accuracy": round(float(worst) * N_TEST) / N_TEST,
+        "nominal_accuracy": round(float(nominal) * N_TEST) / N_TEST,
+        "seconds": seconds,
+        "cpu_seconds": cpu_seconds,
+    }
+
+
+def run_finetune(agt, weights: str) -> list[dict[str, Any]]:
+    """AGT's fine-tuning of the digits CNN's dense head behind its frozen convolutions
+    (``benchmarks/mibp_finetune.py``), one row per budget of ``FINETUNE_BUDGETS``, then the peak memory."""
+    import resource
+
+    import torch
+    from _mibp_protocols import FINETUNE, FINETUNE_BUDGETS, FROZEN, digits_binary, load_cnn
+    from torch.utils.data import DataLoader, TensorDataset
+
+    D = digits_binary()
+    ds = TensorDataset(torch.from_numpy(D["X_train"]), torch.from_numpy(D["y_train"]))
+    X_test, y_test = torch.from_numpy(D["X_test"]), torch.from_numpy(D["y_test"])
+    rows = []
+    for b in FINETUNE_BUDGETS:
+        model = load_cnn(weights)
+        frozen = agt.bounded_models.IntervalBoundedModel(model[:FROZEN], trainable=False)
+        bounded = agt.bounded_models.IntervalBoundedModel(model[FROZEN:], transform=frozen)
+        options: dict[str, Any] = dict(
+            learning_rate=FINETUNE["lr"],
+            lr_decay=FINETUNE["decay"],
+            lr_min=FINETUNE["lr_min"],
+            n_epochs=FINETUNE["epochs"],
+            loss="binary_cross_entropy",
+            device="cpu",
+            log_level="WARNING",
+        )
+        if b["kind"] == "labels":
+            options["label_k_poison"] = b["k"]
+        else:
+            options.update(k_poison=b["k"], epsilon=b["epsilon"])
+        dl = DataLoader(ds, batch_size=FINETUNE["batch"], shuffle=False)
+        cpu0 = time.process_time()
+        agt.poison_certified_training(bounded, agt.AGTConfig(**options), dl)
+        worst, nominal, _ = agt.test_metrics.test_accuracy(bounded, X_test, y_test)
+        m = len(y_test)
+        rows.append(
+            {
+                "certified_accuracy": round(float(worst) * m) / m,
+                "nominal_accuracy": round(float(nominal) * m) / m,
+                "cpu_seconds": time.process_time() - cpu0,
+            }
+        )
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    return [dict(row, max_rss_bytes=rss) for row in rows]
+
+
 def run_scale(agt, protocol: str, k: int, *, clip: float | None, label_epsilon: float) -> dict[str, Any]:
     """One run of a scale protocol of ``benchmarks/_mibp_protocols.py`` with AGT (CPU, float64, one
     thread): certified test accuracy (classification) or the worst-case test MSE (regression), process and
@@ -264,6 +337,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--k", type=int, default=0, help="--protocol: poisoned rows (label flips or features)")
     ap.add_argument("--clip", type=float, default=None, help="--protocol: per-sample clipping by value")
     ap.add_argument("--label-epsilon", type=float, default=0.0, help="--protocol regression: target radius")
+    ap.add_argument(
+        "--unlearn", help="comma-separated k: AGT's unlearning certificate on the half-moons protocol instead"
+    )
+    ap.add_argument(
+        "--finetune", help="the pretrained digits CNN (.npz): benchmarks/mibp_finetune.py's sweep"
+    )
     args = ap.parse_args(argv)
 
     agt = _import_agt(args.agt_path)
@@ -271,6 +350,18 @@ def main(argv: list[str] | None = None) -> int:
 
     if args.threads is not None:
         torch.set_num_threads(args.threads)
+    if args.unlearn is not None:
+        data = halfmoons_protocol()
+        rows = [run_unlearning(agt, int(k), data) for k in args.unlearn.split(",") if k.strip()]
+        for row in rows:
+            print(json.dumps(row), flush=True)
+        if args.json:
+            Path(args.json).write_text(json.dumps(rows, indent=1) + "\n")
+        return 0
+    if args.finetune is not None:
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        print(json.dumps(run_finetune(agt, args.finetune)), flush=True)
+        return 0
     if args.protocol is not None:
         sys.path.insert(0, str(Path(__file__).resolve().parent))
         row = run_scale(agt, args.protocol, args.k, clip=args.clip, label_epsilon=args.label_epsilon)

@@ -262,8 +262,9 @@ def bench_groups(n_seeds: int) -> tuple[list[list], dict[str, float]]:
             X, A, z, changed = shift_sem(seed, K, proportions, shift)
             model = CausalMixtureModel(rng=seed).fit(X)
             # The mixing variable whose labels match Z best (0 when none was found).
-            res["cmm"].append(max((ari(z, model.group_labels_[:, m]) for m in range(len(model.mixing_sets_))),
-                                  default=0.0))
+            res["cmm"].append(
+                max((ari(z, model.group_labels_[:, m]) for m in range(len(model.mixing_sets_))), default=0.0)
+            )
             gmm, gmm_bic = _gmm_ari(X, z, seed, K)
             res["gmm"].append(gmm)
             res["gmm_bic"].append(gmm_bic)
@@ -274,8 +275,18 @@ def bench_groups(n_seeds: int) -> tuple[list[list], dict[str, float]]:
         mean = {key: float(np.mean(v)) for key, v in res.items()}
         totals["CMM"].append(mean["cmm"])
         totals["GMM true K"].append(mean["gmm"])
-        rows.append([name, mean["cmm"], mean["gmm"], mean["gmm_bic"], mean["cmm"] - mean["gmm"],
-                     mean["k_acc"], mean["extra"], mean["f1"]])
+        rows.append(
+            [
+                name,
+                mean["cmm"],
+                mean["gmm"],
+                mean["gmm_bic"],
+                mean["cmm"] - mean["gmm"],
+                mean["k_acc"],
+                mean["extra"],
+                mean["f1"],
+            ]
+        )
     return rows, {key: float(np.mean(v)) for key, v in totals.items()}
 
 
@@ -315,19 +326,40 @@ def bench_sachs() -> tuple[list[list], str]:
 
     def graph_row(name, est, seconds, labels=None):
         scores = ["-", "-"] if labels is None else [f"{ami(cond, labels):.3f}", f"{ari(cond, labels):.3f}"]
-        return [name, f"{edge_f1(A, est):.3f}", f"{_skeleton_f1(A, est):.3f}", shd(A, est), *scores,
-                f"{seconds:.1f}"]
+        return [
+            name,
+            f"{edge_f1(A, est):.3f}",
+            f"{_skeleton_f1(A, est):.3f}",
+            shd(A, est),
+            *scores,
+            f"{seconds:.1f}",
+        ]
 
     start = time.perf_counter()
     model = CausalMixtureModel(rng=0, **SACHS_OPTIONS).fit(X)
     elapsed = time.perf_counter() - start
     labels = model.group_labels_
     best = max(range(labels.shape[1]), key=lambda m: ami(cond, labels[:, m]), default=None)
-    rows = [graph_row("CMM, best mixing variable", model.adjacency_, elapsed,
-                      labels[:, best] if best is not None else np.zeros(len(cond), dtype=int))]
+    rows = [
+        graph_row(
+            "CMM, best mixing variable",
+            model.adjacency_,
+            elapsed,
+            labels[:, best] if best is not None else np.zeros(len(cond), dtype=int),
+        )
+    ]
     joint = np.unique(labels, axis=0, return_inverse=True)[1].ravel()
-    rows.append([f"CMM, all {labels.shape[1]} latents jointly ({joint.max() + 1} groups)", "-", "-", "-",
-                 f"{ami(cond, joint):.3f}", f"{ari(cond, joint):.3f}", "-"])
+    rows.append(
+        [
+            f"CMM, all {labels.shape[1]} latents jointly ({joint.max() + 1} groups)",
+            "-",
+            "-",
+            "-",
+            f"{ami(cond, joint):.3f}",
+            f"{ari(cond, joint):.3f}",
+            "-",
+        ]
+    )
     for name, fn in [("GES", run_ges), ("PC", run_pc), ("DirectLiNGAM", run_direct_lingam)]:
         start = time.perf_counter()
         est = fn(X)
@@ -345,8 +377,17 @@ def bench_sachs() -> tuple[list[list], str]:
         pred = best_fit.predict(data)
         if data is Xs:
             gmm_bic[name] = best_fit.bic(Xs)
-        rows.append([name, "-", "-", "-", f"{ami(cond, pred):.3f}", f"{ari(cond, pred):.3f}",
-                     f"{time.perf_counter() - start:.1f}"])
+        rows.append(
+            [
+                name,
+                "-",
+                "-",
+                "-",
+                f"{ami(cond, pred):.3f}",
+                f"{ari(cond, pred):.3f}",
+                f"{time.perf_counter() - start:.1f}",
+            ]
+        )
     names = list(ds.feature_names)
     dag = A.copy()
     dag[names.index("PIP2"), names.index("PIP3")] = 0  # the consensus cycle PIP3 -> plcg -> PIP2 -> PIP3
@@ -409,8 +450,9 @@ def bench_speed(baseline: str, repeats: int) -> list[list]:
         script.write_text(_SACHS_FIT)
 
         def run(python: str, workers: int) -> float:
-            done = subprocess.run([python, str(script), str(workers)], cwd=tmp, capture_output=True,
-                                  text=True, check=True)
+            done = subprocess.run(
+                [python, str(script), str(workers)], cwd=tmp, capture_output=True, text=True, check=True
+            )
             return float(done.stdout.split()[-1])
 
         rows = []
@@ -419,8 +461,14 @@ def bench_speed(baseline: str, repeats: int) -> list[list]:
             for _ in range(repeats):
                 ours.append(run(sys.executable, workers))
                 theirs.append(run(baseline, workers))
-            rows.append([f"Sachs fit, search_samples=2000, executor={workers if workers > 1 else None}",
-                         f"{min(theirs):.1f}", f"{min(ours):.1f}", f"{min(theirs) / min(ours):.2f}x"])
+            rows.append(
+                [
+                    f"Sachs fit, search_samples=2000, executor={workers if workers > 1 else None}",
+                    f"{min(theirs):.1f}",
+                    f"{min(ours):.1f}",
+                    f"{min(theirs) / min(ours):.2f}x",
+                ]
+            )
     return rows
 
 
@@ -472,8 +520,16 @@ def main() -> None:
         rows, totals = bench_groups(args.seeds)
         print(
             format_table(
-                ["setting", "CMM ARI", "GMM ARI (true K)", "GMM ARI (BIC K)", "CMM - GMM", "K accuracy",
-                 "extra nodes", "CMM edge F1"],
+                [
+                    "setting",
+                    "CMM ARI",
+                    "GMM ARI (true K)",
+                    "GMM ARI (BIC K)",
+                    "CMM - GMM",
+                    "K accuracy",
+                    "extra nodes",
+                    "CMM edge F1",
+                ],
                 rows,
                 title=f"2b. Hidden groups ({args.seeds} seeds per setting, d = 8-10, n = 1000, 2-4 switched "
                 "nodes; CMM: its mixing variable that matches Z best; K accuracy: switched nodes with "

@@ -78,18 +78,46 @@ def main() -> None:
             for name, m in means.items():
                 if name.startswith(("BinCP", "RSCP")):
                     # size ratio (RCP1 / baseline), passes and time ratios (baseline / RCP1)
-                    ratio_rows.append([sigma, round(radius, 4), f"RCP1 vs {name}", r1[0] / m[0], r1[2] / m[2],
-                                       m[4] / r1[4], m[5] / r1[5]])
-    headers = ("sigma", "r", "method", "size", "coverage", "size (att.)", "cov. (att.)", "passes/input",
-               "ms/input")
-    print(format_table(headers, rows, title=f"digits, target coverage {LEVEL} under l2 attack of radius r "
-                                            f"(smoothed PGD), mean of {N_SPLITS} calibration/test splits "
-                                            f"({N_CAL} / {len(held) - N_CAL})"))
+                    ratio_rows.append(
+                        [
+                            sigma,
+                            round(radius, 4),
+                            f"RCP1 vs {name}",
+                            r1[0] / m[0],
+                            r1[2] / m[2],
+                            m[4] / r1[4],
+                            m[5] / r1[5],
+                        ]
+                    )
+    headers = (
+        "sigma",
+        "r",
+        "method",
+        "size",
+        "coverage",
+        "size (att.)",
+        "cov. (att.)",
+        "passes/input",
+        "ms/input",
+    )
+    print(
+        format_table(
+            headers,
+            rows,
+            title=f"digits, target coverage {LEVEL} under l2 attack of radius r "
+            f"(smoothed PGD), mean of {N_SPLITS} calibration/test splits "
+            f"({N_CAL} / {len(held) - N_CAL})",
+        )
+    )
     print()
-    print(format_table(("sigma", "r", "comparison", "size ratio", "size ratio (att.)", "passes saved x",
-                        "speed-up x"), ratio_rows,
-                       title="ratios measured in this run: size = RCP1 / baseline (< 1: RCP1 smaller); "
-                             "passes and speed-up = baseline / RCP1"))
+    print(
+        format_table(
+            ("sigma", "r", "comparison", "size ratio", "size ratio (att.)", "passes saved x", "speed-up x"),
+            ratio_rows,
+            title="ratios measured in this run: size = RCP1 / baseline (< 1: RCP1 smaller); "
+            "passes and speed-up = baseline / RCP1",
+        )
+    )
     print(f"\ntotal {time.perf_counter() - start_all:.0f} s")
 
 

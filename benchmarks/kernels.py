@@ -451,5 +451,6 @@ def em_pass_rate(y: np.ndarray, design: np.ndarray, resp0: np.ndarray, reps: int
     ops = em_operations(len(y), design.shape[1], k, passes) / (t_em - t_one)
     return (t_em - t_one) / passes, ops, t_one, t_em, len(out["loglik_trace"])
 
+
 if __name__ == "__main__":
     main()

@@ -536,12 +536,19 @@ def main() -> None:
         help="--agt: nominal and certified accuracy per epoch (1..10) for one budget, drawn to --plot",
     )
     parser.add_argument("--plot", default=None, help="--epochs-curve: write the figure here (PNG)")
+    parser.add_argument(
+        "--unlearning",
+        action="store_true",
+        help="unlearning certificates (Removals(k), k = 1, 5, 10, 50) on AGT's half-moons protocol and AGT's",
+    )
     args = parser.parse_args()
-    if args.agt or args.epochs_curve:
+    if args.agt or args.epochs_curve or args.unlearning:
         import mibp_agt
 
         if args.epochs_curve:
             mibp_agt.epochs_curve(args.plot)
+        elif args.unlearning:
+            mibp_agt.unlearning(args.agt_path, args.agt_python)
         else:
             mibp_agt.main(args.agt_path, args.agt_python)
         return

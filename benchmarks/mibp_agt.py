@@ -31,6 +31,7 @@ from certkit.mibp import (
     FeatureBox,
     InverseDecay,
     LabelFlips,
+    Removals,
     certified_training,
     certify_predictions,
 )
@@ -246,3 +247,41 @@ def epochs_curve(plot: str | None, epochs: int = 10) -> None:
         fig.tight_layout()
         fig.savefig(plot, dpi=120)
         print(f"figure written to {plot}")
+
+
+#: The unlearning budgets: up to k training rows removed.
+UNLEARN_KS = (1, 5, 10, 50)
+
+
+def unlearning(agt_path: str | None, agt_python: str | None) -> None:
+    """Unlearning certificates on the half-moons protocol, certkit (``Removals(k)``) beside AGT
+    (``k_unlearn=k``): the share of test points whose prediction is correct for every parameter in the
+    final box, i.e. the model retrained without any k rows predicts them the same."""
+    data = halfmoons_protocol()
+    model = MLP.from_torch(initial_torch_model())
+    ours = []
+    for k in UNLEARN_KS:
+        cpu = time.process_time()
+        res = certified_training(model, data["X_train"], data["y_train"], perturbation=Removals(k), **RECIPE)
+        acc = certify_predictions(res, data["X_test"]).certified_accuracy(data["y_test"])
+        ours.append({"certified_accuracy": acc, "cpu_seconds": time.process_time() - cpu})
+    theirs: list[dict | None] = [None] * len(UNLEARN_KS)
+    if agt_path is not None:
+        with tempfile.TemporaryDirectory() as tmp:
+            out = Path(tmp) / "agt.json"
+            cmd = [agt_python or sys.executable, str(HERE / "agt_peer.py"), "--agt-path", agt_path]
+            cmd += ["--unlearn", ",".join(map(str, UNLEARN_KS)), "--json", str(out)]
+            subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+            theirs = json.loads(out.read_text())
+    rows = []
+    for k, c, a in zip(UNLEARN_KS, ours, theirs):
+        row = [k, c["certified_accuracy"], "-" if a is None else a["certified_accuracy"]]
+        row += [f"{c['cpu_seconds']:.2f}", "-" if a is None else f"{a['cpu_seconds']:.2f}"]
+        row += ["-" if a is None else ("yes" if c["certified_accuracy"] >= a["certified_accuracy"] else "NO")]
+        rows.append(row)
+    head = ["k removed", "certkit", "AGT", "certkit CPU s", "AGT CPU s", "certkit >= AGT"]
+    title = (
+        "Unlearning on AGT's half-moons protocol (3,000 rows, [6, 128, 2], full batch, 4 epochs): certified "
+        "test accuracy, the retrained model without any k rows predicting every certified point the same"
+    )
+    print(format_table(head, rows, title=title))

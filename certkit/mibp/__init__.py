@@ -35,6 +35,7 @@ from certkit.mibp.problem.perturbation import (
     MissingValues,
     OrdinalShift,
     Perturbation,
+    Removals,
     TargetBox,
 )
 from certkit.mibp.problem.recipe import InverseDecay, Recipe
@@ -68,6 +69,7 @@ __all__ = [
     "PredictionCertificate",
     "Recipe",
     "RegressionCertificate",
+    "Removals",
     "SolveStats",
     "TargetBox",
     "UnsoundBoundError",

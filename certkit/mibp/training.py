@@ -21,6 +21,7 @@ from certkit._validation import (
 )
 from certkit.mibp.certification.result import CertifiedTrainingResult
 from certkit.mibp.enclosures.affine import AffineCarry
+from certkit.mibp.enclosures.features import FrozenFeatures
 from certkit.mibp.enclosures.interval import interval_margin, label_values
 from certkit.mibp.enclosures.sgd_step import interval_step
 from certkit.mibp.enclosures.shared import SharedCarry
@@ -69,6 +70,7 @@ def certified_training(
     verbose: bool = False,
     validation: tuple[Any, Any] | None = None,
     patience: int | None = None,
+    features: Any = None,
 ) -> CertifiedTrainingResult:
     """Bound every parameter of SGD training over all datasets allowed by ``perturbation``.
 
@@ -185,6 +187,15 @@ def certified_training(
         Stop once that validation score has not improved for ``patience`` epochs (needs
         ``validation``); the result then holds fewer than ``epochs`` epochs.  Select the epoch to use
         with `select_epoch` on the same split.
+    features : torch.nn.Sequential, optional
+        A frozen feature extractor in front of ``model`` (fine-tuning a head behind frozen convolutions):
+        ``X`` holds its raw inputs, one row per sample in any shape (e.g. ``(n, 1, 28, 28)`` images), the
+        perturbation applies to them (flattened: ``FeatureBox(eps)`` is a pixel budget), and ``model``
+        is trained on the extractor's outputs.  The extractor is used as a float64 copy in eval mode and
+        bounded by interval propagation (`certkit.mibp.enclosures.features`: convolutions, linear layers,
+        ReLU, max / average pooling, flatten, eval-mode batch norm, dropout, identity; any other layer
+        raises `TypeError` naming it); rows no perturbation touches keep their exact features.
+        ``validation`` then holds raw inputs too, and `certify_predictions` takes raw test inputs.
 
     Returns
     -------
@@ -212,8 +223,22 @@ def certified_training(
         raise TypeError(
             f"perturbation must be a Perturbation (e.g. FeatureBox(0.01)), got {type(perturbation).__name__}"
         )
+    extractor = None
+    if features is not None:
+        X_raw = check_array(X, "X", finite=False)
+        if X_raw.ndim < 2:
+            raise ValueError(
+                f"X must hold one input per row (n, ...) with features=, got shape {X_raw.shape}"
+            )
+        extractor = FrozenFeatures(features, X_raw.shape[1:])
+        X = X_raw.reshape(len(X_raw), -1)
+        if extractor.n_features != model.sizes[0]:
+            raise ValueError(
+                f"features outputs {extractor.n_features} values per row but the model expects "
+                f"{model.sizes[0]} inputs"
+            )
     X = perturbation.fill_missing(X)  # NaN allowed where MissingValues marks an entry missing
-    if X.shape[1] != model.sizes[0]:
+    if extractor is None and X.shape[1] != model.sizes[0]:
         raise ValueError(f"X has {X.shape[1]} features but the model expects {model.sizes[0]}")
     loss = check_in_options(loss, "loss", LOSSES)
     y = check_labels(y, loss, model.sizes[-1], len(X))
@@ -261,7 +286,11 @@ def certified_training(
     if validation is not None:
         if not isinstance(validation, tuple) or len(validation) != 2:
             raise TypeError("validation must be a tuple (X_val, y_val)")
-        X_val = check_array(validation[0], "X_val", ndim=2, shape=(None, model.sizes[0]))
+        if extractor is not None:
+            raw = check_array(validation[0], "X_val", shape=(None, *extractor.input_shape))
+            X_val = extractor.features(raw.reshape(len(raw), -1))
+        else:
+            X_val = check_array(validation[0], "X_val", ndim=2, shape=(None, model.sizes[0]))
         y_val = check_labels(
             validation[1],
             "classes",
@@ -272,6 +301,9 @@ def certified_training(
             zero_one=loss == "binary_cross_entropy",
         )
     sets = perturbation.sets(X)
+    if extractor is not None:  # the perturbation acts on the raw inputs; the head sees the features
+        sets = extractor.feature_sets(sets)
+        X = sets.nominal
     _check_perturbation(sets, loss, model.sizes[-1])
     _check_carry(carry, recipe, sets)
     if backend != "interval":
@@ -288,6 +320,7 @@ def certified_training(
         carry,
         chunk_size,
         None if patience is None else (X_val, y_val, patience),
+        extractor,
     )
     # interval arithmetic and the nominal run multiply thin matrices: one BLAS thread is faster
     with single_threaded() if backend == "interval" else contextlib.nullcontext():
@@ -320,6 +353,8 @@ def _check_carry(carry: str, recipe: Recipe, sets: InputSets) -> None:
     L1 penalty, targeted flips or target boxes either."""
     if carry == "box":
         return
+    if sets.removals is not None:
+        raise ValueError(f"carry={carry!r} does not support Removals (unlearning); use carry='box'")
     what = []
     if recipe.clips:
         what.append("per-sample gradient clipping (clip_value / clip_norm)")
@@ -353,6 +388,7 @@ class _Run:
     carry: str
     chunk_size: int | None  # rows per chunk (None: from the available memory)
     early_stop: tuple | None
+    features: FrozenFeatures | None  # the frozen extractor before the model (X holds its outputs)
 
 
 class _Stepper:
@@ -454,6 +490,7 @@ def _train(run: _Run, pool, progress) -> CertifiedTrainingResult:
         learning_rate=recipe.learning_rate,
         carry=run.carry,
         recipe=recipe,
+        features=run.features,
     )
 
 

@@ -187,7 +187,9 @@ def attack_violation(
 
     Returns ``(violation, trajectories)``: ``violation <= 0`` means every trajectory stayed inside (by at
     least ``-violation`` from every edge of a box of positive width; ``-inf`` when every box is a point
-    and was met); ``trajectories`` is the number of datasets trained.
+    and was met); ``trajectories`` is the number of datasets trained.  With a frozen extractor
+    (``result.features``) ``X`` holds its raw inputs and the ascent runs through it; under `Removals`
+    the attack retrains without random and greedily chosen sets of rows.
     """
     torch = require("torch", extra="torch", purpose="the soundness attack")
     if not isinstance(result, CertifiedTrainingResult):
@@ -198,17 +200,31 @@ def attack_violation(
     steps = check_integer(steps, "steps", minimum=0)
     gen = check_rng(rng)
     model = result.nominal_path[0]
-    X = check_array(perturbation.fill_missing(X), "X", ndim=2, shape=(None, model.sizes[0]))
+    extractor = result.features  # the attack runs through the frozen extractor, from the raw inputs
+    if extractor is None:
+        X = check_array(perturbation.fill_missing(X), "X", ndim=2, shape=(None, model.sizes[0]))
+    else:
+        X = check_array(X, "X", shape=(None, *extractor.input_shape), finite=False)
+        X = perturbation.fill_missing(X.reshape(len(X), -1))
+
+    def features(Xr):
+        return Xr if extractor is None else extractor.features(Xr)
+
+    def torch_features(Xt):
+        return Xt if extractor is None else extractor.torch_forward(Xt)
+
     sets: InputSets = perturbation.sets(X)
     sizes, loss, recipe, epochs = model.sizes, result.loss, result.recipe, result.epochs
     y_fit = check_labels(y, loss, sizes[-1], len(X))
     classes = None if loss == "mse" else label_classes(loss, sizes[-1])
+    if sets.removals is not None:
+        return _removal_attack(result, features(X), y_fit, sets.removals, restarts * (steps + 1), gen)
     worst, count = -np.inf, 0
     for r in range(restarts):
         # discrete choices of this restart
         Xs, y_r, deviates = sets._sample_dataset(y_fit, gen, bool(r % 2), classes)
         y_r = y_r.astype(y_fit.dtype)
-        path_np = model.run(Xs, y_r, recipe)
+        path_np = model.run(features(Xs), y_r, recipe)
         worst = max(worst, _violation(result, path_np))
         count += 1
         base, lo_off, hi_off, off = _start(sets, Xs, gen)
@@ -234,7 +250,7 @@ def attack_violation(
             if moves:
                 yo = torch.tensor(y_off, dtype=torch.float64, requires_grad=True)
                 yt = torch.tensor(y_fit, dtype=torch.float64) + yo
-            path = _torch_train(torch, theta0, Xt, yt, recipe, sizes)
+            path = _torch_train(torch, theta0, torch_features(Xt), yt, recipe, sizes)
             flat = [torch.cat([p.reshape(-1) for p in params]) for params in path]
             if mix is None:
                 goal = sign * flat[t_goal][p_goal]
@@ -251,10 +267,35 @@ def attack_violation(
                 y_off = np.clip(y_off + 0.5 * radius * _direction(gy[0]), -radius, radius)
                 y_r = y_fit + y_off
             Xp = base + off
-            path_np = model.run(Xp, y_r, recipe)
+            path_np = model.run(features(Xp), y_r, recipe)
             worst = max(worst, _violation(result, path_np))
             count += 1
     return worst, count
+
+
+def _removal_attack(result, X, y, k: int, tries: int, gen: np.random.Generator) -> tuple[float, int]:
+    """`attack_violation` under `Removals(k)`: retrain without sets of at most ``k`` rows, drawn at random
+    or chosen greedily (the rows whose gradient at θ_0 is largest or smallest in a random parameter, or in
+    a random signed combination of all of them)."""
+    model, recipe = result.nominal_path[0], result.recipe
+    n = len(X)
+    loss = recipe.loss
+    grads = np.stack([model._gradient_vector(X[i : i + 1], y[i : i + 1], loss) for i in range(n)])
+    worst = -np.inf
+    for t in range(tries):
+        size = min(k, n - 1) if gen.random() < 0.5 else int(gen.integers(0, min(k, n - 1) + 1))
+        if t % 3 == 0:
+            rows = gen.choice(n, size=size, replace=False)
+        else:
+            weight = gen.choice([-1.0, 1.0], size=grads.shape[1])
+            score = grads[:, int(gen.integers(grads.shape[1]))] if t % 3 == 1 else grads @ weight
+            rows = np.argsort(score * gen.choice([-1.0, 1.0]))[:size]
+        try:
+            reduced = recipe.without(rows)
+        except ValueError:  # a batch would be empty: not an allowed removal
+            continue
+        worst = max(worst, _violation(result, model.run(X, y, reduced)))
+    return worst, tries
 
 
 def _direction(grad) -> np.ndarray:

@@ -42,8 +42,10 @@ class CertifiedTrainingResult(ResultMixin):
         How the parameter set is carried between steps (``"box"`` or ``"affine"``).
     recipe : Recipe or None
         The training recipe (`certkit.mibp.problem.recipe.Recipe`): every step's rate and batch (the batch
-        order
-        drawn once; the boxes hold for that order), momentum and weight decay.
+        order drawn once; the boxes hold for that order), momentum and weight decay.
+    features : FrozenFeatures or None
+        The frozen feature extractor in front of the network (``features=`` of `certified_training`):
+        `certify_predictions` passes test inputs through it.
     """
 
     lower: tuple[MLP, ...]
@@ -58,6 +60,7 @@ class CertifiedTrainingResult(ResultMixin):
     learning_rate: float | tuple[float, ...]
     carry: str = "box"
     recipe: Recipe | None = None
+    features: Any = None
 
     @property
     def bounds(self) -> list[tuple[MLP, MLP]]:
@@ -106,9 +109,12 @@ class CertifiedTrainingResult(ResultMixin):
                 ]
             )
         recipe = self.recipe.describe() if self.recipe is not None else f"loss={self.loss}"
+        head = f"model {list(self.nominal.sizes)}"
+        if self.features is not None:
+            head = f"frozen features {self.features.input_shape} -> head {list(self.nominal.sizes)}"
         title = (
             f"MIBP certified training: backend={self.backend}, formulation={self.formulation}, "
-            f"{recipe}, carry={self.carry}, model {list(self.nominal.sizes)}"
+            f"{recipe}, carry={self.carry}, {head}"
         )
         return format_table(
             ["epoch", "max width", "mean width", "seconds", "solves", "not optimal", "max vars"],

@@ -13,7 +13,9 @@ from certkit.parallel import rows_per_chunk
 __all__ = [
     "BoundsOverflowError",
     "BudgetSum",
+    "RemovalMean",
     "batch_gradient_sum",
+    "batch_mean_after_removals",
     "interval_step",
     "interval_update",
     "sum_with_budget",
@@ -106,6 +108,56 @@ def _merge_smallest(kept: np.ndarray, values: np.ndarray, k: int) -> np.ndarray:
     return np.partition(merged, k - 1, axis=0)[:k]
 
 
+class RemovalMean:
+    """Bounds on the mean gradient of a batch of ``n`` rows, fed in row chunks, when up to ``k`` of its rows
+    may be removed (unlearning: the mean over the ``n - r`` rows kept, ``r <= k``).
+
+    Each entry's mean over the kept rows is largest when the rows removed are those with the ``k``
+    smallest values and exactly ``k`` are removed (the mean of the ``m`` largest values of a list does not
+    grow with ``m``), so the upper end is ``(Σ gU - (the k smallest gU)) / (n - k)`` and the lower end
+    ``(Σ gL - (the k largest gL)) / (n - k)``; the batch's full mean (``r = 0``) lies between them.  Between
+    chunks only the sums and each entry's ``k`` extreme values are kept.  Padded for the sums (any order),
+    the one rounding of every entry (`interval_gradients`) and the division.
+    """
+
+    def __init__(self, m: int, n: int, k: int) -> None:
+        if k >= n:
+            raise ValueError(
+                f"Removals({k}) may remove every row of a batch of {n} rows; certify fewer removals than the "
+                "smallest batch has rows (or use larger batches)"
+            )
+        self.n, self.k = n, k
+        self.lo, self.hi, self.mag = np.zeros(m), np.zeros(m), np.zeros(m)
+        self.rows = 0
+        self.low_top, self.high_bottom = np.zeros((0, m)), np.zeros((0, m))  # k largest gL, k smallest gU
+
+    def add(self, GL, GU) -> None:
+        """Add a chunk of rows' gradient bounds ``(c, m)``."""
+        self.rows += len(GL)
+        if self.rows > self.n:
+            raise RuntimeError("internal error: more rows added to a RemovalMean than its batch has")
+        self.mag += magnitude(GL, GU).sum(axis=0)
+        self.lo += GL.sum(axis=0)
+        self.hi += GU.sum(axis=0)
+        if self.k:
+            self.low_top = -_merge_smallest(-self.low_top, -GL, self.k)
+            self.high_bottom = _merge_smallest(self.high_bottom, GU, self.k)
+
+    def bounds(self) -> tuple[np.ndarray, np.ndarray]:
+        """Padded ``(lo, hi)`` bounds on the batch's mean gradient after any ``r <= k`` removals."""
+        if self.rows != self.n:
+            raise RuntimeError("internal error: a RemovalMean bounded before all its rows were added")
+        # n + k terms of total magnitude at most 2 mag, and one rounding of every entry: 4n + 4 terms of mag
+        lo, hi = pad(
+            self.lo - self.low_top.sum(axis=0),
+            self.hi - self.high_bottom.sum(axis=0),
+            self.mag,
+            4 * self.n + 4,
+        )
+        kept = self.n - self.k
+        return pad(lo / kept, hi / kept, magnitude(lo, hi) / kept, 1)
+
+
 def sum_with_budget(PL, PU, NL, NU, budget):
     """`BudgetSum` of one chunk holding the whole batch: bounds (m,) on ``Σ_k t_k`` from (n, m) arrays."""
     acc = BudgetSum(PL.shape[1], len(PL), budget)
@@ -131,12 +183,8 @@ def batch_gradient_sum(lower, upper, sets, y, recipe, rows=None, chunk_size=None
     loss = recipe.loss
     rows = np.arange(len(y)) if rows is None else rows
     lo_all, hi_all = sets.lower, sets.upper
-    if (
-        sets.label_flips is not None
-    ):  # deviating = label changed to another class (inputs perturbed either way)
-        count = sets.label_flips
-    else:
-        count = sets.budget
+    # with LabelFlips a deviating row is one whose label changed (inputs are perturbed either way)
+    count = sets.label_flips if sets.label_flips is not None else sets.budget
     acc = BudgetSum(lower.n_params, len(rows), count)
     step = rows_per_chunk(BYTES_PER_ROW_PARAMETER * lower.n_params, chunk_size)
     for start in range(0, len(rows), step):
@@ -204,15 +252,32 @@ def _decay_range(tL, tU, a, s):
     return lo, hi
 
 
+def batch_mean_after_removals(lower, upper, sets, y, recipe, rows, chunk_size=None):
+    """Bounds on the mean gradient of the batch ``rows`` over the parameter box when up to
+    ``sets.removals`` of its rows may be removed (`RemovalMean`; rows clipped as ``recipe`` says)."""
+    acc = RemovalMean(lower.n_params, len(rows), sets.removals)
+    step = rows_per_chunk(BYTES_PER_ROW_PARAMETER * lower.n_params, chunk_size)
+    for start in range(0, len(rows), step):
+        at = rows[start : start + step]
+        GL, GU = interval_gradients(lower, upper, sets.nominal[at], sets.nominal[at], y[at], recipe.loss)
+        if recipe.clips:
+            GL, GU = clip_bounds(GL, GU, recipe)
+        acc.add(GL, GU)
+    return acc.bounds()
+
+
 def interval_step(lower, upper, sets, y, recipe, step, velocity=None, chunk_size=None):
     """One certified SGD step of ``recipe`` by interval arithmetic from the parameter box ``[lower, upper]``
     (MLPs) and the velocity box ``velocity`` ((lo, hi) vectors or None); returns ``((lo, hi), velocity)``.
     Bounds that leave the float64 range raise `BoundsOverflowError`."""
     rows = recipe.batches[step]
     with np.errstate(over="ignore", invalid="ignore"):
-        GL, GU = batch_gradient_sum(lower, upper, sets, y, recipe, rows, chunk_size)
-        b = len(rows)
-        grad = pad(GL / b, GU / b, magnitude(GL, GU) / b, 1)
+        if sets.removals is not None:
+            grad = batch_mean_after_removals(lower, upper, sets, y, recipe, rows, chunk_size)
+        else:
+            GL, GU = batch_gradient_sum(lower, upper, sets, y, recipe, rows, chunk_size)
+            b = len(rows)
+            grad = pad(GL / b, GU / b, magnitude(GL, GU) / b, 1)
         (tL, tU), velocity = interval_update(
             (lower.to_vector(), upper.to_vector()), velocity, grad, recipe, step
         )

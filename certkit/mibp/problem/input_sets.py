@@ -41,6 +41,9 @@ class InputSets:
     target_radius : ndarray (n,) or None
         Regression target poisoning: the target of a point that deviates (every point without
         ``budget``) may be anywhere in ``[y - r, y + r]`` (None: exact targets).
+    removals : int or None
+        Unlearning: up to this many rows of every batch may be removed from the training set (the inputs
+        and labels of the others exact).
     """
 
     nominal: np.ndarray
@@ -53,6 +56,7 @@ class InputSets:
     flip_labels: bool = False
     flip_target: int | float | None = None
     target_radius: np.ndarray | None = None
+    removals: int | None = None
 
     @property
     def labels_vary(self) -> bool:

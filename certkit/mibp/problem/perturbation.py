@@ -27,6 +27,7 @@ __all__ = [
     "MissingValues",
     "OrdinalShift",
     "Perturbation",
+    "Removals",
     "TargetBox",
 ]
 
@@ -97,6 +98,8 @@ def _broadcast(value: Any, name: str, n: int, d: int) -> np.ndarray:
 
 
 def _no_budget(sets: InputSets, name: str) -> None:
+    if sets.removals is not None:
+        raise ValueError("Removals stands alone: it cannot be composed with other perturbations")
     if sets.budget is not None:
         raise ValueError(f"Budget must be the outermost perturbation; apply {name} inside it")
     if sets.label_flips is not None:
@@ -282,6 +285,8 @@ class Budget(Perturbation):
                 "write Budget(a & b, k)"
             )
         inner = self.perturbation.apply(sets)
+        if inner.removals is not None:
+            raise ValueError("Removals stands alone: it cannot be composed with other perturbations")
         if inner.label_flips is not None:
             if inner.label_flips != 1:
                 raise ValueError(
@@ -291,6 +296,43 @@ class Budget(Perturbation):
                 )
             return replace(inner, budget=self.k, label_flips=None, flip_labels=True)
         return replace(inner, budget=self.k)
+
+
+class Removals(Perturbation):
+    """Unlearning: up to ``k`` training rows may be removed, so the certificate says that training without
+    any such rows would give a parameter vector in the same boxes (and, through `certify_predictions`, the
+    same prediction).
+
+    The run without the removed rows keeps the recipe's batches with those rows left out (the other rows'
+    order and steps unchanged), each batch's mean taken over the rows it keeps: AGT's definition
+    (``k_unlearn``), where each batch may lose up to ``k`` of its rows.  That includes every set of ``k``
+    rows of the whole training set (which a batch loses at most ``k`` of); between steps the parameters are
+    boxes, which cannot hold which rows earlier steps lost, so both give the same bounds.  ``k`` must be
+    smaller than every batch.  Stands alone (not inside a `Budget` or with other models); the interval
+    backend with ``carry="box"``.
+
+    Parameters
+    ----------
+    k : int
+        How many rows may be removed (>= 0).
+    """
+
+    def __init__(self, k: int):
+        self.k = check_integer(k, "k", minimum=0)
+
+    def apply(self, sets: InputSets) -> InputSets:
+        if (
+            sets.budget is not None
+            or sets.label_flips is not None
+            or sets.target_radius is not None
+            or sets.removals is not None
+            or np.any(sets.varies)
+        ):
+            raise ValueError("Removals stands alone: it cannot be composed with other perturbations")
+        return replace(sets, removals=self.k)
+
+    def __repr__(self) -> str:
+        return f"Removals({self.k})"
 
 
 class TargetBox(Perturbation):
@@ -364,6 +406,8 @@ class LabelFlips(Perturbation):
         self.target = target
 
     def apply(self, sets: InputSets) -> InputSets:
+        if sets.removals is not None:
+            raise ValueError("Removals stands alone: it cannot be composed with other perturbations")
         if sets.budget is not None:
             raise ValueError(
                 "LabelFlips cannot follow a Budget; for paired poisoning put LabelFlips(1) inside it: "

@@ -21,7 +21,7 @@ from __future__ import annotations
 import math
 import numbers
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -184,6 +184,15 @@ class Recipe:
             d = d + self.l1_penalty * np.sign(theta)
         v = d if velocity is None or not self.momentum else self.momentum * velocity + d
         return theta - self.rates[step] * v, v
+
+    def without(self, rows: Any) -> Recipe:
+        """The same recipe with ``rows`` left out of every batch (the other rows' order, the steps and their
+        rates unchanged): the run that `Removals` certifies against.  A batch left empty raises."""
+        drop = np.asarray(rows, dtype=np.int64)
+        batches = tuple(b[~np.isin(b, drop)] for b in self.batches)
+        if any(len(b) == 0 for b in batches):
+            raise ValueError("removing these rows empties a batch")
+        return replace(self, batches=batches)
 
     def describe(self) -> str:
         """One line: the recipe's options."""

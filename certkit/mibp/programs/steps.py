@@ -45,6 +45,8 @@ def check_program_recipe(backend: str, recipe: Recipe, sets: InputSets, n_output
             "a learning-rate schedule, mini-batches, momentum, weight decay, an L1 penalty or "
             "per-sample gradient clipping"
         )
+    elif sets.removals is not None:
+        why = "Removals (unlearning)"
     elif sets.flip_target is not None:
         why = "targeted label flips (LabelFlips(target=...))"
     elif sets.target_radius is not None:

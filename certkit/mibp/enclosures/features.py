@@ -1,0 +1,239 @@
+"""A frozen feature extractor in front of the trained network: sound bounds on its outputs by interval bound
+propagation (``certified_training(..., features=module)``).
+
+The extractor is a ``torch.nn.Sequential`` (nested ones allowed) of ``Conv1d`` / ``Conv2d``, ``Linear``,
+``ReLU``, ``MaxPool1d`` / ``MaxPool2d``, ``AvgPool1d`` / ``AvgPool2d``, ``Flatten``, ``BatchNorm1d`` /
+``BatchNorm2d`` (eval mode, running statistics), ``Dropout`` (eval: the identity) and ``Identity``; it is
+used as a float64 copy in eval mode, never trained.  Every layer maps an input box to an output box:
+
+* affine layers (convolutions, ``Linear``) by the signs of the weights, ``W⁺ x^L + W⁻ x^U + b`` for the
+  lower end (exact for one layer), as two convolutions or matrix products;
+* ``ReLU`` and max pooling are monotone (their ends are the images of the ends, exact), average pooling
+  has positive weights;
+* batch normalisation in eval mode is ``a x + c`` per channel.
+
+Each box is padded outward for the rounding of this computation and of the float64 evaluation of the same
+layer by torch at any point of the input box (a fan-in sum of ``K`` products: ``(2K + 8)`` ulps of the
+magnitude ``|W| max|x| + |b|``), so the boxes hold the float features that the training run computes from
+every allowed input.  Rows whose input is not perturbed keep their float features exactly.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import numpy as np
+
+from certkit._optional import require
+from certkit.mibp.problem.input_sets import InputSets
+
+__all__ = ["SUPPORTED_LAYERS", "FrozenFeatures"]
+
+_U = 2.0**-52
+
+#: The layers an extractor may hold (class names of ``torch.nn``).
+SUPPORTED_LAYERS = (
+    "Conv1d",
+    "Conv2d",
+    "Linear",
+    "ReLU",
+    "MaxPool1d",
+    "MaxPool2d",
+    "AvgPool1d",
+    "AvgPool2d",
+    "Flatten",
+    "BatchNorm1d",
+    "BatchNorm2d",
+    "Dropout",
+    "Identity",
+)
+
+
+def _layers(module: Any, nn: Any, path: str) -> list[tuple[str, Any]]:
+    """The leaf layers of nested ``Sequential`` containers, in order, each with its path for messages."""
+    if isinstance(module, nn.Sequential):
+        out = []
+        for name, child in module.named_children():
+            out += _layers(child, nn, f"{path}[{name}]")
+        return out
+    kind = type(module).__name__
+    if type(module) not in tuple(getattr(nn, name) for name in SUPPORTED_LAYERS):
+        raise TypeError(
+            f"features{path} is a {kind}, which certkit cannot bound; the frozen extractor must be a "
+            f"torch.nn.Sequential of {', '.join(SUPPORTED_LAYERS)} (nested Sequentials allowed)"
+        )
+    return [(path, module)]
+
+
+class FrozenFeatures:
+    """A frozen torch extractor and sound interval bounds on its outputs (see the module docstring).
+
+    Parameters
+    ----------
+    module : torch.nn.Sequential
+        The extractor; a float64 copy in eval mode is used (the original is not changed).
+    input_shape : tuple of int
+        The shape of one input (e.g. ``(1, 8, 8)``); the perturbation models see the inputs flattened.
+    """
+
+    def __init__(self, module: Any, input_shape: tuple[int, ...]) -> None:
+        torch = require("torch", extra="torch", purpose="a frozen feature extractor (features=)")
+        nn = torch.nn
+        if not isinstance(module, nn.Sequential):
+            raise TypeError(
+                f"features must be a torch.nn.Sequential of {', '.join(SUPPORTED_LAYERS)}, got "
+                f"{type(module).__name__}"
+            )
+        self.module = copy.deepcopy(module).double().eval()
+        for p in self.module.parameters():
+            p.requires_grad_(False)
+        self.layers = _layers(self.module, nn, "")
+        self.input_shape = tuple(int(s) for s in input_shape)
+        self._torch = torch
+        with torch.no_grad():
+            try:
+                out = self.module(torch.zeros((1, *self.input_shape), dtype=torch.float64))
+            except RuntimeError as exc:
+                raise ValueError(
+                    f"features cannot take inputs of shape {self.input_shape} (one row of X): {exc}"
+                ) from exc
+        if out.dim() != 2:
+            raise ValueError(
+                f"features must output one vector per row (end with Flatten or Linear), got outputs of shape "
+                f"{tuple(out.shape[1:])} per row"
+            )
+        self.n_features = int(out.shape[1])
+
+    def __repr__(self) -> str:
+        return f"FrozenFeatures({self.input_shape} -> {self.n_features}, {len(self.layers)} layers)"
+
+    def __getstate__(self) -> dict:
+        state = dict(self.__dict__)
+        state.pop("_torch")
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self._torch = require("torch", extra="torch", purpose="a frozen feature extractor (features=)")
+
+    def _tensor(self, X: np.ndarray) -> Any:
+        return self._torch.from_numpy(np.ascontiguousarray(X).reshape(len(X), *self.input_shape))
+
+    def torch_forward(self, X: Any) -> Any:
+        """The features of the rows of a float64 torch tensor ``(n, d)`` or ``(n, *input_shape)``
+        (differentiable: for the soundness attack)."""
+        return self.module(X.reshape(len(X), *self.input_shape))
+
+    def features(self, X: np.ndarray, *, rows_per_call: int = 4096) -> np.ndarray:
+        """The float64 features ``(n, n_features)`` of the rows of ``X`` (``(n, d)`` flattened inputs)."""
+        out = np.empty((len(X), self.n_features))
+        with self._torch.no_grad():
+            for start in range(0, len(X), rows_per_call):
+                rows = slice(start, start + rows_per_call)
+                out[rows] = self.module(self._tensor(X[rows])).numpy()
+        return out
+
+    def bounds(self, XL: np.ndarray, XU: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Sound bounds ``(n, n_features)`` on the float features of every input in ``[XL, XU]`` (rows)."""
+        torch = self._torch
+        with torch.no_grad():
+            lo, hi = self._tensor(XL), self._tensor(XU)
+            for _, layer in self.layers:
+                lo, hi = _layer_bounds(layer, lo, hi, torch)
+            return lo.numpy().copy(), hi.numpy().copy()
+
+    def feature_sets(self, sets: InputSets) -> InputSets:
+        """The input sets of the features: each perturbed row's features within `bounds` of its input
+        hull, the others exact at their features; budgets, label flips and the rest carried over."""
+        nominal = self.features(sets.nominal)
+        moved = np.flatnonzero(np.any(sets.varies, axis=1))
+        off_lo, off_hi = np.zeros_like(nominal), np.zeros_like(nominal)
+        step = 1024
+        for start in range(0, len(moved), step):
+            rows = moved[start : start + step]
+            lo, hi = self.bounds(sets.lower[rows], sets.upper[rows])
+            lo, hi = np.minimum(lo, nominal[rows]), np.maximum(hi, nominal[rows])
+            # nominal + offset must stay outside [lo, hi] after the rounding of both operations
+            d_lo, d_hi = lo - nominal[rows], hi - nominal[rows]
+            slack_lo = 2 * _U * (np.abs(d_lo) + np.abs(lo)) + 1e-300
+            slack_hi = 2 * _U * (np.abs(d_hi) + np.abs(hi)) + 1e-300
+            off_lo[rows], off_hi[rows] = d_lo - slack_lo, d_hi + slack_hi
+        return InputSets(
+            nominal,
+            nominal[:, :, None].copy(),
+            np.ones(nominal.shape, dtype=np.int64),
+            off_lo,
+            off_hi,
+            budget=sets.budget,
+            label_flips=sets.label_flips,
+            flip_labels=sets.flip_labels,
+            flip_target=sets.flip_target,
+            target_radius=sets.target_radius,
+            removals=sets.removals,
+        )
+
+
+def _layer_bounds(layer: Any, lo: Any, hi: Any, torch: Any) -> tuple[Any, Any]:
+    """One layer's output box from its input box (padded as the module docstring says)."""
+    nn, F = torch.nn, torch.nn.functional
+    if isinstance(layer, (nn.ReLU, nn.MaxPool1d, nn.MaxPool2d, nn.Flatten)):
+        return layer(lo), layer(hi)  # monotone, exact in float
+    if isinstance(layer, (nn.Dropout, nn.Identity)):
+        return lo, hi
+    if isinstance(layer, (nn.AvgPool1d, nn.AvgPool2d)):
+        size = layer.kernel_size
+        terms = int(np.prod(size if isinstance(size, tuple) else (size,) * (lo.dim() - 2)))
+        return _pad(layer(lo), layer(hi), layer(torch.maximum(lo.abs(), hi.abs())), 2 * terms + 8)
+    if isinstance(layer, (nn.BatchNorm1d, nn.BatchNorm2d)):
+        return _batch_norm(lo, hi, layer, torch)
+    if isinstance(layer, nn.Linear):
+
+        def apply(x, w):
+            return F.linear(x, w)
+
+    else:  # Conv1d, Conv2d
+        if layer.padding_mode != "zeros":
+            raise TypeError(f"features: {layer} pads with {layer.padding_mode!r}; only zeros are bounded")
+        conv = F.conv1d if isinstance(layer, nn.Conv1d) else F.conv2d
+
+        def apply(x, w):
+            return conv(x, w, None, layer.stride, layer.padding, layer.dilation, layer.groups)
+
+    W, b = layer.weight, layer.bias
+    Wp, Wn = W.clamp(min=0.0), W.clamp(max=0.0)
+    new_lo, new_hi = apply(lo, Wp) + apply(hi, Wn), apply(hi, Wp) + apply(lo, Wn)
+    mag = apply(torch.maximum(lo.abs(), hi.abs()), W.abs())
+    if b is not None:
+        shape = (1, -1) + (1,) * (new_lo.dim() - 2)
+        new_lo, new_hi, mag = (
+            new_lo + b.reshape(shape),
+            new_hi + b.reshape(shape),
+            mag + b.abs().reshape(shape),
+        )
+    # a fan-in sum of K products for ours and for torch's float evaluation at any point of the box
+    return _pad(new_lo, new_hi, mag, 2 * int(np.prod(W.shape[1:])) + 8)
+
+
+def _pad(lo: Any, hi: Any, mag: Any, terms: int) -> tuple[Any, Any]:
+    """Widen by ``(terms + 4) u mag + u |end|`` (as `certkit.mibp.enclosures.interval.pad`)."""
+    err = (terms + 4) * _U * mag + 1e-300
+    return lo - (err + _U * lo.abs()), hi + (err + _U * hi.abs())
+
+
+def _batch_norm(lo: Any, hi: Any, layer: Any, torch: Any) -> tuple[Any, Any]:
+    """Eval-mode batch normalisation ``(x - μ) γ / sqrt(σ² + ε) + β`` as ``a x + c`` per channel, padded for
+    the rounding of ``a``, ``c`` and of torch's own evaluation."""
+    if layer.running_mean is None or layer.running_var is None:
+        raise TypeError(f"features: {layer} keeps no running statistics; certkit bounds eval-mode batch norm")
+    mean, var = layer.running_mean, layer.running_var
+    gamma = layer.weight if layer.weight is not None else torch.ones_like(mean)
+    beta = layer.bias if layer.bias is not None else torch.zeros_like(mean)
+    a = gamma / torch.sqrt(var + layer.eps)
+    c = beta - mean * a
+    shape = (1, -1) + (1,) * (lo.dim() - 2)
+    a, c = a.reshape(shape), c.reshape(shape)
+    new_lo = torch.minimum(a * lo, a * hi) + c
+    new_hi = torch.maximum(a * lo, a * hi) + c
+    mag = a.abs() * lo.abs().maximum(hi.abs()) + (a * mean.reshape(shape)).abs() + beta.abs().reshape(shape)
+    return _pad(new_lo, new_hi, mag, 12)
