@@ -401,6 +401,17 @@ def test_label_checks_for_the_cross_entropies():
         InverseDecay(0.0, 0.5)
 
 
+def test_inverse_decay_refuses_negative_steps():
+    # fuzz round 4: rate(-1) answered 2.0 and rate(-2) divided by zero
+    rate = InverseDecay(1.0, 0.5)
+    for step in (-1, -2, -3):
+        with pytest.raises(ValueError, match=f"step must be >= 0, got {step}"):
+            rate(step)
+    with pytest.raises(TypeError, match="step must be an integer, got float"):
+        rate(1.5)
+    assert rate(np.int64(2)) == rate(2) == 0.5
+
+
 @pytest.mark.parametrize("carry", ["box", "affine", "shared"])
 @pytest.mark.parametrize("kind", RECIPE_KINDS)
 def test_attacked_random_recipes_stay_inside(kind, carry):

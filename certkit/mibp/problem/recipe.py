@@ -69,6 +69,7 @@ class InverseDecay:
             )
 
     def __call__(self, step: int) -> float:
+        step = check_integer(step, "step", minimum=0)  # counted from 0: a negative step has no rate
         return max(self.learning_rate / (1.0 + self.decay * step), self.minimum)
 
     def __repr__(self) -> str:
