@@ -37,12 +37,28 @@ class _Classes:
     n_classes: int
 
 
-def _standardise(X: np.ndarray, X_test: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _standardise(
+    X: np.ndarray, X_test: np.ndarray, names: tuple[str, ...] | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     """Both parts centred and scaled with the training part's mean and standard deviation (constant
-    columns are only centred)."""
-    mean, std = X.mean(axis=0), X.std(axis=0)
-    scale = np.where(std > 0, std, 1.0)
-    return (X - mean) / scale, (X_test - mean) / scale
+    columns are only centred); a column whose statistics or standardised values overflow float64 is a
+    ValueError naming it (``names``: the feature columns' names)."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        mean, std = X.mean(axis=0), X.std(axis=0)
+        scale = np.where(std > 0, std, 1.0)
+        train, test = (X - mean) / scale, (X_test - mean) / scale
+    finite = (
+        np.isfinite(mean) & np.isfinite(std) & np.isfinite(train).all(axis=0) & np.isfinite(test).all(axis=0)
+    )
+    if not finite.all():
+        j = int(np.flatnonzero(~finite)[0])
+        column = f"column {names[j]!r}" if names is not None else f"feature column {j}"
+        largest = float(max(np.max(np.abs(X[:, j])), np.max(np.abs(X_test[:, j]), initial=0.0)))
+        raise ValueError(
+            f"data: {column} cannot be standardised in float64: its values reach {largest:.3g}, so its mean "
+            "or standard deviation overflows; rescale the column (e.g. divide it by a power of ten)"
+        )
+    return train, test
 
 
 def _builtin(name: str, *, rng: int = 0, test_size: float = 0.25) -> _Classes:
@@ -77,25 +93,66 @@ def load_data(name: str, *, rng: int = 0, test_size: float = 0.25) -> BenchmarkD
 
 
 _FILE_FORMAT = (
-    "a CSV file (a header row of names, then numeric rows; the label column is --label, default the last) "
-    "or a NumPy .npz archive (numpy.savez) of the arrays X (n, d) and y (n,) of class labels"
+    "a CSV file (a header row of names, then rows of numbers; the label column is --label, default the "
+    "last, and may hold class names) or a NumPy .npz archive (numpy.savez) of the arrays X (n, d) and y (n,) "
+    "of class labels"
 )
 
 
-def _read_file(path: str, label: str | None) -> tuple[np.ndarray, np.ndarray, str]:
-    """Features, raw labels and a description of a user's CSV or NPZ file (ValueError naming --data)."""
-    from certkit.datasets._base import read_numeric_csv
+def _read_csv(path: str, label: str | None) -> tuple[np.ndarray, np.ndarray, str, tuple[str, ...]]:
+    """A CSV file's numeric feature columns and its label column: numbers when every label is one, else the
+    labels as text (surrounding spaces dropped)."""
+    import csv
+    import io
 
+    from certkit.datasets._base import _file_kind
+
+    with open(path, "rb") as handle:
+        raw = handle.read()
+    try:
+        rows = list(csv.reader(io.StringIO(raw.decode("utf-8-sig"), newline="")))
+    except (UnicodeDecodeError, csv.Error) as exc:
+        raise ValueError(
+            f"{path} is not a UTF-8 text CSV file ({_file_kind(raw)}); --data reads {_FILE_FORMAT}"
+        ) from exc
+    if len(rows) < 2:
+        raise ValueError(f"{path} needs a header row and at least one data row")
+    names = rows[0]
+    if label is not None and label not in names:
+        raise ValueError(f"label {label!r} is not a column of {path}; its columns are {names}")
+    if len(names) < 2:
+        raise ValueError(f"data: {path} has one column; it needs feature columns and a label column")
+    column = len(names) - 1 if label is None else names.index(label)
+    features = [c for c in range(len(names)) if c != column]
+    X = np.empty((len(rows) - 1, len(features)))
+    labels = []
+    for r, row in enumerate(rows[1:], start=2):
+        if len(row) != len(names):
+            raise ValueError(f"{path} line {r} has {len(row)} fields, the header has {len(names)}")
+        for j, c in enumerate(features):
+            try:
+                X[r - 2, j] = float(row[c])
+            except ValueError:
+                raise ValueError(
+                    f"{path} line {r}, column {names[c]!r}: {row[c]!r} is not a number"
+                ) from None
+        labels.append(row[column].strip())
+        if not labels[-1]:
+            raise ValueError(f"{path} line {r}: the label column {names[column]!r} is empty")
+    try:
+        y = np.array([float(v) for v in labels])
+    except ValueError:  # class names: the labels are text
+        y = np.array(labels)
+    return X, y, f"label column {names[column]!r}", tuple(names[c] for c in features)
+
+
+def _read_file(path: str, label: str | None) -> tuple[np.ndarray, np.ndarray, str, tuple[str, ...] | None]:
+    """Features, raw labels, a description of a user's CSV or NPZ file and the feature columns' names (None
+    for an NPZ file) (ValueError naming --data)."""
     with open(path, "rb") as handle:
         npz = path.endswith(".npz") or handle.read(4) == b"PK\x03\x04"
     if not npz:
-        table, names = read_numeric_csv(path, how=f"--data reads {_FILE_FORMAT}")
-        if label is not None and label not in names:
-            raise ValueError(f"label {label!r} is not a column of {path}; its columns are {names}")
-        column = len(names) - 1 if label is None else names.index(label)
-        if len(names) < 2:
-            raise ValueError(f"data: {path} has one column; it needs feature columns and a label column")
-        return np.delete(table, column, axis=1), table[:, column], f"label column {names[column]!r}"
+        return _read_csv(path, label)
     if label is not None:
         raise ValueError("label names a CSV column; an .npz archive holds the arrays X and y")
     try:
@@ -113,7 +170,7 @@ def _read_file(path: str, label: str | None) -> tuple[np.ndarray, np.ndarray, st
                 f"data: {path} lacks the arrays {missing} (it has {f.files}); expected {_FILE_FORMAT}"
             )
         try:
-            return f["X"], f["y"], "arrays X and y"
+            return f["X"], f["y"], "arrays X and y", None
         except ValueError:  # object arrays, which are not read without allow_pickle
             raise ValueError(
                 f"data: {path} holds arrays of Python objects; expected {_FILE_FORMAT}"
@@ -154,7 +211,7 @@ def load_file(path: str, *, label: str | None = None, test_size: float = 0.25, r
     from certkit._validation import check_array
     from certkit.datasets import Dataset
 
-    X, y, where = _read_file(path, label)
+    X, y, where, columns = _read_file(path, label)
     X = check_array(X, "data X", ndim=2)
     if X.shape[1] < 1 or X.shape[0] < 2:
         raise ValueError(f"data: {path} needs at least 2 rows and 1 feature column, got {X.shape}")
@@ -166,7 +223,7 @@ def load_file(path: str, *, label: str | None = None, test_size: float = 0.25, r
     codes, names = _class_codes(y, where)
     full = Dataset(os.path.basename(path), X, codes, tuple(f"x{j}" for j in range(X.shape[1])), names, path)
     split = full.split(test_size=test_size, rng=rng)
-    Xtr, Xte = _standardise(split.X_train, split.X_test)
+    Xtr, Xte = _standardise(split.X_train, split.X_test, columns)
     return _Classes(f"{full.name} ({where})", Xtr, split.y_train, Xte, split.y_test, len(names))
 
 

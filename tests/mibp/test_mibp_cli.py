@@ -423,3 +423,62 @@ def test_a_diverged_training_is_called_so(capsys):
     assert main(["mibp", "--learning-rate", "1e12"]) == 0
     out = capsys.readouterr().out
     assert "training diverged; use a smaller --learning-rate" in out and "train longer" not in out
+
+
+# ------------------------------------------------------------------------------------------------
+# issue 36: class names in a CSV, values beyond what float64 standardises
+
+
+def test_data_csv_with_class_names(tmp_path, capsys, monkeypatch):
+    import certkit.mibp as mibp
+
+    X, y = _blobs()
+    names = np.array(["setosa", "versicolor", "virginica"])[y]
+    path = tmp_path / "named.csv"
+    path.write_text("a,b,species\n" + "\n".join(f"{a},{b}, {c} " for (a, b), c in zip(X, names)) + "\n")
+    seen = {}
+    real = mibp.certified_training
+
+    def train(model, X, y, **kwargs):
+        seen.update(y=y, outputs=model.sizes[-1])
+        return real(model, X, y, **kwargs)
+
+    monkeypatch.setattr("certkit.mibp.certified_training", train)
+    code, out, err = _main(capsys, "--data", str(path), "--loss", "cross_entropy")
+    assert code == 0, err
+    assert "3 classes" in out and _value(out, "nominal test accuracy") > 0.9
+    data = _cli.load_file(str(path))
+    codes = {"setosa": 0, "versicolor": 1, "virginica": 2}  # the sorted names, surrounding spaces dropped
+    assert set(seen["y"].tolist()) == {0, 1, 2} and seen["outputs"] == 3
+    # every row keeps its class: the split's codes are the names' codes
+    full = np.concatenate([data.y, data.y_test])
+    assert np.bincount(full).tolist() == [np.sum(names == n) for n in codes]
+    # an .npz of strings and a CSV of the same names give the same split
+    np.savez(tmp_path / "named.npz", X=X, y=names)
+    npz = _cli.load_file(str(tmp_path / "named.npz"))
+    np.testing.assert_array_equal(npz.y, data.y)
+    np.testing.assert_array_equal(npz.X, data.X)
+    (tmp_path / "gap.csv").write_text("a,y\n1,yes\n2,\n3,no\n")
+    code, _, err = _main(capsys, "--data", str(tmp_path / "gap.csv"))
+    assert code == 2 and "line 3: the label column 'y' is empty" in err and len(err.splitlines()) == 1
+
+
+@pytest.mark.parametrize("scale", [1e307, 1e200])
+def test_data_too_large_to_standardise_is_a_one_line_error(tmp_path, capsys, scale):
+    # fuzz round 4: values near 1e307 gave NaN features (the column sum overflowed); above ~1e154 the
+    # standard deviation overflowed and the column was silently zeroed
+    gen = np.random.default_rng(0)
+    rows = [f"{scale * (1 + gen.random())},{gen.normal()},{i % 2}" for i in range(40)]
+    path = tmp_path / "big.csv"
+    path.write_text("huge,small,y\n" + "\n".join(rows) + "\n")
+    code, out, err = _main(capsys, "--data", str(path))
+    assert code == 2 and out == "" and len(err.splitlines()) == 1
+    assert err.startswith("certkit mibp: error: --data: column 'huge' cannot be standardised in float64")
+    assert "rescale the column" in err and "nan" not in err.lower()
+    np.savez(
+        tmp_path / "big.npz",
+        X=np.array([[scale * (1 + gen.random()), 0.0] for _ in range(40)]),
+        y=np.arange(40) % 2,
+    )
+    code, _, err = _main(capsys, "--data", str(tmp_path / "big.npz"))
+    assert code == 2 and "feature column 0 cannot be standardised" in err
