@@ -46,7 +46,9 @@ def test_reproduction_a_missing_value(backend, formulation):
         assert np.all(lo <= v) and np.all(v <= hi), f"x = {x}"
     grid = np.linspace(-1, 1, 41)
     reach = max(m.gd_step(np.array([[x]]), y, learning_rate=1.0).to_vector()[0] for x in grid)
-    assert hi[0] >= reach > 1.8  # the reported bound was 1.5861
+    # the grid reaches 1.815 (its 1e-15 float error differs between CPUs; 0.015 of margin): above the
+    # wrong 1.5861 that was reported
+    assert hi[0] >= reach > 1.8
 
 
 @needs_scip
