@@ -49,7 +49,7 @@ def certified_training(
     y: Any,
     *,
     perturbation: Perturbation,
-    loss: str = "hinge",
+    loss: str,
     epochs: int = 1,
     learning_rate: float | Sequence[float] | Callable[[int], float] = 0.1,
     batch_size: int | None = None,
@@ -88,7 +88,9 @@ def certified_training(
         most ``k`` points: ``Budget(FeatureBox(eps) & LabelFlips(1), k)``).
     loss : {"hinge", "mse", "cross_entropy", "binary_cross_entropy"}
         Mean training loss of each batch ``J = (1/|B|) Σ_{k∈B} ℓ_k`` (PyTorch's ``CrossEntropyLoss`` and
-        ``BCEWithLogitsLoss`` for the two cross-entropies).
+        ``BCEWithLogitsLoss`` for the two cross-entropies).  Required: the boxes are for the loss the
+        model is trained with, and no loss can be read off the labels (±1 labels fit the hinge, MSE and,
+        as 0/1, binary cross-entropy alike).
     epochs : int
         Passes over the data; the result holds the box after each.
     learning_rate : float, sequence or callable

@@ -340,15 +340,16 @@ def test_program_backends_name_the_backend_that_supports_a_recipe():
     _, yh = LABELS["hinge"]
     for bad in (dict(momentum=0.5), dict(batch_size=4), dict(learning_rate=[0.1, 0.2], epochs=2)):
         with pytest.raises(ValueError, match="does not support a learning-rate schedule"):
-            certified_training(model, X, yh, perturbation=FeatureBox(0.01), backend="lp", **bad)
+            certified_training(model, X, yh, perturbation=FeatureBox(0.01), loss="hinge", backend="lp", **bad)
     with pytest.raises(ValueError, match="label flips between more than two classes"):
-        certified_training(model, X, yh, perturbation=LabelFlips(1), backend="lp")
+        certified_training(model, X, yh, loss="hinge", perturbation=LabelFlips(1), backend="lp")
     with pytest.raises(ValueError, match="paired poisoning"):
         certified_training(
             MLP.random([3, 3, 1], rng=0),
             X,
             np.where(yh > 0, 1, -1),
             perturbation=Budget(FeatureBox(0.1) & LabelFlips(1), 1),
+            loss="hinge",
             backend="lp",
         )
 
@@ -487,4 +488,4 @@ def test_first_use_review_findings():
     with pytest.raises(
         ValueError, match=r"labels y must be -1 or \+1 for the binary hinge loss \(one output\)$"
     ):
-        certified_training(model, X, np.full(len(X), 2), perturbation=FeatureBox(0.01))
+        certified_training(model, X, np.full(len(X), 2), loss="hinge", perturbation=FeatureBox(0.01))
