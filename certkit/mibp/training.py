@@ -50,7 +50,7 @@ def certified_training(
     *,
     perturbation: Perturbation,
     loss: str,
-    epochs: int = 1,
+    epochs: int | None = None,
     learning_rate: float | Sequence[float] | Callable[[int], float] = 0.1,
     batch_size: int | None = None,
     shuffle: bool = False,
@@ -58,6 +58,7 @@ def certified_training(
     momentum: float = 0.0,
     weight_decay: float = 0.0,
     rng: RNGLike = None,
+    batches: Sequence[Sequence[Any]] | None = None,
     backend: str = "interval",
     formulation: str = "decomposed",
     carry: str = "box",
@@ -91,8 +92,9 @@ def certified_training(
         ``BCEWithLogitsLoss`` for the two cross-entropies).  Required: the boxes are for the loss the
         model is trained with, and no loss can be read off the labels (±1 labels fit the hinge, MSE and,
         as 0/1, binary cross-entropy alike).
-    epochs : int
-        Passes over the data; the result holds the box after each.
+    epochs : int, optional
+        Passes over the data; the result holds the box after each (default 1, or one per entry of
+        ``batches``).
     learning_rate : float, sequence or callable
         A constant rate λ > 0, one rate per gradient step, or a callable ``step -> rate`` (steps counted
         from 0 over all gradient steps; `InverseDecay` is ``lr / (1 + decay * step)`` with a floor).
@@ -109,6 +111,15 @@ def certified_training(
         L2 coefficient added to the gradient (``torch.optim.SGD(weight_decay=...)``).
     rng : None, int or numpy.random.Generator
         Source of the shuffled batch order.
+    batches : sequence of sequences of index arrays, optional
+        The batch order of the run you trained, instead of one drawn here: ``batches[e][s]`` holds the row
+        indices (into ``X``) of the ``s``-th gradient step of epoch ``e`` (lists, NumPy arrays or torch
+        tensors of integers).  Record them in your own loop, e.g. ``for idx in DataLoader(range(n),
+        batch_size=32, shuffle=True, generator=g)`` with one list of ``idx`` per epoch; the nominal run
+        then is your run (``result.nominal`` equals the model your loop trained, up to float rounding),
+        and the boxes hold for that order.  Each batch lists a row at most once (no sampling with
+        replacement), every epoch has the same number of batches, ``epochs`` (if given) equals
+        ``len(batches)``, and ``batch_size``, ``shuffle`` and ``drop_last`` stay at their defaults.
     backend : {"interval", "gurobi", "scip", "milp", "lp"}
         ``interval``: interval arithmetic (fast, loosest; every recipe). ``gurobi`` / ``scip``: exact
         mixed-integer bilinear programs. ``milp``: McCormick envelopes + binaries (HiGHS directly, or the
@@ -201,10 +212,11 @@ def certified_training(
     loss = check_in_options(loss, "loss", LOSSES)
     y = check_labels(y, loss, model.sizes[-1], len(X))
     y_fit = y[:, 0] if loss == "mse" and y.shape[1] == 1 else y
-    epochs = check_integer(epochs, "epochs", minimum=1)
-    check_allocation(
-        24.0 * model.n_params * (epochs + 1.0), "epochs", epochs, what="the per-epoch parameter boxes"
-    )
+    if epochs is not None or batches is None:
+        epochs = check_integer(1 if epochs is None else epochs, "epochs", minimum=1)
+        check_allocation(
+            24.0 * model.n_params * (epochs + 1.0), "epochs", epochs, what="the per-epoch parameter boxes"
+        )
     recipe = make_recipe(
         len(X),
         loss=loss,
@@ -216,7 +228,15 @@ def certified_training(
         momentum=momentum,
         weight_decay=weight_decay,
         rng=rng,
+        batches=batches,
     )
+    if epochs is None:  # as many epochs as the given batch order holds
+        check_allocation(
+            24.0 * model.n_params * (recipe.epochs + 1.0),
+            "batches",
+            f"{recipe.epochs} epochs",
+            what="the per-epoch parameter boxes",
+        )
     backend = check_in_options(backend, "backend", BACKENDS)
     formulation = check_in_options(formulation, "formulation", FORMULATIONS)
     carry = check_in_options(carry, "carry", CARRIES)

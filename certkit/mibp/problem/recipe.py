@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 import numbers
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -106,6 +106,8 @@ class Recipe:
         None: full batch.
     shuffle, drop_last : bool
         How the batches were drawn.
+    user_batches : bool
+        The batch order was given (``batches=``) rather than drawn; ``batch_size`` is then its largest batch.
     """
 
     loss: str
@@ -118,6 +120,7 @@ class Recipe:
     batch_size: int | None = None
     shuffle: bool = False
     drop_last: bool = False
+    user_batches: bool = False
 
     @property
     def n_steps(self) -> int:
@@ -162,6 +165,10 @@ class Recipe:
         batch = "full batch" if self.batch_size is None else f"batch {self.batch_size}"
         if self.batch_size is not None and self.shuffle:
             batch += ", shuffled"
+        if self.user_batches:
+            smallest = min(len(rows) for rows in self.batches)
+            sizes = f"{smallest}" if smallest == self.batch_size else f"{smallest}-{self.batch_size}"
+            batch = f"your batch order ({self.steps_per_epoch} batches of {sizes} rows per epoch)"
         parts = [f"loss={self.loss}", f"learning_rate={rate_text}", batch]
         if self.momentum:
             parts.append(f"momentum={self.momentum:g}")
@@ -182,8 +189,9 @@ def make_recipe(
     momentum: float = 0.0,
     weight_decay: float = 0.0,
     rng: RNGLike = None,
+    batches: Any = None,
 ) -> Recipe:
-    """Validate the training options for ``n`` rows and draw the batch order once.
+    """Validate the training options for ``n`` rows and draw the batch order once (or take the given one).
 
     Parameters
     ----------
@@ -191,8 +199,8 @@ def make_recipe(
         Number of training rows.
     loss : str
         One of `LOSSES`.
-    epochs : int
-        Passes over the data (>= 0).
+    epochs : int or None
+        Passes over the data (>= 0); None only with ``batches`` (one epoch per entry).
     learning_rate : float, sequence or callable
         A constant rate, one rate per gradient step (``epochs * steps_per_epoch`` of them), or a callable
         ``step -> rate`` with steps counted from 0 (e.g. `InverseDecay`).  Every rate must be finite and > 0.
@@ -209,9 +217,23 @@ def make_recipe(
         L2 coefficient added to the gradient (>= 0).
     rng : None, int or numpy.random.Generator
         Source of the shuffled order (unused without ``shuffle``).
+    batches : sequence of sequences of int arrays, optional
+        The batch order itself, as the user's training loop drew it: ``batches[e][s]`` holds the row
+        indices of the ``s``-th batch of epoch ``e`` (lists, NumPy arrays or torch tensors of integers in
+        ``0..n-1``, each row at most once per batch; every epoch has the same number of batches, as a
+        ``DataLoader``'s epochs do).  It replaces ``batch_size``, ``shuffle`` and ``drop_last``, which
+        describe an order drawn here and must stay at their defaults.
     """
     n = check_integer(n, "n", minimum=1)
     loss = check_in_options(loss, "loss", LOSSES)
+    if batches is not None:
+        return _given_recipe(
+            n, loss, epochs, learning_rate, batch_size, shuffle, drop_last, momentum, weight_decay, batches
+        )
+    if epochs is None:
+        raise TypeError(
+            "epochs must be an integer (None only with batches=, which gives one entry per epoch)"
+        )
     epochs = check_integer(epochs, "epochs", minimum=0)
     shuffle = check_bool(shuffle, "shuffle")
     drop_last = check_bool(drop_last, "drop_last")
@@ -251,6 +273,123 @@ def make_recipe(
         shuffle=shuffle,
         drop_last=drop_last,
     )
+
+
+def _given_recipe(
+    n, loss, epochs, learning_rate, batch_size, shuffle, drop_last, momentum, weight_decay, batches
+) -> Recipe:
+    """`make_recipe` with the user's batch order (``batches``), checked entry by entry."""
+    for name, value, default in (
+        ("batch_size", batch_size, None),
+        ("shuffle", shuffle, False),
+        ("drop_last", drop_last, False),
+    ):
+        if value is not default and value != default:
+            raise ValueError(
+                f"batches= gives the batch order itself; {name}={value!r} describes an order that certkit "
+                f"would draw, so the two contradict each other: leave {name} at {default!r} (every batch's "
+                "rows are in batches)"
+            )
+    momentum = _nonnegative(momentum, "momentum")
+    if momentum >= 1.0:
+        raise ValueError(f"momentum must be in [0, 1), got {momentum!r}")
+    weight_decay = _nonnegative(weight_decay, "weight_decay")
+    order = _epochs_of(batches)
+    if epochs is not None:
+        epochs = check_integer(epochs, "epochs", minimum=0)
+        if epochs != len(order):
+            raise ValueError(
+                f"epochs={epochs} but batches holds {len(order)} epoch(s) (one sequence of batches per "
+                "epoch): give one of them, or make them agree"
+            )
+    steps: list[np.ndarray] = []
+    per_epoch = None
+    for e, epoch in enumerate(order):
+        rows_of_epoch = _batches_of(epoch, e)
+        if per_epoch is None:
+            per_epoch = len(rows_of_epoch)
+        elif len(rows_of_epoch) != per_epoch:
+            raise ValueError(
+                f"batches[{e}] has {len(rows_of_epoch)} batches but batches[0] has {per_epoch}: every epoch "
+                "must have the same number of batches (as a DataLoader's epochs do)"
+            )
+        for s, rows in enumerate(rows_of_epoch):
+            steps.append(_batch_rows(rows, n, e, s))
+    rates = _rates(learning_rate, len(steps))
+    return Recipe(
+        loss=loss,
+        epochs=len(order),
+        rates=rates,
+        batches=tuple(steps),
+        steps_per_epoch=per_epoch,
+        momentum=momentum,
+        weight_decay=weight_decay,
+        batch_size=max(len(rows) for rows in steps),
+        user_batches=True,
+    )
+
+
+_BATCHES_FORMAT = (
+    "batches holds one sequence of batches per epoch, each batch the row indices it trains on (e.g. record "
+    "them in your loop: `for idx in DataLoader(range(n), batch_size=32, shuffle=True)`, one list of idx per "
+    "epoch)"
+)
+
+
+def _is_index(value: Any) -> bool:
+    """A single integer: a Python or NumPy integer, or a 0-d array or tensor."""
+    return isinstance(value, numbers.Integral) or getattr(value, "ndim", None) == 0
+
+
+def _epochs_of(batches: Any) -> list:
+    if isinstance(batches, (str, bytes, Mapping)) or not isinstance(batches, Iterable):
+        raise TypeError(f"{_BATCHES_FORMAT}; got {type(batches).__name__}")
+    order = list(batches)
+    if not order:
+        raise ValueError(f"batches holds no epoch; {_BATCHES_FORMAT}")
+    return order
+
+
+def _batches_of(epoch: Any, e: int) -> list:
+    if _is_index(epoch):
+        raise TypeError(f"batches[{e}] is a single row index, not an epoch's batches; {_BATCHES_FORMAT}")
+    if isinstance(epoch, (str, bytes, Mapping)) or not isinstance(epoch, Iterable):
+        raise TypeError(f"batches[{e}] must be a sequence of batches, got {type(epoch).__name__}")
+    rows = list(epoch)
+    if not rows:
+        raise ValueError(f"batches[{e}] holds no batch; every epoch needs at least one")
+    return rows
+
+
+def _batch_rows(rows: Any, n: int, e: int, s: int) -> np.ndarray:
+    where = f"batches[{e}][{s}]"
+    if _is_index(rows):
+        raise TypeError(
+            f"{where} is a single row index, so batches[{e}] is one batch rather than an epoch's batches; "
+            f"{_BATCHES_FORMAT} (for one epoch: batches=[its_batches])"
+        )
+    if isinstance(rows, (str, bytes, Mapping)):
+        raise TypeError(f"{where} must be row indices (integers), got {type(rows).__name__}")
+    try:
+        arr = np.asarray(rows)
+    except (TypeError, ValueError, RuntimeError) as exc:
+        raise TypeError(f"{where} must be row indices (integers), got {type(rows).__name__}") from exc
+    if arr.ndim == 1 and arr.size == 0:
+        raise ValueError(f"{where} is empty; every batch needs at least one row")
+    if arr.ndim != 1 or arr.dtype.kind not in "iu":
+        what = f"dtype {arr.dtype}" if arr.ndim == 1 else f"an array of shape {arr.shape}"
+        raise TypeError(f"{where} must be a 1-D sequence of integer row indices, got {what}")
+    if arr.min() < 0 or arr.max() >= n:
+        bad = arr[(arr < 0) | (arr >= n)][0]
+        raise ValueError(f"{where} holds row {int(bad)}, outside 0..{n - 1} ({n} training rows)")
+    unique, counts = np.unique(arr, return_counts=True)
+    if unique.size != arr.size:
+        raise ValueError(
+            f"{where} lists row {int(unique[counts > 1][0])} more than once; each batch must hold a row at "
+            "most once (a sampler that draws with replacement is not supported: the budgets count rows, "
+            "not draws)"
+        )
+    return arr.astype(np.intp)
 
 
 def _rates(learning_rate: Any, n_steps: int) -> np.ndarray:

@@ -48,7 +48,7 @@ def check_program_recipe(backend: str, recipe: Recipe, sets: InputSets, n_output
     if recipe.loss not in ("hinge", "mse"):
         why = f"loss={recipe.loss!r}"
     elif not recipe.plain:
-        why = "a learning-rate schedule, mini-batches, momentum or weight decay"
+        why = "a learning-rate schedule, mini-batches (or a given batch order), momentum or weight decay"
     elif sets.flip_labels:
         why = "paired poisoning (LabelFlips inside a Budget)"
     elif sets.label_flips is not None and n_outputs != 1:

@@ -1,0 +1,180 @@
+"""Certifying the run the user trained: their own batch order (``batches=``), what ``contains`` does not
+prove, per-epoch certified accuracy, the affine carry's warning and progress on long program runs."""
+
+import numpy as np
+import pytest
+
+from certkit.mibp import MLP, Budget, FeatureBox, certified_training
+from certkit.mibp.problem.recipe import make_recipe
+
+torch = pytest.importorskip("torch")
+
+
+def _blobs(n=90, rng=0):
+    gen = np.random.default_rng(rng)
+    y = np.arange(n) % 3
+    X = gen.normal(size=(n, 2)) * 0.6 + np.array([[0.0, 0.0], [2.0, 0.0], [0.0, 2.0]])[y]
+    return X, y
+
+
+def _net(seed=0):
+    torch.manual_seed(seed)
+    return torch.nn.Sequential(torch.nn.Linear(2, 8), torch.nn.ReLU(), torch.nn.Linear(8, 3)).double()
+
+
+def _torch_run(net, X, y, order, *, lr, momentum, weight_decay):
+    """The user's loop on the given batch order: the models after each epoch."""
+    opt = torch.optim.SGD(net.parameters(), lr=lr, momentum=momentum, weight_decay=weight_decay)
+    Xt, yt = torch.tensor(X), torch.tensor(y)
+    path = [MLP.from_torch(net)]
+    for epoch in order:
+        for idx in epoch:
+            opt.zero_grad()
+            torch.nn.functional.cross_entropy(net(Xt[idx]), yt[idx]).backward()
+            opt.step()
+        path.append(MLP.from_torch(net))
+    return path
+
+
+RECIPE = dict(lr=0.1, momentum=0.9, weight_decay=1e-3)
+
+
+def test_the_nominal_run_is_the_users_torch_run_and_the_boxes_contain_it():
+    X, y = _blobs()
+    net = _net()
+    start = MLP.from_torch(net)
+    # the user's training loop, with a sampler-drawn order recorded as it goes
+    loader = torch.utils.data.DataLoader(
+        range(len(X)), batch_size=32, shuffle=True, generator=torch.Generator().manual_seed(0)
+    )
+    opt = torch.optim.SGD(net.parameters(), **RECIPE)
+    Xt, yt = torch.tensor(X), torch.tensor(y)
+    order, trained = [], [start]
+    for _ in range(3):
+        order.append([])
+        for idx in loader:
+            order[-1].append(idx)
+            opt.zero_grad()
+            torch.nn.functional.cross_entropy(net(Xt[idx]), yt[idx]).backward()
+            opt.step()
+        trained.append(MLP.from_torch(net))
+    res = certified_training(
+        start,
+        X,
+        y,
+        perturbation=FeatureBox(0.01),
+        loss="cross_entropy",
+        learning_rate=RECIPE["lr"],
+        momentum=RECIPE["momentum"],
+        weight_decay=RECIPE["weight_decay"],
+        batches=order,
+    )
+    assert res.epochs == 3 and res.recipe.steps_per_epoch == 3 and res.recipe.user_batches
+    # float64 on both sides; torch and numpy sum the 32-row batches and the 8-unit layers in different
+    # orders, so each step differs by a few ulps of O(1) values (~1e-15), carried through 9 momentum steps
+    # whose Jacobian has norm ~1: 1e-10 leaves five orders of magnitude to spare, and a different order
+    # (below) moves the parameters by ~1e-2
+    for ours, theirs in zip(res.nominal_path, trained):
+        np.testing.assert_allclose(ours.to_vector(), theirs.to_vector(), rtol=0, atol=1e-10)
+    assert all(res.contains(m, t) for t, m in enumerate(trained))
+    # torch runs on perturbed datasets (corners of the box) with the same order stay inside as well
+    sets = FeatureBox(0.01).sets(X)
+    gen = np.random.default_rng(1)
+    for _ in range(4):
+        path = _torch_run(_net(), sets.sample(gen, vertex=True), y, order, **RECIPE)
+        assert all(res.contains(m, t) for t, m in enumerate(path))
+    # the order is what was certified: the same recipe with a drawn order is another run
+    drawn = start.train(
+        X, y, loss="cross_entropy", epochs=3, learning_rate=0.1, momentum=0.9, weight_decay=1e-3,
+        batch_size=32, shuffle=True, rng=0,
+    )  # fmt: skip
+    assert np.max(np.abs(drawn[-1].to_vector() - trained[-1].to_vector())) > 1e-3
+    assert "your batch order (3 batches of 26-32 rows per epoch)" in res.summary()
+
+
+@pytest.mark.parametrize("carry", ["box", "affine", "shared"])
+def test_a_given_order_with_a_budget_is_sound_under_attack(carry):
+    from certkit.mibp.certification.attack import attack_violation
+
+    X, y = _blobs(30, rng=2)
+    gen = np.random.default_rng(3)
+    # uneven batches that skip some rows and revisit others within an epoch, as a custom sampler may
+    order = [[gen.choice(30, size=s, replace=False) for s in (11, 7, 12)] for _ in range(2)]
+    pert = Budget(FeatureBox(0.2), 3)
+    res = certified_training(
+        MLP.random([2, 4, 3], rng=0),
+        X,
+        y,
+        perturbation=pert,
+        loss="cross_entropy",
+        learning_rate=0.5,
+        momentum=0.5,
+        batches=order,
+        carry=carry,
+    )
+    violation, trajectories = attack_violation(res, X, y, pert, restarts=3, steps=4, rng=gen)
+    assert trajectories >= 3 and violation <= 0.0
+
+
+def _order(n=10):
+    return [[np.arange(0, 5), np.arange(5, n)], [np.arange(5, n), np.arange(0, 5)]]
+
+
+@pytest.mark.parametrize(
+    ("options", "error", "match"),
+    [
+        (dict(batch_size=5), ValueError, r"batches= gives the batch order itself; batch_size=5 describes"),
+        (dict(shuffle=True), ValueError, r"shuffle=True describes an order that certkit would draw"),
+        (dict(drop_last=True), ValueError, r"leave drop_last at False"),
+        (dict(epochs=3), ValueError, r"epochs=3 but batches holds 2 epoch\(s\)"),
+        (dict(batches=[]), ValueError, "batches holds no epoch"),
+        (dict(batches=5), TypeError, "batches holds one sequence of batches per epoch.*got int"),
+        (dict(batches="0,1"), TypeError, "got str"),
+        (
+            dict(batches=[np.arange(5), np.arange(5, 10)]),
+            TypeError,
+            r"batches\[0\]\[0\] is a single row index",
+        ),
+        (dict(batches=[3, 4]), TypeError, r"batches\[0\] is a single row index, not an epoch's batches"),
+        (dict(batches=[[]]), ValueError, r"batches\[0\] holds no batch"),
+        (dict(batches=[[np.arange(5)], [np.arange(5), [5]]]), ValueError, r"batches\[1\] has 2 batches but"),
+        (
+            dict(batches=[[[0, 10]]]),
+            ValueError,
+            r"batches\[0\]\[0\] holds row 10, outside 0..9 \(10 training",
+        ),
+        (dict(batches=[[[-1, 2]]]), ValueError, r"holds row -1, outside 0..9"),
+        (dict(batches=[[[1, 2, 1]]]), ValueError, r"lists row 1 more than once.*with replacement"),
+        (dict(batches=[[[]]]), ValueError, r"batches\[0\]\[0\] is empty"),
+        (dict(batches=[[[0.0, 1.0]]]), TypeError, r"integer row indices, got dtype float64"),
+        (dict(batches=[[np.ones(3, dtype=bool)]]), TypeError, "got dtype bool"),
+        (dict(batches=[[np.zeros((2, 2), dtype=int)]]), TypeError, r"got an array of shape \(2, 2\)"),
+        (dict(learning_rate=[0.1, 0.2]), ValueError, r"one rate per gradient step \(4 = epochs"),
+    ],
+)
+def test_bad_batch_orders_are_refused(options, error, match):
+    X, y = _blobs(10)
+    kw = dict(perturbation=FeatureBox(0.01), loss="cross_entropy", learning_rate=0.1, batches=_order())
+    with pytest.raises(error, match=match):
+        certified_training(MLP.random([2, 3, 3], rng=0), X, y, **(kw | options))
+
+
+def test_a_given_order_is_used_step_by_step():
+    order = [[torch.tensor([4, 1]), np.array([0, 2, 3])], [[3, 2, 1, 0, 4], np.array([1])]]
+    recipe = make_recipe(5, loss="hinge", epochs=None, learning_rate=0.1, batches=order)
+    assert recipe.epochs == 2 and recipe.steps_per_epoch == 2 and recipe.n_steps == 4
+    assert [b.tolist() for b in recipe.batches] == [[4, 1], [0, 2, 3], [3, 2, 1, 0, 4], [1]]
+    assert recipe.batch_size == 5 and not recipe.plain
+    assert "your batch order (2 batches of 1-5 rows per epoch)" in recipe.describe()
+    # a generator of epochs is read once, as a list would be
+    again = make_recipe(5, loss="hinge", epochs=2, learning_rate=0.1, batches=(e for e in order))
+    assert all(np.array_equal(a, b) for a, b in zip(again.batches, recipe.batches))
+    with pytest.raises(TypeError, match="epochs must be an integer"):
+        make_recipe(5, loss="hinge", epochs=None, learning_rate=0.1)
+    # the program backends certify full-batch gradient descent only
+    X, y = _blobs(5)
+    with pytest.raises(ValueError, match=r"does not support .*a given batch order"):
+        certified_training(
+            MLP.random([2, 3, 1], rng=0), X, np.where(y > 0, 1, -1), perturbation=FeatureBox(0.01),
+            loss="hinge", batches=order, backend="lp",
+        )  # fmt: skip
