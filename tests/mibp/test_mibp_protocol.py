@@ -15,7 +15,7 @@ from certkit.mibp import (
     certify_predictions,
     select_epoch,
 )
-from certkit.mibp.certification import selection
+from certkit.mibp.certification import certify
 from certkit.mibp.certification.attack import attack_predictions
 
 
@@ -106,6 +106,10 @@ def test_select_epoch_hand_oracle():
     text = sel.summary()
     assert "epoch 2" in text and text.count("*") == 1
     assert sel.to_dict()["epoch"] == 2
+    # the per-epoch series without selecting: the same hand oracle
+    res = _hand_result(BOXES, NOMINAL)
+    np.testing.assert_array_equal(res.certified_accuracy(X_VAL, Y_VAL), [0.5, 0.75, 1.0, 0.5, 1.0])
+    np.testing.assert_array_equal(res.nominal_accuracy(X_VAL, Y_VAL), [0.5, 0.75, 1.0, 1.0, 1.0])
 
 
 def test_epoch_zero_is_never_selected():
@@ -170,13 +174,13 @@ def test_select_epoch_reads_only_the_validation_split(monkeypatch):
         learning_rate=0.5,
     )
     seen = []
-    real = selection.certify_predictions
+    real = certify.certify_predictions
 
     def spy(result, X_arg, **kwargs):
         seen.append((np.array(X_arg), kwargs["epoch"]))
         return real(result, X_arg, **kwargs)
 
-    monkeypatch.setattr(selection, "certify_predictions", spy)
+    monkeypatch.setattr(certify, "certify_predictions", spy)
     select_epoch(res, X_val, y_val)
     assert [t for _, t in seen] == [0, 1, 2, 3]
     for X_arg, _ in seen:

@@ -141,7 +141,8 @@ def test_result_object():
     )
     assert isinstance(res, CertifiedTrainingResult)
     text = res.summary()
-    assert "interval" in text and "max width" in text and len(text.splitlines()) == 5
+    assert "interval" in text and "max width" in text and len(text.splitlines()) == 7
+    assert "contains(model) does not prove that a model\ncame from this run" in text
     d = res.to_dict()
     assert d["backend"] == "interval" and len(d["lower"]) == 3
     assert res.epoch_seconds.shape == (2,)

@@ -178,3 +178,43 @@ def test_a_given_order_is_used_step_by_step():
             MLP.random([2, 3, 1], rng=0), X, np.where(y > 0, 1, -1), perturbation=FeatureBox(0.01),
             loss="hinge", batches=order, backend="lp",
         )  # fmt: skip
+
+
+def test_certified_accuracy_per_epoch_without_a_loop():
+    from certkit.mibp import CertifiedTrainingResult, certify_predictions
+
+    X, y = _blobs(60)
+    X_test, y_test = _blobs(45, rng=5)
+    res = certified_training(
+        MLP.random([2, 6, 3], init="torch", rng=0), X, y, perturbation=FeatureBox(0.02),
+        loss="cross_entropy", epochs=4, learning_rate=0.5, momentum=0.5,
+    )  # fmt: skip
+    series = res.certified_accuracy(X_test, y_test)
+    by_hand = [certify_predictions(res, X_test, epoch=t).certified_accuracy(y_test) for t in range(5)]
+    np.testing.assert_array_equal(series, by_hand)
+    assert series.shape == (5,) and len(set(series.tolist())) > 1
+    nominal = res.nominal_accuracy(X_test, y_test)
+    np.testing.assert_array_equal(nominal, [np.mean(m.predict(X_test) == y_test) for m in res.nominal_path])
+    assert np.all(series <= nominal)
+    with pytest.raises(ValueError, match=r"X must have shape \(any, 2\)"):
+        res.certified_accuracy(X_test[:, :1], y_test)
+    with pytest.raises(ValueError, match=r"labels y must be integers in 0..2"):
+        res.certified_accuracy(X_test, y_test + 1)
+    with pytest.raises(ValueError, match="inconsistent"):
+        res.nominal_accuracy(X_test, y_test[:-1])
+    with pytest.raises(ValueError, match="unknown backend"):
+        res.certified_accuracy(X_test, y_test, backend="exact")
+    # binary cross-entropy: 0/1 labels, as it was trained with
+    yb = (y > 0).astype(float)
+    binary = certified_training(
+        MLP.random([2, 4, 1], rng=0), X, yb, perturbation=FeatureBox(0.02), loss="binary_cross_entropy",
+        epochs=2, learning_rate=0.5,
+    )  # fmt: skip
+    np.testing.assert_array_equal(
+        binary.certified_accuracy(X_test, (y_test > 0).astype(int)),
+        binary.certified_accuracy(X_test, np.where(y_test > 0, 1, -1)),
+    )
+    # what contains() does not prove, in its docstring and in every summary
+    doc = " ".join(CertifiedTrainingResult.contains.__doc__.split())
+    assert "What it does not prove" in doc and "another order or recipe" in doc
+    assert "says nothing about one trained with another batch order or recipe" in res.summary()
