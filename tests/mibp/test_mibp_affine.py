@@ -131,6 +131,7 @@ def test_pure_zonotope_contains_sampled_trajectories(kind, seed):
                 assert _membership_gap(zonos[t], v) <= 1e-7
 
 
+@pytest.mark.filterwarnings("ignore:carry='affine' relaxes:UserWarning")  # soundness, not advice
 @pytest.mark.parametrize("seed", range(6))
 def test_never_wider_than_box_per_step(seed):
     gen = np.random.default_rng(200 + seed)
@@ -154,6 +155,7 @@ def test_affine_is_tighter_in_later_epochs():
     assert aff.mean_widths()[-1] < 0.8 * box.mean_widths()[-1]
 
 
+@pytest.mark.filterwarnings("ignore:carry='affine' relaxes:UserWarning")  # soundness, not advice
 def test_budget_and_label_flips_run_and_stay_within_box():
     gen = np.random.default_rng(11)
     X = gen.normal(size=(8, 2))

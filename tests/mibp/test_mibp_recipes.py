@@ -162,6 +162,7 @@ def _check_sound(res, model, y, perturbation, loss, C, draws=30, seed=0):
     assert worst <= 0.0, f"a sampled training run leaves its box by {worst}"
 
 
+@pytest.mark.filterwarnings("ignore:carry='affine' relaxes:UserWarning")  # soundness, not advice
 @pytest.mark.parametrize("carry", ["box", "affine", "shared"])
 @pytest.mark.parametrize("pert_name", list(PERTURBATIONS))
 @pytest.mark.parametrize("loss", ["cross_entropy", "binary_cross_entropy", "hinge"])
@@ -413,6 +414,7 @@ def test_inverse_decay_refuses_negative_steps():
     assert rate(np.int64(2)) == rate(2) == 0.5
 
 
+@pytest.mark.filterwarnings("ignore:carry='affine' relaxes:UserWarning")  # soundness, not advice
 @pytest.mark.parametrize("carry", ["box", "affine", "shared"])
 @pytest.mark.parametrize("kind", RECIPE_KINDS)
 def test_attacked_random_recipes_stay_inside(kind, carry):

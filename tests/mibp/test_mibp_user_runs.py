@@ -4,7 +4,7 @@ prove, per-epoch certified accuracy, the affine carry's warning and progress on 
 import numpy as np
 import pytest
 
-from certkit.mibp import MLP, Budget, FeatureBox, certified_training
+from certkit.mibp import MLP, Budget, FeatureBox, LabelFlips, certified_training
 from certkit.mibp.problem.recipe import make_recipe
 
 torch = pytest.importorskip("torch")
@@ -92,6 +92,7 @@ def test_the_nominal_run_is_the_users_torch_run_and_the_boxes_contain_it():
     assert "your batch order (3 batches of 26-32 rows per epoch)" in res.summary()
 
 
+@pytest.mark.filterwarnings("ignore:carry='affine' relaxes:UserWarning")  # soundness, not advice
 @pytest.mark.parametrize("carry", ["box", "affine", "shared"])
 def test_a_given_order_with_a_budget_is_sound_under_attack(carry):
     from certkit.mibp.certification.attack import attack_violation
@@ -218,3 +219,34 @@ def test_certified_accuracy_per_epoch_without_a_loop():
     doc = " ".join(CertifiedTrainingResult.contains.__doc__.split())
     assert "What it does not prove" in doc and "another order or recipe" in doc
     assert "says nothing about one trained with another batch order or recipe" in res.summary()
+
+
+@pytest.mark.parametrize(
+    ("perturbation", "what"),
+    [
+        (Budget(FeatureBox(0.05), 4), "a Budget"),
+        (LabelFlips(2), "label flips"),
+        (FeatureBox(0.05) & LabelFlips(1), "label flips"),
+        (Budget(FeatureBox(0.05) & LabelFlips(1), 3), "a Budget with relabelling"),
+    ],
+)
+def test_the_affine_carry_warns_where_it_is_measured_to_add_nothing(perturbation, what):
+    X, y = _blobs(40)
+    kw = dict(perturbation=perturbation, loss="cross_entropy", epochs=2, learning_rate=0.3)
+    model = MLP.random([2, 3, 3], rng=0)
+    with pytest.warns(UserWarning, match=f"carry='affine' relaxes {what} to every row deviating") as seen:
+        affine = certified_training(model, X, y, carry="affine", **kw)
+    assert len(seen) == 1 and "use carry='shared'" in str(seen[0].message)
+    assert seen[0].filename == __file__  # points at the caller's line
+    box = certified_training(model, X, y, **kw)  # no warning for the other carries
+    assert np.all(box.lower[-1].to_vector() <= affine.lower[-1].to_vector() + 1e-12)
+
+
+def test_the_affine_carry_is_silent_where_it_can_help(recwarn):
+    X, y = _blobs(40)
+    model = MLP.random([2, 3, 3], rng=0)
+    for perturbation in (FeatureBox(0.05), Budget(FeatureBox(0.05), 5), Budget(FeatureBox(0.05), 40)):
+        certified_training(
+            model, X, y, perturbation=perturbation, loss="cross_entropy", epochs=1, carry="affine"
+        )
+    assert not [w for w in recwarn if issubclass(w.category, UserWarning)]
