@@ -250,3 +250,38 @@ def test_the_affine_carry_is_silent_where_it_can_help(recwarn):
             model, X, y, perturbation=perturbation, loss="cross_entropy", epochs=1, carry="affine"
         )
     assert not [w for w in recwarn if issubclass(w.category, UserWarning)]
+
+
+def test_long_program_runs_show_progress_by_default(capsys, monkeypatch):
+    pytest.importorskip("highspy")
+    from certkit.mibp import training
+
+    X, y = _blobs(6)
+    y = np.where(y > 0, 1, -1)
+    kw = dict(perturbation=FeatureBox(0.05), loss="hinge", epochs=2, learning_rate=0.2, backend="lp")
+    model = MLP.random([2, 2, 1], rng=0)
+    certified_training(model, X, y, **kw)  # 2 x 6 x 2 x 9 solves: about 0.2 s, silent
+    assert capsys.readouterr().err == ""
+    monkeypatch.setattr(training, "LONG_RUN_SECONDS", 0.1)  # the same run counted as long
+    certified_training(model, X, y, **kw)
+    err = capsys.readouterr().err
+    assert "epoch 1/2" in err and "epoch 2/2" in err
+    certified_training(model, X, y, progress=False, **kw)  # never when asked not to
+    certified_training(model, X, y, **(kw | {"backend": "interval"}))  # interval: milliseconds
+    assert capsys.readouterr().err == ""
+
+
+def test_the_expected_time_of_a_run():
+    from certkit.mibp.training import LONG_RUN_SECONDS, expected_seconds
+
+    X, _ = _blobs(100)
+    recipe = make_recipe(100, loss="hinge", epochs=1, learning_rate=0.1)
+    m = MLP.random([2, 16, 1], rng=0).n_params  # 65: two moons' protocol network
+    box, budget = FeatureBox(0.01).sets(X), Budget(FeatureBox(0.01), 3).sets(X)
+    # 100 rows x 130 objectives per epoch
+    assert expected_seconds("lp", "decomposed", recipe, box, m) == pytest.approx(13.0)
+    assert expected_seconds("scip", "joint", recipe, box, m) == pytest.approx(130.0)
+    assert expected_seconds("lp", "hybrid", recipe, budget, m) == pytest.approx(52.0)
+    assert expected_seconds("gurobi", "decomposed", recipe, box, m) == pytest.approx(3.9)
+    assert expected_seconds("interval", "decomposed", recipe, box, m) == 0.0
+    assert expected_seconds("lp", "decomposed", recipe, box, m) >= LONG_RUN_SECONDS
