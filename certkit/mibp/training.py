@@ -120,7 +120,8 @@ def certified_training(
         then is your run (``result.nominal`` equals the model your loop trained, up to float rounding),
         and the boxes hold for that order.  Each batch lists a row at most once (no sampling with
         replacement), every epoch has the same number of batches, ``epochs`` (if given) equals
-        ``len(batches)``, and ``batch_size``, ``shuffle`` and ``drop_last`` stay at their defaults.
+        ``len(batches)``; ``batch_size`` and ``drop_last``, if given, must describe these batches (as a
+        ``DataLoader``'s), ``shuffle`` only records that the order was shuffled.
     backend : {"interval", "gurobi", "scip", "milp", "lp"}
         ``interval``: interval arithmetic (fast, loosest; every recipe). ``gurobi`` / ``scip``: exact
         mixed-integer bilinear programs. ``milp``: McCormick envelopes + binaries (HiGHS directly, or the

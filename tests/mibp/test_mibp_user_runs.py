@@ -124,9 +124,11 @@ def _order(n=10):
 @pytest.mark.parametrize(
     ("options", "error", "match"),
     [
-        (dict(batch_size=5), ValueError, r"batches= gives the batch order itself; batch_size=5 describes"),
-        (dict(shuffle=True), ValueError, r"shuffle=True describes an order that certkit would draw"),
-        (dict(drop_last=True), ValueError, r"leave drop_last at False"),
+        (dict(batch_size=4), ValueError, r"batches\[0\]\[0\] has 5 rows but batch_size=4, drop_last=False"),
+        (dict(batch_size=6), ValueError, r"batches\[0\]\[0\] has 5 rows but batch_size=6.*contradict"),
+        (dict(batch_size=0), ValueError, "batch_size must be >= 1"),
+        (dict(drop_last=True), ValueError, r"drop_last=True says how batches of batch_size rows are cut"),
+        (dict(shuffle="yes"), TypeError, "shuffle must be a bool"),
         (dict(epochs=3), ValueError, r"epochs=3 but batches holds 2 epoch\(s\)"),
         (dict(batches=[]), ValueError, "batches holds no epoch"),
         (dict(batches=5), TypeError, "batches holds one sequence of batches per epoch.*got int"),
@@ -158,6 +160,24 @@ def test_bad_batch_orders_are_refused(options, error, match):
     kw = dict(perturbation=FeatureBox(0.01), loss="cross_entropy", learning_rate=0.1, batches=_order())
     with pytest.raises(error, match=match):
         certified_training(MLP.random([2, 3, 3], rng=0), X, y, **(kw | options))
+
+
+def test_a_loaders_own_options_may_describe_its_order():
+    X, y = _blobs(10)
+    kw = dict(perturbation=FeatureBox(0.01), loss="cross_entropy", learning_rate=0.1)
+    model = MLP.random([2, 3, 3], rng=0)
+    uneven = [[np.arange(0, 4), np.arange(4, 8), np.arange(8, 10)]] * 2  # a DataLoader(batch_size=4)
+    res = certified_training(model, X, y, batches=uneven, batch_size=4, shuffle=True, **kw)
+    assert res.recipe.batch_size == 4 and res.recipe.shuffle and not res.recipe.drop_last
+    assert "your batch order (3 batches of 2-4 rows per epoch, shuffled)" in res.summary()
+    plain = certified_training(model, X, y, batches=uneven, **kw)  # the options change nothing
+    np.testing.assert_array_equal(res.upper[-1].to_vector(), plain.upper[-1].to_vector())
+    dropped = [[np.arange(0, 4), np.arange(4, 8)]] * 2  # DataLoader(batch_size=4, drop_last=True)
+    assert certified_training(
+        model, X, y, batches=dropped, batch_size=4, drop_last=True, **kw
+    ).recipe.drop_last
+    with pytest.raises(ValueError, match=r"batches\[0\]\[2\] has 2 rows but batch_size=4, drop_last=True"):
+        certified_training(model, X, y, batches=uneven, batch_size=4, drop_last=True, **kw)
 
 
 def test_a_given_order_is_used_step_by_step():

@@ -166,9 +166,10 @@ class Recipe:
         if self.batch_size is not None and self.shuffle:
             batch += ", shuffled"
         if self.user_batches:
-            smallest = min(len(rows) for rows in self.batches)
-            sizes = f"{smallest}" if smallest == self.batch_size else f"{smallest}-{self.batch_size}"
-            batch = f"your batch order ({self.steps_per_epoch} batches of {sizes} rows per epoch)"
+            smallest, largest = min(len(r) for r in self.batches), max(len(r) for r in self.batches)
+            sizes = f"{smallest}" if smallest == largest else f"{smallest}-{largest}"
+            shuffled = ", shuffled" if self.shuffle else ""
+            batch = f"your batch order ({self.steps_per_epoch} batches of {sizes} rows per epoch{shuffled})"
         parts = [f"loss={self.loss}", f"learning_rate={rate_text}", batch]
         if self.momentum:
             parts.append(f"momentum={self.momentum:g}")
@@ -221,8 +222,9 @@ def make_recipe(
         The batch order itself, as the user's training loop drew it: ``batches[e][s]`` holds the row
         indices of the ``s``-th batch of epoch ``e`` (lists, NumPy arrays or torch tensors of integers in
         ``0..n-1``, each row at most once per batch; every epoch has the same number of batches, as a
-        ``DataLoader``'s epochs do).  It replaces ``batch_size``, ``shuffle`` and ``drop_last``, which
-        describe an order drawn here and must stay at their defaults.
+        ``DataLoader``'s epochs do).  Nothing is drawn then: ``batch_size`` and ``drop_last``, if given,
+        must describe these batches (every batch of ``batch_size`` rows, the last of an epoch fewer unless
+        ``drop_last``), ``shuffle`` only records that the order was shuffled, ``rng`` is unused.
     """
     n = check_integer(n, "n", minimum=1)
     loss = check_in_options(loss, "loss", LOSSES)
@@ -279,17 +281,15 @@ def _given_recipe(
     n, loss, epochs, learning_rate, batch_size, shuffle, drop_last, momentum, weight_decay, batches
 ) -> Recipe:
     """`make_recipe` with the user's batch order (``batches``), checked entry by entry."""
-    for name, value, default in (
-        ("batch_size", batch_size, None),
-        ("shuffle", shuffle, False),
-        ("drop_last", drop_last, False),
-    ):
-        if value is not default and value != default:
-            raise ValueError(
-                f"batches= gives the batch order itself; {name}={value!r} describes an order that certkit "
-                f"would draw, so the two contradict each other: leave {name} at {default!r} (every batch's "
-                "rows are in batches)"
-            )
+    shuffle = check_bool(shuffle, "shuffle")
+    drop_last = check_bool(drop_last, "drop_last")
+    if batch_size is not None:
+        batch_size = check_integer(batch_size, "batch_size", minimum=1)
+    elif drop_last:
+        raise ValueError(
+            "drop_last=True says how batches of batch_size rows are cut; with batches= give batch_size too "
+            "(the loader's), or leave drop_last at False"
+        )
     momentum = _nonnegative(momentum, "momentum")
     if momentum >= 1.0:
         raise ValueError(f"momentum must be in [0, 1), got {momentum!r}")
@@ -315,6 +315,8 @@ def _given_recipe(
             )
         for s, rows in enumerate(rows_of_epoch):
             steps.append(_batch_rows(rows, n, e, s))
+            if batch_size is not None:
+                _check_loader_batch(len(steps[-1]), batch_size, drop_last, e, s, s == per_epoch - 1)
     rates = _rates(learning_rate, len(steps))
     return Recipe(
         loss=loss,
@@ -324,8 +326,23 @@ def _given_recipe(
         steps_per_epoch=per_epoch,
         momentum=momentum,
         weight_decay=weight_decay,
-        batch_size=max(len(rows) for rows in steps),
+        batch_size=max(len(rows) for rows in steps) if batch_size is None else batch_size,
+        shuffle=shuffle,
+        drop_last=drop_last,
         user_batches=True,
+    )
+
+
+def _check_loader_batch(size: int, batch_size: int, drop_last: bool, e: int, s: int, last: bool) -> None:
+    """A given batch of ``size`` rows agrees with a DataLoader's ``batch_size`` and ``drop_last``: every batch
+    has ``batch_size`` rows, the last of an epoch fewer unless ``drop_last``."""
+    if size == batch_size or (last and size < batch_size and not drop_last):
+        return
+    rule = "every batch has batch_size rows" + ("" if drop_last else ", the last of an epoch may have fewer")
+    raise ValueError(
+        f"batches[{e}][{s}] has {size} rows but batch_size={batch_size}, drop_last={drop_last} ({rule}): "
+        "batches and batch_size contradict each other; give batches alone, or the loader's batch_size and "
+        "drop_last"
     )
 
 
