@@ -115,7 +115,8 @@ def certify_predictions(
         Test inputs (unperturbed).
     backend : {"interval", "gurobi", "scip", "milp", "lp"}
     epoch : int
-        Which epoch's box (default: the last).
+        Which epoch's box (default: the last).  Every epoch's certified accuracy at once:
+        `CertifiedTrainingResult.certified_accuracy`.
     time_limit, solver, executor, progress, verbose
         As in `certified_training` (a solver bound that a parameter vector of the box beats raises
         `UnsoundBoundError`).
