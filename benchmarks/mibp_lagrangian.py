@@ -33,6 +33,7 @@ def run(formulation: str, *, backend: str, epochs: int, eps: float, seed: int, w
         data.X,
         data.y,
         perturbation=FeatureBox(eps),
+        loss="hinge",
         epochs=epochs,
         learning_rate=0.1,
         backend=backend,

@@ -64,6 +64,7 @@ def main() -> None:
                 X,
                 y,
                 perturbation=FeatureBox(eps),
+                loss="hinge",
                 epochs=args.epochs,
                 learning_rate=args.learning_rate,
                 executor=args.workers,

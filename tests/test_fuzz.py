@@ -411,7 +411,9 @@ KERNEL_TARGETS = [
 XM = RNG.normal(size=(12, 2))
 YM = np.where(XM[:, 0] > 0, 1, -1)
 MIBP_MODEL = mibp.MLP.random([2, 3, 1], rng=0)
-MIBP_RESULT = mibp.certified_training(MIBP_MODEL, XM, YM, perturbation=mibp.FeatureBox(0.01), epochs=2)
+MIBP_RESULT = mibp.certified_training(
+    MIBP_MODEL, XM, YM, perturbation=mibp.FeatureBox(0.01), loss="hinge", epochs=2
+)
 MIBP_CERT = mibp.certify_predictions(MIBP_RESULT, XM)
 MIBP_SETS = mibp.FeatureBox(0.1).sets(XM)
 

@@ -234,7 +234,7 @@ def test_serial_then_pool_with_highs_does_not_hang(many_cpus):
     gen = np.random.default_rng(11)
     X = gen.normal(size=(3, 2))
     y = np.where(X[:, 0] > 0, 1.0, -1.0)
-    kwargs = dict(perturbation=FeatureBox(0.1), epochs=1, learning_rate=0.3, backend="milp")
+    kwargs = dict(loss="hinge", perturbation=FeatureBox(0.1), epochs=1, learning_rate=0.3, backend="milp")
     model = MLP.random([2, 2, 1], rng=4)
     serial = certified_training(model, X, y, **kwargs)
     pooled = certified_training(model, X, y, executor=2, **kwargs)

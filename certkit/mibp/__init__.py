@@ -14,7 +14,8 @@ Examples
 >>> from certkit.mibp import MLP, FeatureBox, certified_training, certify_predictions
 >>> rng = np.random.default_rng(0)
 >>> X = rng.normal(size=(20, 2)); y = np.where(X[:, 0] > 0, 1, -1)
->>> res = certified_training(MLP.random([2, 4, 1], rng=0), X, y, perturbation=FeatureBox(0.01), epochs=3)
+>>> res = certified_training(MLP.random([2, 4, 1], rng=0), X, y, perturbation=FeatureBox(0.01),
+...                          loss="hinge", epochs=3)
 >>> cert = certify_predictions(res, X)
 """
 

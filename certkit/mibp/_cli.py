@@ -10,7 +10,7 @@ import time
 
 import numpy as np
 
-from certkit.mibp._cli_data import DATASETS, _builtin, _encode, load_data, load_file
+from certkit.mibp._cli_data import DATASETS, _builtin, _encode, load_data, load_file, load_weights
 from certkit.mibp._demo import demo
 
 __all__ = [
@@ -36,6 +36,7 @@ DEFAULT_TIME_LIMIT = 10.0
 #: breast_cancer (chance 0.50 / 0.50 / 0.33 / 0.63) and the certified one 0.71 / 0.67 / 0.47 / 0.78.  The
 #: former defaults (He initialisation, 5 epochs at 0.1) left the model below chance for 1-3 epochs.
 DEFAULT_EPOCHS, DEFAULT_LEARNING_RATE, DEFAULT_INIT = 3, 0.3, "torch"
+DEFAULT_HIDDEN = 16
 DEFAULT_EPSILON = 0.01
 
 
@@ -160,13 +161,40 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
             "of rows) or over the parameters (shared: thousands of rows) (default box)"
         ),
     )
-    parser.add_argument("--hidden", type=int, default=16, help="hidden units of the 2-layer MLP (default 16)")
+    parser.add_argument(
+        "--hidden",
+        type=int,
+        default=None,
+        help=f"hidden units of the 2-layer MLP (default {DEFAULT_HIDDEN}; not with --weights)",
+    )
     parser.add_argument(
         "--init",
         choices=INITS,
-        default=DEFAULT_INIT,
+        default=None,
         help="initial weights: PyTorch's nn.Linear default (torch) or He-uniform (he) "
-        f"(default {DEFAULT_INIT})",
+        f"(default {DEFAULT_INIT}; not with --weights)",
+    )
+    parser.add_argument(
+        "--weights",
+        metavar="FILE",
+        default=None,
+        help="start from your own weights instead: an .npz of W0, b0, W1, b1, ... (W<l> of shape (outputs, "
+        "inputs), as nn.Linear) or a PyTorch state dict of an nn.Sequential of Linear and ReLU layers "
+        "(torch.save(net.state_dict(), FILE)); its first layer takes the feature columns, its last gives "
+        "the outputs --loss needs",
+    )
+    parser.add_argument(
+        "--no-standardise",
+        action="store_true",
+        help="use the features as they are (default: standardised with the training rows' statistics; "
+        "weights from --weights expect the scaling they were trained with)",
+    )
+    parser.add_argument(
+        "--output",
+        metavar="FILE",
+        default=None,
+        help="also write the results to FILE as JSON: the per-epoch boxes (summary and bounds), the "
+        "per-epoch accuracies and the test certificate (see docs/cli.md)",
     )
     parser.add_argument(
         "--time-limit",
@@ -260,14 +288,17 @@ def _majority_rate(y_test: np.ndarray) -> float:
     return float(np.max(np.unique(y_test, return_counts=True)[1]) / len(y_test))
 
 
-def _chance_remark(nominal: float, certified: float, chance: float, grown: float = 1.0) -> str | None:
+def _chance_remark(
+    nominal: float, certified: float, chance: float, args: argparse.Namespace, grown: float = 1.0
+) -> str | None:
     """One line when the nominal or the certified accuracy is at or below chance (the majority-class rate);
-    ``grown``: how much the largest parameter grew in training (training diverged above 1e3)."""
+    ``grown``: how much the largest parameter grew in training (training diverged above 1e3).  The advice
+    names only options that act on this run."""
     if nominal <= chance and grown > 1e3:
+        steeper = " or a smaller --momentum" if args.momentum else ""
         return (
             f"remark: the nominal accuracy is not above chance ({chance:.3f}) and the largest parameter grew "
-            f"{grown:.3g}-fold in training: training diverged; use a smaller --learning-rate or "
-            "--weight-decay"
+            f"{grown:.3g}-fold in training: training diverged; use a smaller --learning-rate{steeper}"
         )
     if nominal <= chance:
         return (
@@ -278,10 +309,31 @@ def _chance_remark(nominal: float, certified: float, chance: float, grown: float
     if certified <= chance:
         return (
             f"remark: the certified accuracy is not above chance ({chance:.3f}, the majority class's share "
-            "of the test labels): the bounds are too wide; try a smaller --epsilon or budget, fewer "
-            "--epochs or a smaller --learning-rate"
+            f"of the test labels): the bounds are too wide; try {_narrower(args)}"
         )
     return None
+
+
+def _narrower(args: argparse.Namespace) -> str:
+    """What narrows the bounds of this run, in the options that act on it."""
+    options = []
+    if args.epsilon is not None or args.label_flips is None:  # the features move
+        options.append("a smaller --epsilon")
+    for flag, value in (
+        ("--budget", args.budget),
+        ("--label-flips", args.label_flips),
+        ("--paired", args.paired),
+    ):
+        if value is not None:
+            options.append(f"a smaller {flag}")
+    if args.epochs > 1:
+        options.append("fewer --epochs")
+    options.append("a smaller --learning-rate")
+    if args.batch_size is not None:
+        options.append("a larger --batch-size")
+    if args.momentum:
+        options.append("a smaller --momentum")
+    return ", ".join(options[:-1]) + " or " + options[-1] if len(options) > 1 else options[0]
 
 
 def run(args: argparse.Namespace) -> int:
@@ -318,11 +370,105 @@ def run(args: argparse.Namespace) -> int:
     print(f"  chance (majority class) {chance:.3f}")
     start_size = max(1.0, float(np.max(np.abs(res.nominal_path[0].to_vector()))))
     grown = float(np.max(np.abs(res.nominal.to_vector()))) / start_size
-    remark = _chance_remark(nominal, certified, chance, grown)
+    remark = _chance_remark(nominal, certified, chance, args, grown)
     if remark is not None:
         print(f"  {remark}")
+    if args.output is not None:
+        try:
+            _write_output(args, data, y_test, res, cert, about, chance, remark)
+        except (ValueError, OSError) as exc:
+            sys.stdout.flush()
+            print(f"certkit mibp: error: {_cli_words(exc, parser)}", file=sys.stderr)
+            return 2
+        print(f"  results written to      {args.output}")
     print(f"  total time              {time.perf_counter() - start:.1f} s")
     return 0
+
+
+def _check_output(path: str) -> None:
+    """Before training: ``--output`` must name a file in an existing directory."""
+    import os
+
+    if os.path.isdir(path):
+        raise ValueError(f"output {path!r} is a directory; name a file, e.g. results.json")
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        raise ValueError(f"output {path!r}: the directory {folder} does not exist")
+    if not os.access(folder, os.W_OK):
+        raise ValueError(f"output {path!r}: the directory {folder} is not writable")
+
+
+def _write_output(args, data, y_test, res, cert, about, chance, remark) -> None:
+    """The results as JSON (the format is described in docs/cli.md)."""
+    import json
+
+    import certkit
+
+    def finite(values) -> list:
+        return [float(v) if np.isfinite(v) else None for v in np.asarray(values, dtype=float)]
+
+    names = data.class_names or tuple(str(c) for c in range(data.n_classes))
+    one_output = res.nominal.sizes[-1] == 1  # predictions -1 / +1 for the classes 0 / 1
+    codes = (cert.prediction + 1) // 2 if one_output else cert.prediction
+    per_epoch = res.certified_accuracy(data.X_test, y_test)  # interval bounds on each epoch's prediction
+    nominal_per_epoch = res.nominal_accuracy(data.X_test, y_test)
+    widths, mean_widths = res.widths(), res.mean_widths()
+    epochs = [
+        {
+            "epoch": t,
+            "max_width": float(widths[t]),
+            "mean_width": float(mean_widths[t]),
+            "seconds": float(res.epoch_seconds[t - 1]) if t else 0.0,
+            "solves": int(res.solver_stats[t - 1]["solves"]) if t else 0,
+            "not_optimal": int(res.solver_stats[t - 1]["not_optimal"]) if t else 0,
+            "nominal_test_accuracy": float(nominal_per_epoch[t]),
+            "certified_test_accuracy_interval": float(per_epoch[t]),
+        }
+        for t in range(res.epochs + 1)
+    ]
+    out = {
+        "format": "certkit mibp results 1",
+        "certkit_version": certkit.__version__,
+        "data": {
+            "name": data.name,
+            "training_rows": len(data.y),
+            "test_rows": len(data.y_test),
+            "features": int(data.X.shape[1]),
+            "classes": list(names),
+            "standardised": not args.no_standardise,
+        },
+        "run": about,
+        "recipe": res.recipe.describe(),
+        "backend": res.backend,
+        "formulation": res.formulation,
+        "carry": res.carry,
+        "initial_weights": args.weights
+        if args.weights is not None
+        else f"{args.init or DEFAULT_INIT}, seed {args.seed}",
+        "layer_sizes": list(res.nominal.sizes),
+        "epochs": epochs,
+        "certificate": {
+            "backend": cert.backend,
+            "epoch": res.epochs,
+            "nominal_test_accuracy": float(nominal_per_epoch[-1]),
+            "certified_accuracy": float(cert.certified_accuracy(y_test)),
+            "chance": chance,
+            "certified_points": int(cert.certified.sum()),
+            "prediction": [names[int(c)] for c in codes],
+            "certified": [bool(c) for c in cert.certified],
+            "margin_lower": finite(cert.margin_lower),
+        },
+        "remark": remark,
+        "boxes": {
+            "layout": "a vector per epoch 0..epochs: layer by layer, W (outputs x inputs) row by row, then b",
+            "lower": [finite(m.to_vector()) for m in res.lower],
+            "upper": [finite(m.to_vector()) for m in res.upper],
+            "nominal": [finite(m.to_vector()) for m in res.nominal_path],
+        },
+    }
+    with open(args.output, "w", encoding="utf-8") as handle:
+        json.dump(out, handle, indent=1, allow_nan=False)
+        handle.write("\n")
 
 
 def _setup(args: argparse.Namespace) -> tuple:
@@ -331,21 +477,41 @@ def _setup(args: argparse.Namespace) -> tuple:
     from certkit.mibp import MLP
     from certkit.parallel import MAX_LOCAL_WORKERS
 
-    check_integer(args.hidden, "hidden", minimum=1)
+    if args.weights is not None:
+        for flag, value in (("hidden", args.hidden), ("init", args.init)):
+            if value is not None:
+                raise ValueError(
+                    f"{flag} sets up a random initial network; --weights gives it: drop --{flag}"
+                )
+    else:
+        check_integer(DEFAULT_HIDDEN if args.hidden is None else args.hidden, "hidden", minimum=1)
     check_integer(args.seed, "seed", minimum=0)
+    if args.output is not None:
+        _check_output(args.output)
     if args.workers is not None:
         check_integer(args.workers, "workers", minimum=1, maximum=MAX_LOCAL_WORKERS)
     check_level(args.test_size, "test_size")
     perturbation, perturbed = _perturbation(args)
     rate, rate_words = _learning_rate(args)
+    standardise = not args.no_standardise
     if args.data is not None:
-        data = load_file(args.data, label=args.label, test_size=args.test_size, rng=args.seed)
+        data = load_file(
+            args.data, label=args.label, test_size=args.test_size, rng=args.seed, standardise=standardise
+        )
     else:
         if args.label is not None:
             raise ValueError("label names a column of a --data CSV file")
-        data = _builtin(args.dataset or "two_moons", rng=args.seed, test_size=args.test_size)
+        name = args.dataset or "two_moons"
+        data = _builtin(name, rng=args.seed, test_size=args.test_size, standardise=standardise)
     y, y_test, n_out = _encode(data, args.loss)
-    model = MLP.random([data.X.shape[1], args.hidden, n_out], init=args.init, rng=args.seed)
+    if args.weights is not None:
+        why = f"--loss {args.loss} on {data.n_classes} classes " + (
+            "(one output; --loss cross_entropy takes two)" if n_out == 1 else "(one output per class)"
+        )
+        model = load_weights(args.weights, data.X.shape[1], n_out, why)
+    else:
+        hidden = DEFAULT_HIDDEN if args.hidden is None else args.hidden
+        model = MLP.random([data.X.shape[1], hidden, n_out], init=args.init or DEFAULT_INIT, rng=args.seed)
     return data, y, y_test, model, perturbation, rate, f"{perturbed}; {_recipe_words(args, rate_words)}"
 
 

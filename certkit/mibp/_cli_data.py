@@ -35,22 +35,40 @@ class _Classes:
     X_test: np.ndarray
     y_test: np.ndarray
     n_classes: int
+    class_names: tuple[str, ...] = ()
 
 
-def _standardise(X: np.ndarray, X_test: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _standardise(
+    X: np.ndarray, X_test: np.ndarray, names: tuple[str, ...] | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     """Both parts centred and scaled with the training part's mean and standard deviation (constant
-    columns are only centred)."""
-    mean, std = X.mean(axis=0), X.std(axis=0)
-    scale = np.where(std > 0, std, 1.0)
-    return (X - mean) / scale, (X_test - mean) / scale
+    columns are only centred); a column whose statistics or standardised values overflow float64 is a
+    ValueError naming it (``names``: the feature columns' names)."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        mean, std = X.mean(axis=0), X.std(axis=0)
+        scale = np.where(std > 0, std, 1.0)
+        train, test = (X - mean) / scale, (X_test - mean) / scale
+    finite = (
+        np.isfinite(mean) & np.isfinite(std) & np.isfinite(train).all(axis=0) & np.isfinite(test).all(axis=0)
+    )
+    if not finite.all():
+        j = int(np.flatnonzero(~finite)[0])
+        column = f"column {names[j]!r}" if names is not None else f"feature column {j}"
+        largest = float(max(np.max(np.abs(X[:, j])), np.max(np.abs(X_test[:, j]), initial=0.0)))
+        raise ValueError(
+            f"data: {column} cannot be standardised in float64: its values reach {largest:.3g}, so its mean "
+            "or standard deviation overflows; rescale the column (e.g. divide it by a power of ten)"
+        )
+    return train, test
 
 
-def _builtin(name: str, *, rng: int = 0, test_size: float = 0.25) -> _Classes:
+def _builtin(name: str, *, rng: int = 0, test_size: float = 0.25, standardise: bool = True) -> _Classes:
+    """A built-in set, split; the tabular ones standardised unless ``standardise=False`` (two moons never)."""
     from certkit import datasets
 
     if name == "two_moons":
         ds = datasets.load_two_moons(n_train=100, n_test=200, noise=0.1, rng=rng)
-        return _Classes(name, ds.X_train, ds.y_train, ds.X_test, ds.y_test, 2)
+        return _Classes(name, ds.X_train, ds.y_train, ds.X_test, ds.y_test, 2, tuple(ds.target_names))
     if name not in DATASETS:
         raise ValueError(f"unknown dataset {name!r}; expected one of {DATASETS}")
     full = {
@@ -59,8 +77,11 @@ def _builtin(name: str, *, rng: int = 0, test_size: float = 0.25) -> _Classes:
         "breast_cancer": datasets.load_breast_cancer,
     }[name]()
     split = full.split(test_size=test_size, rng=rng)
-    X, X_test = _standardise(split.X_train, split.X_test)
-    return _Classes(name, X, split.y_train, X_test, split.y_test, len(full.target_names))
+    X, X_test = split.X_train, split.X_test
+    if standardise:
+        X, X_test = _standardise(X, X_test)
+    names = tuple(full.target_names)
+    return _Classes(name, X, split.y_train, X_test, split.y_test, len(names), names)
 
 
 def load_data(name: str, *, rng: int = 0, test_size: float = 0.25) -> BenchmarkData:
@@ -77,25 +98,66 @@ def load_data(name: str, *, rng: int = 0, test_size: float = 0.25) -> BenchmarkD
 
 
 _FILE_FORMAT = (
-    "a CSV file (a header row of names, then numeric rows; the label column is --label, default the last) "
-    "or a NumPy .npz archive (numpy.savez) of the arrays X (n, d) and y (n,) of class labels"
+    "a CSV file (a header row of names, then rows of numbers; the label column is --label, default the "
+    "last, and may hold class names) or a NumPy .npz archive (numpy.savez) of the arrays X (n, d) and y (n,) "
+    "of class labels"
 )
 
 
-def _read_file(path: str, label: str | None) -> tuple[np.ndarray, np.ndarray, str]:
-    """Features, raw labels and a description of a user's CSV or NPZ file (ValueError naming --data)."""
-    from certkit.datasets._base import read_numeric_csv
+def _read_csv(path: str, label: str | None) -> tuple[np.ndarray, np.ndarray, str, tuple[str, ...]]:
+    """A CSV file's numeric feature columns and its label column: numbers when every label is one, else the
+    labels as text (surrounding spaces dropped)."""
+    import csv
+    import io
 
+    from certkit.datasets._base import _file_kind
+
+    with open(path, "rb") as handle:
+        raw = handle.read()
+    try:
+        rows = list(csv.reader(io.StringIO(raw.decode("utf-8-sig"), newline="")))
+    except (UnicodeDecodeError, csv.Error) as exc:
+        raise ValueError(
+            f"{path} is not a UTF-8 text CSV file ({_file_kind(raw)}); --data reads {_FILE_FORMAT}"
+        ) from exc
+    if len(rows) < 2:
+        raise ValueError(f"{path} needs a header row and at least one data row")
+    names = rows[0]
+    if label is not None and label not in names:
+        raise ValueError(f"label {label!r} is not a column of {path}; its columns are {names}")
+    if len(names) < 2:
+        raise ValueError(f"data: {path} has one column; it needs feature columns and a label column")
+    column = len(names) - 1 if label is None else names.index(label)
+    features = [c for c in range(len(names)) if c != column]
+    X = np.empty((len(rows) - 1, len(features)))
+    labels = []
+    for r, row in enumerate(rows[1:], start=2):
+        if len(row) != len(names):
+            raise ValueError(f"{path} line {r} has {len(row)} fields, the header has {len(names)}")
+        for j, c in enumerate(features):
+            try:
+                X[r - 2, j] = float(row[c])
+            except ValueError:
+                raise ValueError(
+                    f"{path} line {r}, column {names[c]!r}: {row[c]!r} is not a number"
+                ) from None
+        labels.append(row[column].strip())
+        if not labels[-1]:
+            raise ValueError(f"{path} line {r}: the label column {names[column]!r} is empty")
+    try:
+        y = np.array([float(v) for v in labels])
+    except ValueError:  # class names: the labels are text
+        y = np.array(labels)
+    return X, y, f"label column {names[column]!r}", tuple(names[c] for c in features)
+
+
+def _read_file(path: str, label: str | None) -> tuple[np.ndarray, np.ndarray, str, tuple[str, ...] | None]:
+    """Features, raw labels, a description of a user's CSV or NPZ file and the feature columns' names (None
+    for an NPZ file) (ValueError naming --data)."""
     with open(path, "rb") as handle:
         npz = path.endswith(".npz") or handle.read(4) == b"PK\x03\x04"
     if not npz:
-        table, names = read_numeric_csv(path, how=f"--data reads {_FILE_FORMAT}")
-        if label is not None and label not in names:
-            raise ValueError(f"label {label!r} is not a column of {path}; its columns are {names}")
-        column = len(names) - 1 if label is None else names.index(label)
-        if len(names) < 2:
-            raise ValueError(f"data: {path} has one column; it needs feature columns and a label column")
-        return np.delete(table, column, axis=1), table[:, column], f"label column {names[column]!r}"
+        return _read_csv(path, label)
     if label is not None:
         raise ValueError("label names a CSV column; an .npz archive holds the arrays X and y")
     try:
@@ -113,7 +175,7 @@ def _read_file(path: str, label: str | None) -> tuple[np.ndarray, np.ndarray, st
                 f"data: {path} lacks the arrays {missing} (it has {f.files}); expected {_FILE_FORMAT}"
             )
         try:
-            return f["X"], f["y"], "arrays X and y"
+            return f["X"], f["y"], "arrays X and y", None
         except ValueError:  # object arrays, which are not read without allow_pickle
             raise ValueError(
                 f"data: {path} holds arrays of Python objects; expected {_FILE_FORMAT}"
@@ -148,13 +210,16 @@ def _class_codes(y: np.ndarray, where: str) -> tuple[np.ndarray, tuple[str, ...]
     return codes.astype(np.int64), names
 
 
-def load_file(path: str, *, label: str | None = None, test_size: float = 0.25, rng: int = 0) -> _Classes:
+def load_file(
+    path: str, *, label: str | None = None, test_size: float = 0.25, rng: int = 0, standardise: bool = True
+) -> _Classes:
     """A user's labelled data: a stratified split (``test_size`` held out, seed ``rng``), standardised with
-    the training part's statistics, labels as class codes (ValueError naming the option on bad input)."""
+    the training part's statistics (unless ``standardise=False``), labels as class codes (ValueError naming
+    the option on bad input)."""
     from certkit._validation import check_array
     from certkit.datasets import Dataset
 
-    X, y, where = _read_file(path, label)
+    X, y, where, columns = _read_file(path, label)
     X = check_array(X, "data X", ndim=2)
     if X.shape[1] < 1 or X.shape[0] < 2:
         raise ValueError(f"data: {path} needs at least 2 rows and 1 feature column, got {X.shape}")
@@ -166,8 +231,104 @@ def load_file(path: str, *, label: str | None = None, test_size: float = 0.25, r
     codes, names = _class_codes(y, where)
     full = Dataset(os.path.basename(path), X, codes, tuple(f"x{j}" for j in range(X.shape[1])), names, path)
     split = full.split(test_size=test_size, rng=rng)
-    Xtr, Xte = _standardise(split.X_train, split.X_test)
-    return _Classes(f"{full.name} ({where})", Xtr, split.y_train, Xte, split.y_test, len(names))
+    Xtr, Xte = split.X_train, split.X_test
+    if standardise:
+        Xtr, Xte = _standardise(Xtr, Xte, columns)
+    return _Classes(f"{full.name} ({where})", Xtr, split.y_train, Xte, split.y_test, len(names), names)
+
+
+_WEIGHTS_FORMAT = (
+    "an .npz archive (numpy.savez) of the arrays W0, b0, W1, b1, ... (layer l: W<l> of shape (outputs, "
+    "inputs) as in torch.nn.Linear, b<l> of shape (outputs,)), or a PyTorch state dict of an nn.Sequential "
+    "of Linear and ReLU layers saved with torch.save(net.state_dict(), FILE)"
+)
+
+
+def load_weights(path: str, n_features: int, n_outputs: int, outputs_for: str) -> object:
+    """The initial network from a user's weights file, checked against the data (ValueError naming --weights).
+
+    ``outputs_for`` says in words why the data and loss need ``n_outputs`` outputs.
+    """
+    import zipfile
+
+    from certkit.mibp import MLP
+
+    with open(path, "rb"):  # a missing file is an OSError naming it
+        pass
+    npz = zipfile.is_zipfile(path) and all(n.endswith(".npy") for n in zipfile.ZipFile(path).namelist())
+    if npz or path.endswith(".npz"):
+        weights, biases = _npz_layers(path)
+    else:
+        weights, biases = _torch_layers(path)
+    try:
+        model = MLP(weights, biases)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"weights: {path}: {exc}") from None
+    sizes = list(model.sizes)
+    if sizes[0] != n_features:
+        raise ValueError(
+            f"weights: {path} has layer sizes {sizes}: its first layer takes {sizes[0]} inputs but the data "
+            f"have {n_features} feature columns"
+        )
+    if sizes[-1] != n_outputs:
+        raise ValueError(
+            f"weights: {path} has layer sizes {sizes}: its last layer has {sizes[-1]} outputs but "
+            f"{outputs_for} needs {n_outputs}"
+        )
+    return model
+
+
+def _npz_layers(path: str) -> tuple[list, list]:
+    try:
+        loaded = np.load(path, allow_pickle=False)
+    except (ValueError, EOFError, OSError):
+        raise ValueError(f"weights: {path} is not {_WEIGHTS_FORMAT}") from None
+    if not isinstance(loaded, np.lib.npyio.NpzFile):
+        raise ValueError(f"weights: {path} holds a single array; expected {_WEIGHTS_FORMAT}")
+    with loaded as f:
+        names = sorted(f.files)
+        layers = sum(1 for k in names if k.startswith("W"))
+        expected = sorted([f"W{i}" for i in range(layers)] + [f"b{i}" for i in range(layers)])
+        if not layers or names != expected:
+            raise ValueError(f"weights: {path} holds the arrays {names}; expected {_WEIGHTS_FORMAT}")
+        try:
+            return [f[f"W{i}"] for i in range(layers)], [f[f"b{i}"] for i in range(layers)]
+        except ValueError:  # object arrays, which are not read without allow_pickle
+            raise ValueError(
+                f"weights: {path} holds arrays of Python objects; expected {_WEIGHTS_FORMAT}"
+            ) from None
+
+
+def _torch_layers(path: str) -> tuple[list, list]:
+    from certkit._optional import require
+
+    torch = require("torch", extra="torch", purpose="--weights with a PyTorch state dict")
+    try:
+        state = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as exc:  # torch raises many kinds (UnpicklingError, RuntimeError, EOFError, ...)
+        raise ValueError(
+            f"weights: {path} could not be read as a state dict ({type(exc).__name__}); expected "
+            f"{_WEIGHTS_FORMAT} (a whole pickled module is not read: save net.state_dict())"
+        ) from None
+    if not isinstance(state, dict) or not all(torch.is_tensor(v) for v in state.values()):
+        raise ValueError(f"weights: {path} holds a {type(state).__name__}; expected {_WEIGHTS_FORMAT}")
+    weights, biases, prefixes = [], [], []
+    for key, value in state.items():
+        prefix, _, kind = key.rpartition(".")
+        if kind == "weight" and value.ndim == 2:
+            prefixes.append(prefix)
+            weights.append(value.detach().double().numpy())
+            biases.append(np.zeros(value.shape[0]))  # nn.Linear(bias=False) until its bias is read
+        elif kind == "bias" and value.ndim == 1 and prefixes and prefix == prefixes[-1]:
+            biases[-1] = value.detach().double().numpy()
+        else:
+            raise ValueError(
+                f"weights: {path} holds {key!r} (shape {tuple(value.shape)}), which is not a Linear layer's "
+                "weight or bias; certkit mibp trains networks of Linear and ReLU layers"
+            )
+    if not weights:
+        raise ValueError(f"weights: {path} holds no Linear layer; expected {_WEIGHTS_FORMAT}")
+    return weights, biases
 
 
 def _encode(data: _Classes, loss: str) -> tuple[np.ndarray, np.ndarray, int]:

@@ -36,7 +36,7 @@ def demo(rng: np.random.Generator) -> str:
     data = load_data("iris3", rng=0)
     model = MLP.random([4, 8, 3], rng=0)
     eps, epochs = 1e-3, 3
-    setting = {"perturbation": FeatureBox(eps), "epochs": epochs, "learning_rate": 0.2}
+    setting = {"perturbation": FeatureBox(eps), "loss": "hinge", "epochs": epochs, "learning_rate": 0.2}
     exact = _exact_backend()
     runs = [("interval arithmetic", {})]
     if exact is not None:

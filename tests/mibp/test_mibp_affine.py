@@ -131,6 +131,7 @@ def test_pure_zonotope_contains_sampled_trajectories(kind, seed):
                 assert _membership_gap(zonos[t], v) <= 1e-7
 
 
+@pytest.mark.filterwarnings("ignore:carry='affine' relaxes:UserWarning")  # soundness, not advice
 @pytest.mark.parametrize("seed", range(6))
 def test_never_wider_than_box_per_step(seed):
     gen = np.random.default_rng(200 + seed)
@@ -148,20 +149,23 @@ def test_affine_is_tighter_in_later_epochs():
     X = gen.normal(size=(20, 2))
     y = np.where(X[:, 0] + 0.3 * X[:, 1] > 0, 1.0, -1.0)
     model = MLP.random([2, 6, 1], rng=1)
-    kw = dict(perturbation=FeatureBox(0.01), epochs=6, learning_rate=0.1)
+    kw = dict(loss="hinge", perturbation=FeatureBox(0.01), epochs=6, learning_rate=0.1)
     box = certified_training(model, X, y, **kw)
     aff = certified_training(model, X, y, **kw, carry="affine")
     assert aff.mean_widths()[-1] < 0.8 * box.mean_widths()[-1]
 
 
+@pytest.mark.filterwarnings("ignore:carry='affine' relaxes:UserWarning")  # soundness, not advice
 def test_budget_and_label_flips_run_and_stay_within_box():
     gen = np.random.default_rng(11)
     X = gen.normal(size=(8, 2))
     y = np.where(gen.random(8) < 0.5, -1.0, 1.0)
     model = MLP.random([2, 3, 1], rng=2)
     for pert in (Budget(FeatureBox(0.1), 2), FeatureBox(0.01) & LabelFlips(1)):
-        box = certified_training(model, X, y, perturbation=pert, epochs=2, learning_rate=0.2)
-        aff = certified_training(model, X, y, perturbation=pert, epochs=2, learning_rate=0.2, carry="affine")
+        box = certified_training(model, X, y, loss="hinge", perturbation=pert, epochs=2, learning_rate=0.2)
+        aff = certified_training(
+            model, X, y, loss="hinge", perturbation=pert, epochs=2, learning_rate=0.2, carry="affine"
+        )
         assert np.all(
             aff.upper[-1].to_vector() - aff.lower[-1].to_vector()
             <= box.upper[-1].to_vector() - box.lower[-1].to_vector()
@@ -176,6 +180,7 @@ def test_bad_carry_is_rejected():
             X,
             np.array([1.0, -1.0]),
             perturbation=FeatureBox(0.1),
+            loss="hinge",
             carry="zonotope",
         )
 

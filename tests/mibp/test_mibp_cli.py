@@ -1,6 +1,7 @@
 """The ``certkit mibp`` subcommand, its demo section, the data helper and the plot helper."""
 
 import argparse
+import itertools
 
 import numpy as np
 import pytest
@@ -423,3 +424,238 @@ def test_a_diverged_training_is_called_so(capsys):
     assert main(["mibp", "--learning-rate", "1e12"]) == 0
     out = capsys.readouterr().out
     assert "training diverged; use a smaller --learning-rate" in out and "train longer" not in out
+
+
+# ------------------------------------------------------------------------------------------------
+# issue 36: class names in a CSV, values beyond what float64 standardises
+
+
+def test_data_csv_with_class_names(tmp_path, capsys, monkeypatch):
+    import certkit.mibp as mibp
+
+    X, y = _blobs()
+    names = np.array(["setosa", "versicolor", "virginica"])[y]
+    path = tmp_path / "named.csv"
+    path.write_text("a,b,species\n" + "\n".join(f"{a},{b}, {c} " for (a, b), c in zip(X, names)) + "\n")
+    seen = {}
+    real = mibp.certified_training
+
+    def train(model, X, y, **kwargs):
+        seen.update(y=y, outputs=model.sizes[-1])
+        return real(model, X, y, **kwargs)
+
+    monkeypatch.setattr("certkit.mibp.certified_training", train)
+    code, out, err = _main(capsys, "--data", str(path), "--loss", "cross_entropy")
+    assert code == 0, err
+    assert "3 classes" in out and _value(out, "nominal test accuracy") > 0.9
+    data = _cli.load_file(str(path))
+    codes = {"setosa": 0, "versicolor": 1, "virginica": 2}  # the sorted names, surrounding spaces dropped
+    assert set(seen["y"].tolist()) == {0, 1, 2} and seen["outputs"] == 3
+    # every row keeps its class: the split's codes are the names' codes
+    full = np.concatenate([data.y, data.y_test])
+    assert np.bincount(full).tolist() == [np.sum(names == n) for n in codes]
+    # an .npz of strings and a CSV of the same names give the same split
+    np.savez(tmp_path / "named.npz", X=X, y=names)
+    npz = _cli.load_file(str(tmp_path / "named.npz"))
+    np.testing.assert_array_equal(npz.y, data.y)
+    np.testing.assert_array_equal(npz.X, data.X)
+    (tmp_path / "gap.csv").write_text("a,y\n1,yes\n2,\n3,no\n")
+    code, _, err = _main(capsys, "--data", str(tmp_path / "gap.csv"))
+    assert code == 2 and "line 3: the label column 'y' is empty" in err and len(err.splitlines()) == 1
+
+
+@pytest.mark.parametrize("scale", [1e307, 1e200])
+def test_data_too_large_to_standardise_is_a_one_line_error(tmp_path, capsys, scale):
+    # fuzz round 4: values near 1e307 gave NaN features (the column sum overflowed); above ~1e154 the
+    # standard deviation overflowed and the column was silently zeroed
+    gen = np.random.default_rng(0)
+    rows = [f"{scale * (1 + gen.random())},{gen.normal()},{i % 2}" for i in range(40)]
+    path = tmp_path / "big.csv"
+    path.write_text("huge,small,y\n" + "\n".join(rows) + "\n")
+    code, out, err = _main(capsys, "--data", str(path))
+    assert code == 2 and out == "" and len(err.splitlines()) == 1
+    assert err.startswith("certkit mibp: error: --data: column 'huge' cannot be standardised in float64")
+    assert "rescale the column" in err and "nan" not in err.lower()
+    np.savez(
+        tmp_path / "big.npz",
+        X=np.array([[scale * (1 + gen.random()), 0.0] for _ in range(40)]),
+        y=np.arange(40) % 2,
+    )
+    code, _, err = _main(capsys, "--data", str(tmp_path / "big.npz"))
+    assert code == 2 and "feature column 0 cannot be standardised" in err
+
+
+# ------------------------------------------------------------------------------------------------
+# issue 36: results to a file, the user's own weights, remarks that name the options in use
+
+
+def test_output_writes_the_boxes_and_the_certificate_as_json(tmp_path, capsys):
+    import json
+
+    path = tmp_path / "results.json"
+    code, out, err = _main(capsys, "--dataset", "iris3", "--loss", "cross_entropy", "--output", str(path))
+    assert code == 0, err
+    assert f"results written to      {path}" in out
+    res = json.loads(path.read_text())
+    assert res["format"] == "certkit mibp results 1" and res["backend"] == "interval"
+    assert res["data"]["classes"] == ["setosa", "versicolor", "virginica"] and res["data"]["standardised"]
+    cert, epochs = res["certificate"], res["epochs"]
+    assert f"{cert['certified_accuracy']:.3f}" == f"{_value(out, 'certified accuracy'):.3f}"
+    assert f"{cert['nominal_test_accuracy']:.3f}" == f"{_value(out, 'nominal test accuracy'):.3f}"
+    m = res["data"]["test_rows"]
+    assert len(cert["prediction"]) == len(cert["certified"]) == len(cert["margin_lower"]) == m
+    assert set(cert["prediction"]) <= set(res["data"]["classes"])
+    assert cert["certified_points"] == sum(cert["certified"])
+    assert cert["certified"] == [margin > 0 for margin in cert["margin_lower"]]
+    assert [e["epoch"] for e in epochs] == [0, 1, 2, 3] and epochs[0]["max_width"] == 0.0
+    # the interval backend certified the test split: the last epoch's series value is the certificate's
+    assert epochs[-1]["certified_test_accuracy_interval"] == cert["certified_accuracy"]
+    boxes = res["boxes"]
+    n_params = 4 * 16 + 16 + 16 * 3 + 3
+    for lower, upper, nominal in zip(boxes["lower"], boxes["upper"], boxes["nominal"]):
+        assert len(lower) == len(upper) == len(nominal) == n_params
+        assert all(lo <= v <= hi for lo, v, hi in zip(lower, nominal, upper))
+    assert res["layer_sizes"] == [4, 16, 3] and res["initial_weights"] == "torch, seed 0"
+    # a file that cannot be written is refused before training, in one line
+    for bad, fragment in (
+        (tmp_path / "missing" / "r.json", "the directory"),
+        (tmp_path, "is a directory; name a file"),
+    ):
+        code, out, err = _main(capsys, "--output", str(bad))
+        assert code == 2 and out == "" and len(err.splitlines()) == 1
+        assert err.startswith("certkit mibp: error: --output ") and fragment in err
+
+
+def _torch_net(sizes):
+    torch = pytest.importorskip("torch")
+    torch.manual_seed(0)
+    layers = []
+    for fan_in, fan_out in itertools.pairwise(sizes):
+        layers += [torch.nn.Linear(fan_in, fan_out), torch.nn.ReLU()]
+    return torch.nn.Sequential(*layers[:-1]).double()
+
+
+def _weights_files(tmp_path, sizes):
+    net = _torch_net(sizes)
+    pt, npz = tmp_path / "net.pt", tmp_path / "net.npz"
+    import torch
+
+    torch.save(net.state_dict(), pt)
+    linears = [layer for layer in net if isinstance(layer, torch.nn.Linear)]
+    np.savez(
+        npz,
+        **{f"W{i}": lin.weight.detach().numpy() for i, lin in enumerate(linears)},
+        **{f"b{i}": lin.bias.detach().numpy() for i, lin in enumerate(linears)},
+    )
+    return net, pt, npz
+
+
+def test_weights_start_from_the_users_network(tmp_path, capsys):
+    import json
+
+    from certkit.mibp import MLP
+
+    net, pt, npz = _weights_files(tmp_path, [4, 5, 6, 3])  # two hidden layers: any Linear/ReLU stack
+    runs = {}
+    for path in (pt, npz):
+        out_file = tmp_path / f"{path.suffix[1:]}.json"
+        argv = [
+            "--dataset",
+            "iris3",
+            "--loss",
+            "cross_entropy",
+            "--weights",
+            str(path),
+            "--output",
+            str(out_file),
+        ]
+        code, _, err = _main(capsys, *argv)
+        assert code == 0, err
+        runs[path.suffix] = json.loads(out_file.read_text())
+    start = MLP.from_torch(net).to_vector()
+    for res in runs.values():
+        assert res["layer_sizes"] == [4, 5, 6, 3]
+        np.testing.assert_array_equal(res["boxes"]["lower"][0], start)  # epoch 0: exactly the given weights
+    assert runs[".pt"]["boxes"] == runs[".npz"]["boxes"]  # both formats: the same network, the same run
+
+
+def test_bad_weights_are_one_line_errors(tmp_path, capsys):
+    torch = pytest.importorskip("torch")
+    _, pt, npz = _weights_files(tmp_path, [4, 5, 3])
+    (tmp_path / "in").mkdir()
+    _, wrong_in, _ = _weights_files(tmp_path / "in", [3, 5, 3])
+    np.savez(tmp_path / "gap.npz", W0=np.zeros((5, 4)), b0=np.zeros(5), W1=np.zeros((3, 6)), b1=np.zeros(3))
+    np.savez(tmp_path / "names.npz", weight=np.zeros((3, 4)), bias=np.zeros(3))
+    bn = torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.BatchNorm1d(3))
+    torch.save(bn.state_dict(), tmp_path / "bn.pt")
+    torch.save(torch.nn.Sequential(torch.nn.Linear(4, 3)), tmp_path / "module.pt")
+    (tmp_path / "text.pt").write_text("not a network")
+    iris3 = ["--dataset", "iris3", "--loss", "cross_entropy"]
+    cases = [
+        (
+            ["--dataset", "iris2", "--weights", str(npz)],
+            "its last layer has 3 outputs but --loss hinge on 2 "
+            "classes (one output; --loss cross_entropy takes two) needs 1",
+        ),
+        ([*iris3, "--weights", str(wrong_in)], "its first layer takes 3 inputs but the data have 4 feature"),
+        (
+            [*iris3, "--weights", str(tmp_path / "gap.npz")],
+            "weights[1] has 6 inputs but layer 0 has 5 outputs",
+        ),
+        ([*iris3, "--weights", str(tmp_path / "names.npz")], "holds the arrays ['bias', 'weight']; expected"),
+        (
+            [*iris3, "--weights", str(tmp_path / "bn.pt")],
+            "holds '1.weight' (shape (3,)), which is not a Linear",
+        ),
+        ([*iris3, "--weights", str(tmp_path / "module.pt")], "a whole pickled module is not read"),
+        ([*iris3, "--weights", str(tmp_path / "text.pt")], "could not be read as a state dict"),
+        ([*iris3, "--weights", str(tmp_path / "none.pt")], "No such file or directory"),
+        ([*iris3, "--weights", str(pt), "--hidden", "4"], "--hidden sets up a random initial network"),
+        ([*iris3, "--weights", str(pt), "--init", "he"], "--init sets up a random initial network"),
+    ]
+    for argv, fragment in cases:
+        code, out, err = _main(capsys, *argv)
+        assert code == 2 and out == "", argv
+        assert err.startswith("certkit mibp: error: ") and fragment in err, (argv, err)
+        assert len(err.splitlines()) == 1
+
+
+def test_no_standardise_keeps_the_features_as_they_are(tmp_path):
+    X, y = _blobs()
+    path = tmp_path / "raw.csv"
+    path.write_text("a,b,y\n" + "\n".join(f"{a},{b},{c}" for (a, b), c in zip(X, y)) + "\n")
+    raw = _cli.load_file(str(path), standardise=False)
+    scaled = _cli.load_file(str(path))
+    assert np.isin(raw.X, X).all() and not np.isin(scaled.X, X).any()  # the very rows of the file
+    np.testing.assert_array_equal(raw.y, scaled.y)
+    mean, std = raw.X.mean(axis=0), raw.X.std(axis=0)
+    np.testing.assert_allclose(scaled.X, (raw.X - mean) / std, rtol=1e-12)  # scaling is the only difference
+
+
+@pytest.mark.parametrize(
+    ("argv", "named", "not_named"),
+    [
+        (
+            ["--label-flips", "20"],
+            ["a smaller --label-flips", "fewer --epochs"],
+            ["--epsilon", "budget", "--paired"],
+        ),
+        (
+            ["--epochs", "12", "--learning-rate", "0.5"],
+            ["a smaller --epsilon", "fewer --epochs"],
+            ["budget", "--label-flips", "--batch-size", "--momentum"],
+        ),
+        (
+            ["--paired", "10", "--epochs", "6", "--batch-size", "20", "--momentum", "0.5"],
+            ["--epsilon", "a smaller --paired", "a larger --batch-size", "a smaller --momentum"],
+            ["--budget", "--label-flips"],
+        ),
+    ],
+)
+def test_the_below_chance_remark_names_only_options_that_act_on_the_run(capsys, argv, named, not_named):
+    code, out, _ = _main(capsys, *argv)
+    assert code == 0 and _value(out, "certified accuracy") <= _value(out, "chance (majority class)")
+    remark = next(line for line in out.splitlines() if line.strip().startswith("remark:"))
+    assert "certified accuracy is not above chance" in remark
+    assert all(option in remark for option in named), remark
+    assert not any(option in remark for option in not_named), remark

@@ -96,7 +96,9 @@ def _fixed_pattern_box():
     X = np.array([[0.3, -0.2], [-0.5, 0.4]])
     y = np.array([1.0, -1.0])
     eps = 1e-2
-    first = certified_training(model, X, y, perturbation=FeatureBox(eps), epochs=1, learning_rate=0.1)
+    first = certified_training(
+        model, X, y, loss="hinge", perturbation=FeatureBox(eps), epochs=1, learning_rate=0.1
+    )
     lower, upper = first.lower[1], first.upper[1]
     sets = FeatureBox(eps).sets(X)
     _, pre = interval_forward(lower, upper, sets.lower, sets.upper)
@@ -206,7 +208,9 @@ def test_nesting_exact_milp_lp_interval():
     X, y = _data(5, rng=3)
     model = MLP.random([2, 3, 1], rng=1)
     eps = 0.1
-    first = certified_training(model, X, y, perturbation=FeatureBox(eps), epochs=1, learning_rate=0.3)
+    first = certified_training(
+        model, X, y, loss="hinge", perturbation=FeatureBox(eps), epochs=1, learning_rate=0.3
+    )
     sets = FeatureBox(eps).sets(X)
     box = {}
     for formulation in ("joint", "decomposed"):
@@ -237,7 +241,9 @@ def test_hybrid_inside_decomposed_and_joint_lp():
     X, y = _data(5, rng=3)
     model = MLP.random([2, 3, 1], rng=1)
     pert = FeatureBox(0.1)
-    first = certified_training(model, X, y, perturbation=pert, epochs=2, learning_rate=0.3, backend="gurobi")
+    first = certified_training(
+        model, X, y, loss="hinge", perturbation=pert, epochs=2, learning_rate=0.3, backend="gurobi"
+    )
     sets = pert.sets(X)
     args = (first.lower[2], first.upper[2], sets, y, "hinge", 0.3)
     dL, dU, _ = _step(*args, "decomposed", BackendOptions("gurobi"))
@@ -273,9 +279,17 @@ def test_backends_sound_monte_carlo(backend, formulation, assert_sound):
     model = MLP.random([2, 3, 1], rng=2)
     pert = FeatureBox(0.05)
     res = certified_training(
-        model, X, y, perturbation=pert, epochs=3, learning_rate=0.3, backend=backend, formulation=formulation
+        model,
+        X,
+        y,
+        loss="hinge",
+        perturbation=pert,
+        epochs=3,
+        learning_rate=0.3,
+        backend=backend,
+        formulation=formulation,
     )
-    interval = certified_training(model, X, y, perturbation=pert, epochs=3, learning_rate=0.3)
+    interval = certified_training(model, X, y, loss="hinge", perturbation=pert, epochs=3, learning_rate=0.3)
     assert np.all(res.widths() <= interval.widths() + 1e-12)
     assert assert_sound(res, X, y, pert, rng=5) == 80
 
@@ -322,7 +336,15 @@ def test_discrete_options_exact_joint():
     model = MLP.random([2, 3, 1], rng=1)
     pert = OrdinalShift([0], shifts=(0, 1))
     res = certified_training(
-        model, X, y, perturbation=pert, epochs=1, learning_rate=0.3, backend="scip", formulation="joint"
+        model,
+        X,
+        y,
+        loss="hinge",
+        perturbation=pert,
+        epochs=1,
+        learning_rate=0.3,
+        backend="scip",
+        formulation="joint",
     )
     vals = []
     for bits in itertools.product((0, 1), repeat=3):
@@ -343,6 +365,7 @@ def test_exact_monotone_in_epsilon():
             X,
             y,
             perturbation=FeatureBox(e),
+            loss="hinge",
             epochs=2,
             learning_rate=0.3,
             backend="gurobi",
@@ -384,7 +407,14 @@ def test_gurobi_licence_limit_gives_clear_error():
     model, X, y = _large_joint_args()
     with pytest.raises(GurobiLicenseError, match=r'size-limited.*formulation="decomposed".*backend="scip"'):
         certified_training(
-            model, X, y, perturbation=FeatureBox(0.05), epochs=2, backend="gurobi", formulation="joint"
+            model,
+            X,
+            y,
+            loss="hinge",
+            perturbation=FeatureBox(0.05),
+            epochs=2,
+            backend="gurobi",
+            formulation="joint",
         )
 
 
@@ -398,7 +428,14 @@ def test_gurobi_error_10010_is_translated(monkeypatch):
     model, X, y = _large_joint_args()
     with pytest.raises(GurobiLicenseError, match="size-limited") as info:
         certified_training(
-            model, X, y, perturbation=FeatureBox(0.05), epochs=2, backend="gurobi", formulation="joint"
+            model,
+            X,
+            y,
+            loss="hinge",
+            perturbation=FeatureBox(0.05),
+            epochs=2,
+            backend="gurobi",
+            formulation="joint",
         )
     assert getattr(info.value.__cause__, "errno", None) == 10010
 
@@ -411,7 +448,14 @@ def test_gurobi_large_joint_with_full_licence(assert_sound):
         )
     model, X, y = _large_joint_args()
     res = certified_training(
-        model, X, y, perturbation=FeatureBox(0.05), epochs=2, backend="gurobi", formulation="joint"
+        model,
+        X,
+        y,
+        loss="hinge",
+        perturbation=FeatureBox(0.05),
+        epochs=2,
+        backend="gurobi",
+        formulation="joint",
     )
     assert assert_sound(res, X, y, FeatureBox(0.05), rng=0) == 80
 
@@ -425,6 +469,7 @@ def test_time_limit_uses_dual_bound():
         X,
         y,
         perturbation=pert,
+        loss="hinge",
         epochs=2,
         learning_rate=0.3,
         backend="scip",
@@ -432,7 +477,15 @@ def test_time_limit_uses_dual_bound():
         time_limit=0.002,
     )
     full = certified_training(
-        model, X, y, perturbation=pert, epochs=2, learning_rate=0.3, backend="scip", formulation="joint"
+        model,
+        X,
+        y,
+        loss="hinge",
+        perturbation=pert,
+        epochs=2,
+        learning_rate=0.3,
+        backend="scip",
+        formulation="joint",
     )
     assert res.solver_stats[1]["not_optimal"] > 0
     assert full.solver_stats[1]["not_optimal"] == 0
@@ -454,7 +507,7 @@ def test_parallel_executor_matches_serial(monkeypatch):
     monkeypatch.setattr(certkit.parallel, "ProcessPoolExecutor", CountingPool)
     X, y = _data(4, rng=8)
     model = MLP.random([2, 3, 1], rng=8)
-    kwargs = dict(perturbation=FeatureBox(0.05), epochs=2, learning_rate=0.3, backend="gurobi")
+    kwargs = dict(loss="hinge", perturbation=FeatureBox(0.05), epochs=2, learning_rate=0.3, backend="gurobi")
     for formulation in ("decomposed", "joint"):
         serial = certified_training(model, X, y, formulation=formulation, **kwargs)
         n_pools = len(pools)
@@ -469,8 +522,15 @@ def test_parallel_executor_matches_serial(monkeypatch):
     from certkit.mibp import select_epoch
 
     X, y = _data(6, rng=1)
-    res = certified_training(MLP.random([2, 3, 1], rng=1), X, y, perturbation=FeatureBox(0.1), epochs=2,
-                             learning_rate=0.5)
+    res = certified_training(
+        MLP.random([2, 3, 1], rng=1),
+        X,
+        y,
+        loss="hinge",
+        perturbation=FeatureBox(0.1),
+        epochs=2,
+        learning_rate=0.5,
+    )
     X_val = np.random.default_rng(0).normal(size=(40, 2))
     y_val = res.nominal.predict(X_val)
     n_pools = len(pools)
@@ -486,7 +546,7 @@ def test_lp_bound_tightening(assert_sound):
     X, y = _data(5, rng=3)
     model = MLP.random([2, 4, 4, 1], rng=1)
     pert = FeatureBox(0.1)
-    kw = dict(perturbation=pert, epochs=2, learning_rate=0.3)
+    kw = dict(loss="hinge", perturbation=pert, epochs=2, learning_rate=0.3)
     runs = {
         (backend, tight): certified_training(
             model, X, y, backend=backend, formulation="decomposed", tighten_bounds=tight, **kw
@@ -535,6 +595,7 @@ def test_label_flips_equal_enumeration(backend, formulation):
         X,
         y,
         perturbation=LabelFlips(2),
+        loss="hinge",
         epochs=1,
         learning_rate=0.3,
         backend=backend,

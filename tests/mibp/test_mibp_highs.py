@@ -23,7 +23,7 @@ def _programs():
     X, y = _data(4, rng=11)
     model = MLP.random([2, 3, 1], rng=4)
     pert = FeatureBox(0.1)
-    first = certified_training(model, X, y, perturbation=pert, epochs=1, learning_rate=0.3)
+    first = certified_training(model, X, y, loss="hinge", perturbation=pert, epochs=1, learning_rate=0.3)
     lower, upper, sets = first.lower[1], first.upper[1], pert.sets(X)
     joint = build_joint(lower, upper, sets, y, "hinge", 0.3)
     one = build_decomposed(lower, upper, sets, 2, y[2], "hinge", 0.3)
@@ -57,7 +57,9 @@ def test_highs_time_limit_only_loosens(assert_sound):
     X, y = _data(6, rng=0)
     model = MLP.random([2, 4, 1], rng=0)
     pert = FeatureBox(0.1)
-    kw = dict(perturbation=pert, epochs=2, learning_rate=0.3, backend="milp", formulation="joint")
+    kw = dict(
+        loss="hinge", perturbation=pert, epochs=2, learning_rate=0.3, backend="milp", formulation="joint"
+    )
     stopped = certified_training(model, X, y, time_limit=1e-4, **kw)
     full = certified_training(model, X, y, **kw)
     assert stopped.solver_stats[1]["not_optimal"] > 0

@@ -25,7 +25,13 @@ def _binary_case():
     X = gen.normal(size=(50, 2))
     y = np.where(X[:, 0] + 0.3 * X[:, 1] > 0, 1, -1)
     res = certified_training(
-        MLP.random([2, 6, 1], rng=0), X, y, perturbation=FeatureBox(1e-3), epochs=3, learning_rate=0.5
+        MLP.random([2, 6, 1], rng=0),
+        X,
+        y,
+        loss="hinge",
+        perturbation=FeatureBox(1e-3),
+        epochs=3,
+        learning_rate=0.5,
     )
     return X, y, res
 
@@ -34,7 +40,9 @@ def _multiclass_case():
     gen = np.random.default_rng(4)
     X = gen.normal(size=(30, 2))
     y = (X[:, 0] > 0).astype(int) + (X[:, 1] > 0).astype(int)
-    res = certified_training(MLP.random([2, 5, 3], rng=1), X, y, perturbation=FeatureBox(1e-3), epochs=2)
+    res = certified_training(
+        MLP.random([2, 5, 3], rng=1), X, y, loss="hinge", perturbation=FeatureBox(1e-3), epochs=2
+    )
     return X, y, res
 
 
@@ -71,7 +79,7 @@ def test_training_rejects_bool_and_complex_labels():
     model = MLP.random([2, 3, 1], rng=0)
     for bad, dtype in ((y > 0, "bool"), (y.astype(complex), "complex")):
         with pytest.raises(TypeError, match=f"labels y must be real numbers.*{dtype}"):
-            certified_training(model, X, bad, perturbation=FeatureBox(0.01))
+            certified_training(model, X, bad, loss="hinge", perturbation=FeatureBox(0.01))
 
 
 def test_attack_checks_its_labels_and_options():
@@ -182,7 +190,9 @@ def test_overflowing_learning_rate_is_named():
     model = MLP.random([2, 6, 1], rng=0)
     overflow = r"training overflowed.*learning_rate=1e\+300.*smaller learning_rate"
     with pytest.raises(ValueError, match=overflow):
-        certified_training(model, X, y, perturbation=FeatureBox(0.01), epochs=3, learning_rate=1e300)
+        certified_training(
+            model, X, y, loss="hinge", perturbation=FeatureBox(0.01), epochs=3, learning_rate=1e300
+        )
     with pytest.raises(ValueError, match="training overflowed"):
         model.train(X, y, epochs=3, learning_rate=1e300)
 
@@ -196,7 +206,7 @@ def _step_program() -> Program:
     X, y = X[:20], y[:20]
     model = MLP.random([2, 8, 1], rng=0)
     box = FeatureBox(0.1)
-    first = certified_training(model, X, y, perturbation=box)
+    first = certified_training(model, X, y, loss="hinge", perturbation=box)
     return build_decomposed(first.lower[1], first.upper[1], box.sets(X), 0, float(y[0]), "hinge", 0.1)
 
 
@@ -236,10 +246,18 @@ def test_gurobi_tiny_time_limit_in_training(formulation):
     box = FeatureBox(0.1)
     X, y = X[:20], y[:20]
     res = certified_training(
-        model, X, y, perturbation=box, epochs=2, backend="gurobi", formulation=formulation, time_limit=1e-6
+        model,
+        X,
+        y,
+        loss="hinge",
+        perturbation=box,
+        epochs=2,
+        backend="gurobi",
+        formulation=formulation,
+        time_limit=1e-6,
     )
     assert res.solver_stats[1].not_optimal == res.solver_stats[1].solves > 0
-    ref = certified_training(model, X, y, perturbation=box, epochs=2)
+    ref = certified_training(model, X, y, loss="hinge", perturbation=box, epochs=2)
     assert np.all(res.lower[-1].to_vector() >= ref.lower[-1].to_vector())
     assert np.all(res.upper[-1].to_vector() <= ref.upper[-1].to_vector())
 
@@ -248,7 +266,7 @@ def test_executor_is_checked_even_when_unused():
     X, y, res = _binary_case()
     model = MLP.random([2, 3, 1], rng=0)
     with pytest.raises(ValueError, match=r"executor=100000000 local worker processes is more than"):
-        certified_training(model, X, y, perturbation=FeatureBox(0.1), executor=10**8)
+        certified_training(model, X, y, loss="hinge", perturbation=FeatureBox(0.1), executor=10**8)
     with pytest.raises(TypeError, match="executor must be None, an int number of workers"):
         certify_predictions(res, X, executor="2")
 
@@ -351,11 +369,19 @@ def test_three_classes_for_one_output_say_so():
     X = np.zeros((6, 2))
     with pytest.raises(ValueError, match=r"have 3 classes but the network has one output.*0..C-1"):
         certified_training(
-            MLP.random([2, 3, 1], rng=0), X, np.array([0, 1, 2, 0, 1, 2]), perturbation=FeatureBox(0.1)
+            MLP.random([2, 3, 1], rng=0),
+            X,
+            np.array([0, 1, 2, 0, 1, 2]),
+            loss="hinge",
+            perturbation=FeatureBox(0.1),
         )
     with pytest.raises(ValueError, match=r"2\*y - 1, or use loss='binary_cross_entropy'"):
         certified_training(
-            MLP.random([2, 3, 1], rng=0), X, np.array([0, 1, 1, 0, 1, 0]), perturbation=FeatureBox(0.1)
+            MLP.random([2, 3, 1], rng=0),
+            X,
+            np.array([0, 1, 1, 0, 1, 0]),
+            loss="hinge",
+            perturbation=FeatureBox(0.1),
         )
 
 
@@ -374,8 +400,8 @@ def test_nan_coded_missing_values_are_accepted_where_the_mask_covers_them():
         MissingValues(mask, -1.0, 1.0),
         Budget(MissingValues(mask, -1.0, 1.0) & FeatureBox(0.01), 3),
     ):
-        a = certified_training(model, coded, y, perturbation=pert, epochs=2)
-        b = certified_training(model, filled, y, perturbation=pert, epochs=2)
+        a = certified_training(model, coded, y, loss="hinge", perturbation=pert, epochs=2)
+        b = certified_training(model, filled, y, loss="hinge", perturbation=pert, epochs=2)
         for lo_a, lo_b in zip(a.lower, b.lower):
             np.testing.assert_array_equal(lo_a.to_vector(), lo_b.to_vector())
         from certkit.mibp.certification.attack import attack_violation
@@ -383,9 +409,9 @@ def test_nan_coded_missing_values_are_accepted_where_the_mask_covers_them():
         assert attack_violation(a, coded, y, pert, restarts=1, steps=1, rng=0)[0] <= 0
     coded[0, 0] = np.nan  # not under the mask
     with pytest.raises(ValueError, match=r"X\[0, 0\] is nan and no MissingValues mask covers it"):
-        certified_training(model, coded, y, perturbation=MissingValues(mask, -1.0, 1.0))
+        certified_training(model, coded, y, loss="hinge", perturbation=MissingValues(mask, -1.0, 1.0))
     with pytest.raises(ValueError, match="no MissingValues mask covers it"):
-        certified_training(model, coded, y, perturbation=FeatureBox(0.1))
+        certified_training(model, coded, y, loss="hinge", perturbation=FeatureBox(0.1))
 
 
 def test_a_gurobi_program_too_large_for_the_licence_is_refused_before_any_solve():
@@ -410,6 +436,7 @@ def test_a_gurobi_program_too_large_for_the_licence_is_refused_before_any_solve(
                 X,
                 y,
                 perturbation=FeatureBox(0.01),
+                loss="hinge",
                 epochs=2,
                 backend="gurobi",
                 formulation="joint",
@@ -423,6 +450,7 @@ def test_a_gurobi_program_too_large_for_the_licence_is_refused_before_any_solve(
         X[:4, :2],
         y[:4],
         perturbation=FeatureBox(0.01),
+        loss="hinge",
         epochs=1,
         backend="gurobi",
         formulation="joint",

@@ -216,7 +216,12 @@ def test_certified_training_lagrangian_is_sound(backend, assert_sound):
 def test_lagrangian_executor_and_progress_match_serial(capsys):
     X, y = _moons(6, 1)
     kw = dict(
-        perturbation=FeatureBox(0.02), epochs=2, learning_rate=0.3, backend="lp", formulation="lagrangian"
+        perturbation=FeatureBox(0.02),
+        loss="hinge",
+        epochs=2,
+        learning_rate=0.3,
+        backend="lp",
+        formulation="lagrangian",
     )
     res = certified_training(MLP.random([2, 3, 1], rng=1), X, y, **kw)
     par = certified_training(MLP.random([2, 3, 1], rng=1), X, y, executor=2, progress=True, **kw)
@@ -235,6 +240,7 @@ def test_lagrangian_with_budget_is_sound(backend, assert_sound):
         X,
         y,
         perturbation=pert,
+        loss="hinge",
         epochs=2,
         learning_rate=0.3,
         backend=backend,
@@ -251,7 +257,7 @@ def test_guard_raises_on_a_wrong_lagrangian_bound(monkeypatch):
 
     X = np.array([[0.5, -0.2], [-0.3, 0.8], [0.1, 0.4]])
     y = np.array([1, -1, 1])
-    kw = dict(perturbation=FeatureBox(0.1), epochs=2, backend="lp", formulation="lagrangian")
+    kw = dict(loss="hinge", perturbation=FeatureBox(0.1), epochs=2, backend="lp", formulation="lagrangian")
     certified_training(MLP.random([2, 3, 1], rng=0), X, y, **kw)
     real, calls = highs.solve_linear, []
 
@@ -286,6 +292,7 @@ def test_multipliers_do_not_depend_on_the_placeholders_of_missing_entries():
             Xp,
             y,
             perturbation=MissingValues(mask, -0.5, 0.5),
+            loss="hinge",
             epochs=2,
             learning_rate=0.5,
             backend="lp",

@@ -107,3 +107,37 @@ def test_label_flips():
     assert paired.budget == 1 and paired.flip_labels and paired.label_flips is None
     with pytest.raises(ValueError, match="k must be >= 0"):
         LabelFlips(-1)
+
+
+# ------------------------------------------------------------------------------ issue 36: fuzz round 4
+def test_a_budget_inside_a_budget_is_refused():
+    # Budget(Budget(p, 2), 4) silently took the outer k = 4
+    for nested in (
+        Budget(FeatureBox(0.1), 2),
+        Compose(Budget(FeatureBox(0.1), 2)),
+        FeatureBox(0.1) & Budget(FeatureBox(0.1) & LabelFlips(1), 2),
+    ):
+        with pytest.raises(
+            ValueError, match=r"Budget cannot hold another Budget \(got Budget\(.*, 2\) inside"
+        ):
+            Budget(nested, 4)
+    assert Budget(FeatureBox(0.1) & LabelFlips(1), 4).sets(X).budget == 4  # one Budget is fine
+
+
+def test_missing_values_wider_than_the_float_range_name_the_arguments():
+    # MissingValues(mask, -1e308, 1e308) named an internal array (offset_hi)
+    mask = np.zeros((4, 3), dtype=bool)
+    mask[1, 2] = True
+    with pytest.raises(
+        ValueError, match=r"upper - lower must be finite: lower=-1e\+308 and upper=1e\+308"
+    ) as info:
+        MissingValues(mask, -1e308, 1e308)
+    assert "offset" not in str(info.value) and "observed minimum and maximum" in str(info.value)
+    with pytest.raises(ValueError, match=r"upper - lower must be finite: lower=\[0.0, -1e\+308, 0.0\]"):
+        MissingValues(mask, [0.0, -1e308, 0.0], [1.0, 1e308, 1.0])
+    # a set that leaves the float range through the observed value is named by its entry
+    big = X.copy()
+    big[2, 1] = 1.7e308
+    with pytest.raises(ValueError, match=r"lets X\[2, 1\] \(observed 1.7e\+308\) leave the float64 range"):
+        FeatureBox(1e308).sets(big)
+    assert np.isfinite(MissingValues(mask, -1e300, 1e300).sets(X).upper).all()  # wide but representable

@@ -15,7 +15,7 @@ from certkit.mibp import (
     certify_predictions,
     select_epoch,
 )
-from certkit.mibp.certification import selection
+from certkit.mibp.certification import certify
 from certkit.mibp.certification.attack import attack_predictions
 
 
@@ -106,6 +106,10 @@ def test_select_epoch_hand_oracle():
     text = sel.summary()
     assert "epoch 2" in text and text.count("*") == 1
     assert sel.to_dict()["epoch"] == 2
+    # the per-epoch series without selecting: the same hand oracle
+    res = _hand_result(BOXES, NOMINAL)
+    np.testing.assert_array_equal(res.certified_accuracy(X_VAL, Y_VAL), [0.5, 0.75, 1.0, 0.5, 1.0])
+    np.testing.assert_array_equal(res.nominal_accuracy(X_VAL, Y_VAL), [0.5, 0.75, 1.0, 1.0, 1.0])
 
 
 def test_epoch_zero_is_never_selected():
@@ -141,7 +145,9 @@ def _one_unit_case():
 
 def test_select_epoch_matches_vertex_enumeration_on_a_real_run():
     model, X, y, X_val, y_val = _one_unit_case()
-    res = certified_training(model, X, y, perturbation=FeatureBox(0.05), epochs=8, learning_rate=0.5)
+    res = certified_training(
+        model, X, y, loss="hinge", perturbation=FeatureBox(0.05), epochs=8, learning_rate=0.5
+    )
     sel = select_epoch(res, X_val, y_val)
     expected = [
         _vertex_certified_accuracy(res.lower[t], res.upper[t], res.nominal_path[t], X_val, y_val)
@@ -158,16 +164,23 @@ def test_select_epoch_reads_only_the_validation_split(monkeypatch):
     y = np.where(X[:, 0] > 0, 1, -1)
     X_val, X_test = rng.normal(size=(15, 2)), rng.normal(size=(15, 2))
     y_val = np.where(X_val[:, 0] > 0, 1, -1)
-    res = certified_training(MLP.random([2, 3, 1], init="torch", rng=0), X, y, perturbation=FeatureBox(0.01),
-                             epochs=3, learning_rate=0.5)
+    res = certified_training(
+        MLP.random([2, 3, 1], init="torch", rng=0),
+        X,
+        y,
+        loss="hinge",
+        perturbation=FeatureBox(0.01),
+        epochs=3,
+        learning_rate=0.5,
+    )
     seen = []
-    real = selection.certify_predictions
+    real = certify.certify_predictions
 
     def spy(result, X_arg, **kwargs):
         seen.append((np.array(X_arg), kwargs["epoch"]))
         return real(result, X_arg, **kwargs)
 
-    monkeypatch.setattr(selection, "certify_predictions", spy)
+    monkeypatch.setattr(certify, "certify_predictions", spy)
     select_epoch(res, X_val, y_val)
     assert [t for _, t in seen] == [0, 1, 2, 3]
     for X_arg, _ in seen:
@@ -229,7 +242,7 @@ def test_attack_never_flips_a_certified_prediction():
     X_test = rng.normal(size=(60, 2))
     model = MLP.random([2, 6, 1], init="torch", rng=1)
     pert = FeatureBox(0.05)
-    res = certified_training(model, X, y, perturbation=pert, epochs=4, learning_rate=1.0)
+    res = certified_training(model, X, y, loss="hinge", perturbation=pert, epochs=4, learning_rate=1.0)
     flipped = attack_predictions(model, X, y, pert, X_test, epochs=4, learning_rate=1.0, rng=2)
     assert flipped[1:].any(), "the case should have flippable predictions"
     for t in range(res.epochs + 1):
@@ -254,15 +267,13 @@ def test_attack_predictions_validates_its_inputs():
 # ----------------------------------------------------------------------------- early stopping
 def test_patience_stops_after_the_validation_score_stalls():
     model, X, y, X_val, y_val = _one_unit_case()
-    kw = dict(perturbation=FeatureBox(0.05), epochs=8, learning_rate=0.5)
+    kw = dict(loss="hinge", perturbation=FeatureBox(0.05), epochs=8, learning_rate=0.5)
     full = certified_training(model, X, y, **kw)
     scores = select_epoch(full, X_val, y_val).certified_accuracy[1:]
     for patience in (1, 2, 3):
         res = certified_training(model, X, y, **kw, validation=(X_val, y_val), patience=patience)
         # by hand: the first epoch e with e - (first best epoch among 1..e) >= patience, else all 8
-        stop = next(
-            (e for e in range(1, 9) if e - (1 + int(np.argmax(scores[:e]))) >= patience), 8
-        )
+        stop = next((e for e in range(1, 9) if e - (1 + int(np.argmax(scores[:e]))) >= patience), 8)
         assert res.epochs == stop
         assert len(res.nominal_path) == len(res.lower) == stop + 1
         for t in range(stop + 1):  # the same boxes as the full run
@@ -274,7 +285,7 @@ def test_patience_stops_after_the_validation_score_stalls():
 
 def test_validation_and_patience_are_checked():
     X, y = np.array([[1.0], [-1.0]]), np.array([1, -1])
-    kw = dict(perturbation=FeatureBox(0.01), epochs=2)
+    kw = dict(perturbation=FeatureBox(0.01), loss="hinge", epochs=2)
     model = _identity_unit()
     with pytest.raises(ValueError, match="patience needs a validation"):
         certified_training(model, X, y, **kw, patience=2)
@@ -312,8 +323,15 @@ def test_select_epoch_multiclass_scores_are_the_certificates_of_each_epoch():
     y = np.argmax(X @ np.array([[1.0, -1.0, 0.0], [0.0, 1.0, -1.0]]), axis=1)
     X_val = rng.normal(size=(30, 2))
     y_val = np.argmax(X_val @ np.array([[1.0, -1.0, 0.0], [0.0, 1.0, -1.0]]), axis=1)
-    res = certified_training(MLP.random([2, 4, 3], init="torch", rng=3), X, y, perturbation=FeatureBox(0.02),
-                             epochs=4, learning_rate=0.5)
+    res = certified_training(
+        MLP.random([2, 4, 3], init="torch", rng=3),
+        X,
+        y,
+        loss="hinge",
+        perturbation=FeatureBox(0.02),
+        epochs=4,
+        learning_rate=0.5,
+    )
     sel = select_epoch(res, X_val, y_val)
     for t in range(res.epochs + 1):
         cert = certify_predictions(res, X_val, epoch=t)

@@ -162,6 +162,7 @@ def _check_sound(res, model, y, perturbation, loss, C, draws=30, seed=0):
     assert worst <= 0.0, f"a sampled training run leaves its box by {worst}"
 
 
+@pytest.mark.filterwarnings("ignore:carry='affine' relaxes:UserWarning")  # soundness, not advice
 @pytest.mark.parametrize("carry", ["box", "affine", "shared"])
 @pytest.mark.parametrize("pert_name", list(PERTURBATIONS))
 @pytest.mark.parametrize("loss", ["cross_entropy", "binary_cross_entropy", "hinge"])
@@ -340,15 +341,16 @@ def test_program_backends_name_the_backend_that_supports_a_recipe():
     _, yh = LABELS["hinge"]
     for bad in (dict(momentum=0.5), dict(batch_size=4), dict(learning_rate=[0.1, 0.2], epochs=2)):
         with pytest.raises(ValueError, match="does not support a learning-rate schedule"):
-            certified_training(model, X, yh, perturbation=FeatureBox(0.01), backend="lp", **bad)
+            certified_training(model, X, yh, perturbation=FeatureBox(0.01), loss="hinge", backend="lp", **bad)
     with pytest.raises(ValueError, match="label flips between more than two classes"):
-        certified_training(model, X, yh, perturbation=LabelFlips(1), backend="lp")
+        certified_training(model, X, yh, loss="hinge", perturbation=LabelFlips(1), backend="lp")
     with pytest.raises(ValueError, match="paired poisoning"):
         certified_training(
             MLP.random([3, 3, 1], rng=0),
             X,
             np.where(yh > 0, 1, -1),
             perturbation=Budget(FeatureBox(0.1) & LabelFlips(1), 1),
+            loss="hinge",
             backend="lp",
         )
 
@@ -401,6 +403,18 @@ def test_label_checks_for_the_cross_entropies():
         InverseDecay(0.0, 0.5)
 
 
+def test_inverse_decay_refuses_negative_steps():
+    # fuzz round 4: rate(-1) answered 2.0 and rate(-2) divided by zero
+    rate = InverseDecay(1.0, 0.5)
+    for step in (-1, -2, -3):
+        with pytest.raises(ValueError, match=f"step must be >= 0, got {step}"):
+            rate(step)
+    with pytest.raises(TypeError, match="step must be an integer, got float"):
+        rate(1.5)
+    assert rate(np.int64(2)) == rate(2) == 0.5
+
+
+@pytest.mark.filterwarnings("ignore:carry='affine' relaxes:UserWarning")  # soundness, not advice
 @pytest.mark.parametrize(
     ("kind", "carry"),
     [(k, c) for k in RECIPE_KINDS for c in ("box", "affine", "shared") if recipe_kind_supported(k, c)],
@@ -479,4 +493,4 @@ def test_first_use_review_findings():
     with pytest.raises(
         ValueError, match=r"labels y must be -1 or \+1 for the binary hinge loss \(one output\)$"
     ):
-        certified_training(model, X, np.full(len(X), 2), perturbation=FeatureBox(0.01))
+        certified_training(model, X, np.full(len(X), 2), loss="hinge", perturbation=FeatureBox(0.01))

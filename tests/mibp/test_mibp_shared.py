@@ -263,7 +263,7 @@ def _pure_hulls(case):
 def test_the_carry_alone_contains_attacked_and_sampled_runs(kind):
     gen = np.random.default_rng([7, RECIPE_KINDS.index(kind)])
     for _ in range(10):
-        case = random_recipe_case(gen, kind)
+        case = random_recipe_case(gen, kind, carry="shared")
         hulls = _pure_hulls(case)
         violation, trajectories = attack_violation(
             hulls, case["X"], case["y"], case["perturbation"], restarts=3, steps=4, rng=gen

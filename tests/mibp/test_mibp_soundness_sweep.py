@@ -38,6 +38,7 @@ CASES = (
 )
 
 
+@pytest.mark.filterwarnings("ignore:carry='affine' relaxes:UserWarning")  # soundness, not advice
 @pytest.mark.parametrize(("index", "case"), list(enumerate(CASES)), ids=["-".join(c) for c in CASES])
 def test_no_attacked_trajectory_leaves_its_box(index, case):
     kind, backend, formulation, carry = case

@@ -75,9 +75,9 @@ def test_interval_sound_monte_carlo(perturbation, loss, classes, assert_sound):
 def test_budget_tighter_than_unbudgeted():
     X, y = _data()
     model = MLP.random([2, 6, 1], rng=1)
-    full = certified_training(model, X, y, perturbation=FeatureBox(0.1), epochs=3)
-    some = certified_training(model, X, y, perturbation=Budget(FeatureBox(0.1), 2), epochs=3)
-    none = certified_training(model, X, y, perturbation=Budget(FeatureBox(0.1), 0), epochs=3)
+    full = certified_training(model, X, y, loss="hinge", perturbation=FeatureBox(0.1), epochs=3)
+    some = certified_training(model, X, y, loss="hinge", perturbation=Budget(FeatureBox(0.1), 2), epochs=3)
+    none = certified_training(model, X, y, loss="hinge", perturbation=Budget(FeatureBox(0.1), 0), epochs=3)
     assert np.all(some.widths() <= full.widths()) and some.widths()[-1] < full.widths()[-1]
     # k = 0: nobody deviates, so only the nominal trajectory (up to rounding) remains
     assert none.widths()[-1] < 1e-10
@@ -88,7 +88,7 @@ def test_interval_monotone_in_epsilon():
     model = MLP.random([2, 6, 1], rng=4)
     prev = None
     for eps in (0.0, 1e-3, 1e-2, 5e-2):
-        res = certified_training(model, X, y, perturbation=FeatureBox(eps), epochs=4)
+        res = certified_training(model, X, y, loss="hinge", perturbation=FeatureBox(eps), epochs=4)
         if prev is not None:
             for t in range(5):
                 assert np.all(res.lower[t].to_vector() <= prev.lower[t].to_vector())
@@ -108,7 +108,9 @@ def _box_samples(res, rng, count):
 def test_certify_predictions_sound(classes):
     X, y = _data(n=20, classes=classes)
     model = MLP.random([2, 6, classes or 1], rng=0)
-    res = certified_training(model, X, y, perturbation=FeatureBox(0.02), epochs=3, learning_rate=0.2)
+    res = certified_training(
+        model, X, y, loss="hinge", perturbation=FeatureBox(0.02), epochs=3, learning_rate=0.2
+    )
     X_test, y_test = _data(n=200, rng=9, classes=classes)
     cert = certify_predictions(res, X_test)
     assert 0 < cert.certified.sum() < 200
@@ -124,7 +126,7 @@ def test_certify_predictions_sound(classes):
 def test_certify_point_box_certifies_nonzero_margins():
     X, y = _data()
     model = MLP.random([2, 4, 1], rng=0)
-    res = certified_training(model, X, y, perturbation=FeatureBox(0.0), epochs=1)
+    res = certified_training(model, X, y, loss="hinge", perturbation=FeatureBox(0.0), epochs=1)
     X_test, _ = _data(n=50, rng=3)
     cert = certify_predictions(res, X_test)
     assert cert.certified.all()  # the box is (numerically) a point and no output is exactly 0
@@ -134,10 +136,13 @@ def test_certify_point_box_certifies_nonzero_margins():
 
 def test_result_object():
     X, y = _data()
-    res = certified_training(MLP.random([2, 4, 1], rng=0), X, y, perturbation=FeatureBox(0.01), epochs=2)
+    res = certified_training(
+        MLP.random([2, 4, 1], rng=0), X, y, loss="hinge", perturbation=FeatureBox(0.01), epochs=2
+    )
     assert isinstance(res, CertifiedTrainingResult)
     text = res.summary()
-    assert "interval" in text and "max width" in text and len(text.splitlines()) == 5
+    assert "interval" in text and "max width" in text and len(text.splitlines()) == 7
+    assert "contains(model) does not prove that a model\ncame from this run" in text
     d = res.to_dict()
     assert d["backend"] == "interval" and len(d["lower"]) == 3
     assert res.epoch_seconds.shape == (2,)
@@ -150,35 +155,38 @@ def test_bad_arguments(monkeypatch):
     model = MLP.random([2, 4, 1], rng=0)
     box = FeatureBox(0.01)
     with pytest.raises(ValueError, match="unknown backend"):
-        certified_training(model, X, y, perturbation=box, backend="cplex")
+        certified_training(model, X, y, loss="hinge", perturbation=box, backend="cplex")
     with pytest.raises(ValueError, match="unknown formulation"):
-        certified_training(model, X, y, perturbation=box, backend="scip", formulation="split")
+        certified_training(model, X, y, loss="hinge", perturbation=box, backend="scip", formulation="split")
     with pytest.raises(ValueError, match="features but the model expects"):
-        certified_training(model, X[:, :1], y, perturbation=box)
+        certified_training(model, X[:, :1], y, loss="hinge", perturbation=box)
     with pytest.raises(ValueError, match="finite"):
-        certified_training(model, np.where(X > 1, np.nan, X), y, perturbation=box)
+        certified_training(model, np.where(X > 1, np.nan, X), y, loss="hinge", perturbation=box)
     with pytest.raises(ValueError, match="-1 or \\+1"):
-        certified_training(model, X, (y + 1) // 2, perturbation=box)
+        certified_training(model, X, (y + 1) // 2, loss="hinge", perturbation=box)
     with pytest.raises(ValueError, match="inconsistent"):
-        certified_training(model, X, y[:-1], perturbation=box)
+        certified_training(model, X, y[:-1], loss="hinge", perturbation=box)
     with pytest.raises(TypeError, match="Perturbation"):
-        certified_training(model, X, y, perturbation=0.01)
+        certified_training(model, X, y, loss="hinge", perturbation=0.01)
     with pytest.raises(ValueError, match="LabelFlips needs a classification loss"):
         certified_training(model, X, X[:, 0], perturbation=LabelFlips(1), loss="mse")
     with pytest.raises(TypeError, match="MLP"):
-        certified_training("net", X, y, perturbation=box)
+        certified_training("net", X, y, loss="hinge", perturbation=box)
+    # issue 36: no default loss (a cross-entropy model was certified as a hinge run)
+    with pytest.raises(TypeError, match="missing 1 required keyword-only argument: 'loss'"):
+        certified_training(model, X, y, perturbation=box)
     with pytest.raises(ValueError, match="epochs must be >= 1"):
-        certified_training(model, X, y, perturbation=box, epochs=0)
+        certified_training(model, X, y, loss="hinge", perturbation=box, epochs=0)
     with pytest.raises(ValueError, match="time_limit"):
-        certified_training(model, X, y, perturbation=box, backend="scip", time_limit=-1.0)
+        certified_training(model, X, y, loss="hinge", perturbation=box, backend="scip", time_limit=-1.0)
     with pytest.raises(ValueError, match="solver= applies"):
-        certified_training(model, X, y, perturbation=box, backend="scip", solver="HIGHS")
+        certified_training(model, X, y, loss="hinge", perturbation=box, backend="scip", solver="HIGHS")
     with pytest.raises(ValueError, match="not installed"):
-        certified_training(model, X, y, perturbation=box, backend="milp", solver="NOPE")
+        certified_training(model, X, y, loss="hinge", perturbation=box, backend="milp", solver="NOPE")
     monkeypatch.setitem(sys.modules, "pyscipopt", None)
     with pytest.raises(ImportError, match=r"certkit\[scip\]"):
-        certified_training(model, X, y, perturbation=box, backend="scip")
-    res = certified_training(model, X, y, perturbation=box)
+        certified_training(model, X, y, loss="hinge", perturbation=box, backend="scip")
+    res = certified_training(model, X, y, loss="hinge", perturbation=box)
     with pytest.raises(ValueError, match="must have shape"):
         certify_predictions(res, np.zeros((3, 5)))
     with pytest.raises(TypeError, match="CertifiedTrainingResult"):
@@ -191,4 +199,6 @@ def test_overflowing_bounds_raise_clear_error():
     X, y = _data()
     model = MLP.random([2, 8, 1], rng=0)
     with pytest.raises(FloatingPointError, match="overflowed"):
-        certified_training(model, X, y, perturbation=FeatureBox(1.0), epochs=400, learning_rate=5.0)
+        certified_training(
+            model, X, y, loss="hinge", perturbation=FeatureBox(1.0), epochs=400, learning_rate=5.0
+        )

@@ -73,15 +73,6 @@ class PredictionCertificate(ResultMixin):
         )
 
 
-def test_inputs(result: CertifiedTrainingResult, X_test: Any) -> np.ndarray:
-    """``X_test`` as the network's inputs (n, d): through the frozen extractor of ``result`` where it has one
-    (raw inputs of its input shape), else checked as they are."""
-    if result.features is None:
-        return check_array(X_test, "X_test", ndim=2, shape=(None, result.nominal.sizes[0]))
-    raw = check_array(X_test, "X_test", shape=(None, *result.features.input_shape))
-    return result.features.features(raw.reshape(len(raw), -1))
-
-
 def _solve_item(item: tuple) -> float:
     program, options, witnesses = item
     res = solve_program(program, [(j, 1) for j in range(len(program.objectives))], options, witnesses)
@@ -125,7 +116,8 @@ def certify_predictions(
         ``features=``.
     backend : {"interval", "gurobi", "scip", "milp", "lp"}
     epoch : int
-        Which epoch's box (default: the last).
+        Which epoch's box (default: the last).  Every epoch's certified accuracy at once:
+        `CertifiedTrainingResult.certified_accuracy`.
     time_limit, solver, executor, progress, verbose
         As in `certified_training` (a solver bound that a parameter vector of the box beats raises
         `UnsoundBoundError`).
@@ -135,7 +127,7 @@ def certify_predictions(
     epoch = check_epoch(epoch, result.epochs)
     lower, upper = result.lower[epoch], result.upper[epoch]
     nominal = result.nominal_path[epoch]
-    X_test = test_inputs(result, X_test)
+    X_test = result.inputs(X_test, "X_test")
     backend = check_in_options(backend, "backend", BACKENDS)
     if time_limit is not None:
         time_limit = check_positive(time_limit, "time_limit")
@@ -244,7 +236,7 @@ def certify_regression(
         raise TypeError(f"result must be a CertifiedTrainingResult, got {type(result).__name__}")
     epoch = check_epoch(epoch, result.epochs)
     lower, upper = result.lower[epoch], result.upper[epoch]
-    X_test = test_inputs(result, X_test)
+    X_test = result.inputs(X_test, "X_test")
     _, pre = interval_forward(lower, upper, X_test, X_test)
     lo, hi = pre[-1]
     return RegressionCertificate(prediction=result.nominal_path[epoch].forward(X_test), lower=lo, upper=hi)

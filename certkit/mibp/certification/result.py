@@ -8,7 +8,9 @@ from typing import Any
 import numpy as np
 
 from certkit._results import ResultMixin, format_table
-from certkit._validation import check_integer
+from certkit._typing import ExecutorArg, Progress
+from certkit._validation import check_array, check_integer
+from certkit.mibp.problem.losses import check_labels
 from certkit.mibp.problem.mlp import MLP
 from certkit.mibp.problem.recipe import Recipe
 from certkit.mibp.programs.solvers import SolveStats
@@ -80,7 +82,16 @@ class CertifiedTrainingResult(ResultMixin):
         return np.array([np.mean(u.to_vector() - lo.to_vector()) for lo, u in zip(self.lower, self.upper)])
 
     def contains(self, model: MLP, epoch: int = -1) -> bool:
-        """Whether ``model``'s parameters lie in the box of ``epoch``."""
+        """Whether ``model``'s parameters lie in the box of ``epoch``.
+
+        What it does not prove: the boxes bound *this* run only: the recipe in ``recipe`` (loss, rates,
+        momentum, weight decay and this batch order, drawn here or given with ``batches=``) from the
+        initial model ``lower[0]``, on every dataset the perturbation allows.  ``True`` says that every
+        parameter is within the bounds, not that ``model`` came from such a run (other runs can land in
+        the box).  ``False`` is evidence against ``model`` only if it was trained by exactly this recipe
+        and batch order from the same initial model: a model trained with another order or recipe (another
+        shuffle, batch size, loss, number of epochs, float32, ...) may lie outside the box on clean data.
+        """
         epoch = check_epoch(epoch, self.epochs)
         if not isinstance(model, MLP):
             raise TypeError(f"model must be a certkit.mibp.MLP, got {type(model).__name__}")
@@ -116,11 +127,94 @@ class CertifiedTrainingResult(ResultMixin):
             f"MIBP certified training: backend={self.backend}, formulation={self.formulation}, "
             f"{recipe}, carry={self.carry}, {head}"
         )
-        return format_table(
+        table = format_table(
             ["epoch", "max width", "mean width", "seconds", "solves", "not optimal", "max vars"],
             rows,
             title=title,
         )
+        return (
+            f"{table}\nThe boxes hold for this recipe and batch order from this initial model: "
+            "contains(model) does not prove that a model\ncame from this run, and says nothing about one "
+            "trained with another batch order or recipe."
+        )
+
+    def certified_accuracy(
+        self,
+        X: Any,
+        y: Any,
+        *,
+        backend: str = "interval",
+        time_limit: float | None = None,
+        solver: str | None = None,
+        executor: ExecutorArg = None,
+        progress: Progress = False,
+        verbose: bool = False,
+    ) -> np.ndarray:
+        """Certified accuracy on ``(X, y)`` after every epoch, without a loop.
+
+        ``out[t]`` is ``certify_predictions(self, X, epoch=t, ...).certified_accuracy(y)``: the share of
+        points whose prediction is correct and the same for every parameter vector in the box of epoch
+        ``t`` (``t = 0`` is the initial model), as a staged score of scikit-learn's boosting models or
+        AGT's per-epoch evaluation gives it.  Use a validation split to choose an epoch (`select_epoch`),
+        the test split to report one.
+
+        Parameters
+        ----------
+        X : array (m, d)
+            Inputs (unperturbed; raw inputs of the extractor when the run had ``features=``).
+        y : array (m,)
+            The classes `MLP.predict` returns: -1 / +1 for one output (also 0 / 1 after binary
+            cross-entropy), ``0..C-1`` otherwise.
+        backend, time_limit, solver, executor, progress, verbose
+            As in `certify_predictions` (one worker pool for every epoch).
+
+        Returns
+        -------
+        ndarray (epochs + 1,)
+        """
+        from certkit.mibp.certification.certify import certify_predictions
+        from certkit.parallel import resolve_executor
+
+        inputs, y = self._scored(X, y)
+        out = np.empty(self.epochs + 1)
+        # one pool for every epoch (an int executor), none for interval arithmetic
+        with resolve_executor(executor if backend != "interval" else None, n_items=len(inputs)) as pool:
+            for t in range(self.epochs + 1):
+                cert = certify_predictions(
+                    self,
+                    X,
+                    backend=backend,
+                    epoch=t,
+                    time_limit=time_limit,
+                    solver=solver,
+                    executor=pool,
+                    progress=progress,
+                    verbose=verbose,
+                )
+                out[t] = cert.certified_accuracy(y)
+        return out
+
+    def nominal_accuracy(self, X: Any, y: Any) -> np.ndarray:
+        """Accuracy of the nominal model on ``(X, y)`` after every epoch (``out[t]`` for
+        ``nominal_path[t]``; labels as in `certified_accuracy`)."""
+        X, y = self._scored(X, y)
+        return np.array([float(np.mean(model.predict(X) == y)) for model in self.nominal_path])
+
+    def inputs(self, X: Any, name: str = "X") -> np.ndarray:
+        """``X`` as the network's inputs ``(n, d)``: passed through the frozen extractor where the run had
+        one (``X`` then holds raw inputs of its input shape), else checked as it is."""
+        if self.features is None:
+            return check_array(X, name, ndim=2, shape=(None, self.nominal.sizes[0]))
+        raw = check_array(X, name, shape=(None, *self.features.input_shape))
+        return self.features.features(raw.reshape(len(raw), -1))
+
+    def _scored(self, X: Any, y: Any) -> tuple[np.ndarray, np.ndarray]:
+        """Inputs and labels to score, checked; labels as `MLP.predict` returns them."""
+        X = self.inputs(X)
+        y = check_labels(
+            y, "classes", self.nominal.sizes[-1], len(X), zero_one=self.loss == "binary_cross_entropy"
+        )
+        return X, y
 
 
 def check_epoch(epoch: Any, epochs: int) -> int:

@@ -10,10 +10,8 @@ import numpy as np
 from certkit._results import ResultMixin, format_table
 from certkit._typing import ExecutorArg, Progress
 from certkit._validation import check_array, check_progress
-from certkit.mibp.certification.certify import certify_predictions
 from certkit.mibp.certification.result import CertifiedTrainingResult
 from certkit.mibp.problem.losses import check_labels
-from certkit.parallel import resolve_executor
 
 __all__ = ["EpochSelection", "select_epoch"]
 
@@ -114,24 +112,17 @@ def select_epoch(
         zero_one=result.loss == "binary_cross_entropy",
     )
     progress = check_progress(progress)
-    certified = np.empty(result.epochs + 1)
-    nominal = np.empty(result.epochs + 1)
-    # one pool for every epoch (an int executor), none for interval arithmetic
-    with resolve_executor(executor if backend != "interval" else None, n_items=len(X_val)) as pool:
-        for t in range(result.epochs + 1):
-            cert = certify_predictions(
-                result,
-                X_val,
-                backend=backend,
-                epoch=t,
-                time_limit=time_limit,
-                solver=solver,
-                executor=pool,
-                progress=progress,
-                verbose=verbose,
-            )
-            certified[t] = cert.certified_accuracy(y_val)
-            nominal[t] = float(np.mean(cert.prediction == y_val))
+    certified = result.certified_accuracy(
+        X_val,
+        y_val,
+        backend=backend,
+        time_limit=time_limit,
+        solver=solver,
+        executor=executor,
+        progress=progress,
+        verbose=verbose,
+    )
+    nominal = result.nominal_accuracy(X_val, y_val)
     epoch = 1 + int(np.argmax(certified[1:]))
     return EpochSelection(
         epoch=epoch,

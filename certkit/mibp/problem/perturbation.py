@@ -43,9 +43,16 @@ class Perturbation:
         entry where a `MissingValues` mask covers it (see `fill_missing`)."""
         X = self.fill_missing(X)
         out = self.apply(InputSets.exact(X))
-        for name in ("offset_lo", "offset_hi", "options"):
-            if not np.all(np.isfinite(getattr(out, name))):
-                raise ValueError(f"the perturbation produced non-finite {name}; check its bounds")
+        with np.errstate(over="ignore", invalid="ignore"):
+            finite = (
+                np.all(np.isfinite(out.options), axis=2) & np.isfinite(out.lower) & np.isfinite(out.upper)
+            )
+        if not np.all(finite):
+            k, f = (int(i) for i in np.argwhere(~finite)[0])
+            raise ValueError(
+                f"{self!r} lets X[{k}, {f}] (observed {X[k, f]:g}) leave the float64 range (about ±1.8e308); "
+                "give it narrower bounds"
+            )
         if out.target_radius is not None and not np.all(np.isfinite(out.target_radius)):
             raise ValueError("TargetBox's epsilon must be finite")
         return out
@@ -162,6 +169,14 @@ class MissingValues(Perturbation):
         hi = check_array(upper, "upper", ndim=(0, 1))
         if np.any(np.broadcast_to(lo, np.broadcast_shapes(lo.shape, hi.shape)) > hi):
             raise ValueError("lower must be <= upper")
+        with np.errstate(over="ignore"):
+            too_wide = ~np.isfinite(hi - lo)
+        if np.any(too_wide):
+            raise ValueError(
+                f"upper - lower must be finite: lower={lo.tolist()!r} and upper={hi.tolist()!r} span more "
+                "than the float64 range (about 1.8e308); bound the missing values by what the feature can "
+                "take (e.g. its observed minimum and maximum)"
+            )
         self.lower, self.upper = lo, hi
         if levels is not None and not isinstance(levels, Mapping):
             raise TypeError(
@@ -268,6 +283,12 @@ class Budget(Perturbation):
     def __init__(self, perturbation: Perturbation, k: int):
         if not isinstance(perturbation, Perturbation):
             raise TypeError(f"perturbation must be a Perturbation, got {type(perturbation).__name__}")
+        inner = _nested_budget(perturbation)
+        if inner is not None:
+            raise ValueError(
+                f"Budget cannot hold another Budget (got {inner!r} inside Budget(..., {k!r})): one budget "
+                "bounds how many rows deviate; write a single Budget(perturbation, k) with the k you mean"
+            )
         self.perturbation = perturbation
         self.k = check_integer(k, "k", minimum=0)
 
@@ -296,6 +317,18 @@ class Budget(Perturbation):
                 )
             return replace(inner, budget=self.k, label_flips=None, flip_labels=True)
         return replace(inner, budget=self.k)
+
+
+def _nested_budget(perturbation: Perturbation) -> Budget | None:
+    """The first `Budget` inside ``perturbation`` (itself included), or None."""
+    if isinstance(perturbation, Budget):
+        return perturbation
+    if isinstance(perturbation, Compose):
+        for part in perturbation.perturbations:
+            found = _nested_budget(part)
+            if found is not None:
+                return found
+    return None
 
 
 class Removals(Perturbation):

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 import numbers
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -73,6 +73,7 @@ class InverseDecay:
             )
 
     def __call__(self, step: int) -> float:
+        step = check_integer(step, "step", minimum=0)  # counted from 0: a negative step has no rate
         return max(self.learning_rate / (1.0 + self.decay * step), self.minimum)
 
     def __repr__(self) -> str:
@@ -114,6 +115,8 @@ class Recipe:
     clip_value, clip_norm : float or None
         Per-sample gradient clipping: each entry to ``[-clip_value, clip_value]``, or each sample's whole
         gradient to ℓ2 norm ``clip_norm`` (see the module docstring); at most one of them.
+    user_batches : bool
+        The batch order was given (``batches=``) rather than drawn; ``batch_size`` is then its largest batch.
     """
 
     loss: str
@@ -129,6 +132,7 @@ class Recipe:
     l1_penalty: float = 0.0
     clip_value: float | None = None
     clip_norm: float | None = None
+    user_batches: bool = False
 
     @property
     def n_steps(self) -> int:
@@ -203,6 +207,11 @@ class Recipe:
         batch = "full batch" if self.batch_size is None else f"batch {self.batch_size}"
         if self.batch_size is not None and self.shuffle:
             batch += ", shuffled"
+        if self.user_batches:
+            smallest, largest = min(len(r) for r in self.batches), max(len(r) for r in self.batches)
+            sizes = f"{smallest}" if smallest == largest else f"{smallest}-{largest}"
+            shuffled = ", shuffled" if self.shuffle else ""
+            batch = f"your batch order ({self.steps_per_epoch} batches of {sizes} rows per epoch{shuffled})"
         parts = [f"loss={self.loss}", f"learning_rate={rate_text}", batch]
         if self.momentum:
             parts.append(f"momentum={self.momentum:g}")
@@ -232,8 +241,9 @@ def make_recipe(
     l1_penalty: float = 0.0,
     clip_value: float | None = None,
     clip_norm: float | None = None,
+    batches: Any = None,
 ) -> Recipe:
-    """Validate the training options for ``n`` rows and draw the batch order once.
+    """Validate the training options for ``n`` rows and draw the batch order once (or take the given one).
 
     Parameters
     ----------
@@ -241,8 +251,8 @@ def make_recipe(
         Number of training rows.
     loss : str
         One of `LOSSES`.
-    epochs : int
-        Passes over the data (>= 0).
+    epochs : int or None
+        Passes over the data (>= 0); None only with ``batches`` (one epoch per entry).
     learning_rate : float, sequence or callable
         A constant rate, one rate per gradient step (``epochs * steps_per_epoch`` of them), or a callable
         ``step -> rate`` with steps counted from 0 (e.g. `InverseDecay`).  Every rate must be finite and > 0.
@@ -266,25 +276,26 @@ def make_recipe(
     clip_norm : float, optional
         Scale each per-sample gradient to ℓ2 norm at most ``clip_norm`` (> 0):
         ``g_k min(1, clip_norm / (‖g_k‖₂ + 1e-6))``.  At most one of ``clip_value`` and ``clip_norm``.
+    batches : sequence of sequences of int arrays, optional
+        The batch order itself, as the user's training loop drew it: ``batches[e][s]`` holds the row
+        indices of the ``s``-th batch of epoch ``e`` (lists, NumPy arrays or torch tensors of integers in
+        ``0..n-1``, each row at most once per batch; every epoch has the same number of batches, as a
+        ``DataLoader``'s epochs do).  Nothing is drawn then: ``batch_size`` and ``drop_last``, if given,
+        must describe these batches (every batch of ``batch_size`` rows, the last of an epoch fewer unless
+        ``drop_last``), ``shuffle`` only records that the order was shuffled, ``rng`` is unused.
     """
     n = check_integer(n, "n", minimum=1)
     loss = check_in_options(loss, "loss", LOSSES)
+    update = _update_options(momentum, weight_decay, l1_penalty, clip_value, clip_norm)
+    if batches is not None:
+        return _given_recipe(n, loss, epochs, learning_rate, batch_size, shuffle, drop_last, batches, update)
+    if epochs is None:
+        raise TypeError(
+            "epochs must be an integer (None only with batches=, which gives one entry per epoch)"
+        )
     epochs = check_integer(epochs, "epochs", minimum=0)
     shuffle = check_bool(shuffle, "shuffle")
     drop_last = check_bool(drop_last, "drop_last")
-    momentum = _nonnegative(momentum, "momentum")
-    if momentum >= 1.0:
-        raise ValueError(f"momentum must be in [0, 1), got {momentum!r}")
-    weight_decay = _nonnegative(weight_decay, "weight_decay")
-    l1_penalty = _nonnegative(l1_penalty, "l1_penalty")
-    if clip_value is not None:
-        clip_value = _nonnegative(clip_value, "clip_value", strict=True)
-    if clip_norm is not None:
-        clip_norm = _nonnegative(clip_norm, "clip_norm", strict=True)
-    if clip_value is not None and clip_norm is not None:
-        raise ValueError(
-            "give at most one of clip_value and clip_norm (per-sample clipping by value or by norm)"
-        )
     if batch_size is None:
         size = n
         if shuffle:
@@ -311,15 +322,158 @@ def make_recipe(
         rates=rates,
         batches=tuple(batches),
         steps_per_epoch=per_epoch,
-        momentum=momentum,
-        weight_decay=weight_decay,
         batch_size=None if batch_size is None else size,
         shuffle=shuffle,
         drop_last=drop_last,
-        l1_penalty=l1_penalty,
+        **update,
+    )
+
+
+def _update_options(momentum, weight_decay, l1_penalty, clip_value, clip_norm) -> dict[str, Any]:
+    """The checked options of the update: momentum, weight decay, L1 penalty and clipping."""
+    momentum = _nonnegative(momentum, "momentum")
+    if momentum >= 1.0:
+        raise ValueError(f"momentum must be in [0, 1), got {momentum!r}")
+    if clip_value is not None:
+        clip_value = _nonnegative(clip_value, "clip_value", strict=True)
+    if clip_norm is not None:
+        clip_norm = _nonnegative(clip_norm, "clip_norm", strict=True)
+    if clip_value is not None and clip_norm is not None:
+        raise ValueError(
+            "give at most one of clip_value and clip_norm (per-sample clipping by value or by norm)"
+        )
+    return dict(
+        momentum=momentum,
+        weight_decay=_nonnegative(weight_decay, "weight_decay"),
+        l1_penalty=_nonnegative(l1_penalty, "l1_penalty"),
         clip_value=clip_value,
         clip_norm=clip_norm,
     )
+
+
+def _given_recipe(n, loss, epochs, learning_rate, batch_size, shuffle, drop_last, batches, update) -> Recipe:
+    """`make_recipe` with the user's batch order (``batches``), checked entry by entry."""
+    shuffle = check_bool(shuffle, "shuffle")
+    drop_last = check_bool(drop_last, "drop_last")
+    if batch_size is not None:
+        batch_size = check_integer(batch_size, "batch_size", minimum=1)
+    elif drop_last:
+        raise ValueError(
+            "drop_last=True says how batches of batch_size rows are cut; with batches= give batch_size too "
+            "(the loader's), or leave drop_last at False"
+        )
+    order = _epochs_of(batches)
+    if epochs is not None:
+        epochs = check_integer(epochs, "epochs", minimum=0)
+        if epochs != len(order):
+            raise ValueError(
+                f"epochs={epochs} but batches holds {len(order)} epoch(s) (one sequence of batches per "
+                "epoch): give one of them, or make them agree"
+            )
+    steps: list[np.ndarray] = []
+    per_epoch = None
+    for e, epoch in enumerate(order):
+        rows_of_epoch = _batches_of(epoch, e)
+        if per_epoch is None:
+            per_epoch = len(rows_of_epoch)
+        elif len(rows_of_epoch) != per_epoch:
+            raise ValueError(
+                f"batches[{e}] has {len(rows_of_epoch)} batches but batches[0] has {per_epoch}: every epoch "
+                "must have the same number of batches (as a DataLoader's epochs do)"
+            )
+        for s, rows in enumerate(rows_of_epoch):
+            steps.append(_batch_rows(rows, n, e, s))
+            if batch_size is not None:
+                _check_loader_batch(len(steps[-1]), batch_size, drop_last, e, s, s == per_epoch - 1)
+    rates = _rates(learning_rate, len(steps))
+    return Recipe(
+        loss=loss,
+        epochs=len(order),
+        rates=rates,
+        batches=tuple(steps),
+        steps_per_epoch=per_epoch,
+        batch_size=max(len(rows) for rows in steps) if batch_size is None else batch_size,
+        shuffle=shuffle,
+        drop_last=drop_last,
+        user_batches=True,
+        **update,
+    )
+
+
+def _check_loader_batch(size: int, batch_size: int, drop_last: bool, e: int, s: int, last: bool) -> None:
+    """A given batch of ``size`` rows agrees with a DataLoader's ``batch_size`` and ``drop_last``: every batch
+    has ``batch_size`` rows, the last of an epoch fewer unless ``drop_last``."""
+    if size == batch_size or (last and size < batch_size and not drop_last):
+        return
+    rule = "every batch has batch_size rows" + ("" if drop_last else ", the last of an epoch may have fewer")
+    raise ValueError(
+        f"batches[{e}][{s}] has {size} rows but batch_size={batch_size}, drop_last={drop_last} ({rule}): "
+        "batches and batch_size contradict each other; give batches alone, or the loader's batch_size and "
+        "drop_last"
+    )
+
+
+_BATCHES_FORMAT = (
+    "batches holds one sequence of batches per epoch, each batch the row indices it trains on (e.g. record "
+    "them in your loop: `for idx in DataLoader(range(n), batch_size=32, shuffle=True)`, one list of idx per "
+    "epoch)"
+)
+
+
+def _is_index(value: Any) -> bool:
+    """A single integer: a Python or NumPy integer, or a 0-d array or tensor."""
+    return isinstance(value, numbers.Integral) or getattr(value, "ndim", None) == 0
+
+
+def _epochs_of(batches: Any) -> list:
+    if isinstance(batches, (str, bytes, Mapping)) or not isinstance(batches, Iterable):
+        raise TypeError(f"{_BATCHES_FORMAT}; got {type(batches).__name__}")
+    order = list(batches)
+    if not order:
+        raise ValueError(f"batches holds no epoch; {_BATCHES_FORMAT}")
+    return order
+
+
+def _batches_of(epoch: Any, e: int) -> list:
+    if _is_index(epoch):
+        raise TypeError(f"batches[{e}] is a single row index, not an epoch's batches; {_BATCHES_FORMAT}")
+    if isinstance(epoch, (str, bytes, Mapping)) or not isinstance(epoch, Iterable):
+        raise TypeError(f"batches[{e}] must be a sequence of batches, got {type(epoch).__name__}")
+    rows = list(epoch)
+    if not rows:
+        raise ValueError(f"batches[{e}] holds no batch; every epoch needs at least one")
+    return rows
+
+
+def _batch_rows(rows: Any, n: int, e: int, s: int) -> np.ndarray:
+    where = f"batches[{e}][{s}]"
+    if _is_index(rows):
+        raise TypeError(
+            f"{where} is a single row index, so batches[{e}] is one batch rather than an epoch's batches; "
+            f"{_BATCHES_FORMAT} (for one epoch: batches=[its_batches])"
+        )
+    if isinstance(rows, (str, bytes, Mapping)):
+        raise TypeError(f"{where} must be row indices (integers), got {type(rows).__name__}")
+    try:
+        arr = np.asarray(rows)
+    except (TypeError, ValueError, RuntimeError) as exc:
+        raise TypeError(f"{where} must be row indices (integers), got {type(rows).__name__}") from exc
+    if arr.ndim == 1 and arr.size == 0:
+        raise ValueError(f"{where} is empty; every batch needs at least one row")
+    if arr.ndim != 1 or arr.dtype.kind not in "iu":
+        what = f"dtype {arr.dtype}" if arr.ndim == 1 else f"an array of shape {arr.shape}"
+        raise TypeError(f"{where} must be a 1-D sequence of integer row indices, got {what}")
+    if arr.min() < 0 or arr.max() >= n:
+        bad = arr[(arr < 0) | (arr >= n)][0]
+        raise ValueError(f"{where} holds row {int(bad)}, outside 0..{n - 1} ({n} training rows)")
+    unique, counts = np.unique(arr, return_counts=True)
+    if unique.size != arr.size:
+        raise ValueError(
+            f"{where} lists row {int(unique[counts > 1][0])} more than once; each batch must hold a row at "
+            "most once (a sampler that draws with replacement is not supported: the budgets count rows, "
+            "not draws)"
+        )
+    return arr.astype(np.intp)
 
 
 def _rates(learning_rate: Any, n_steps: int) -> np.ndarray:

@@ -42,8 +42,8 @@ def check_program_recipe(backend: str, recipe: Recipe, sets: InputSets, n_output
         why = f"loss={recipe.loss!r}"
     elif not recipe.plain:
         why = (
-            "a learning-rate schedule, mini-batches, momentum, weight decay, an L1 penalty or "
-            "per-sample gradient clipping"
+            "a learning-rate schedule, mini-batches (or a given batch order), momentum, weight decay, an L1 "
+            "penalty or per-sample gradient clipping"
         )
     elif sets.removals is not None:
         why = "Removals (unlearning)"
