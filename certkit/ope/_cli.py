@@ -29,7 +29,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--n", type=int, default=4000, help="simulated logged agents (default %(default)s)")
     parser.add_argument(
-        "--logging-theta", type=_vector, default="1,1",
+        "--logging-theta",
+        type=_vector,
+        default="1,1",
         help="logging policy θ, one entry per covariate (default %(default)s)",
     )
     parser.add_argument(
@@ -55,7 +57,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--benefit", type=float, default=1.0, help="benefit B of acceptance (default %(default)s)"
     )
     parser.add_argument(
-        "--x-post-tol", type=float, default=1e-6,
+        "--x-post-tol",
+        type=float,
+        default=1e-6,
         help="how closely movers' x_post must equal the disclosed explanation (default %(default)s; raise it "
         "for data stored with fewer than 6 decimals)",
     )
@@ -153,6 +157,7 @@ def run(args: argparse.Namespace) -> int:
     """Fit the response model, run every estimator and print the comparison."""
     from certkit.cli import _error_message
     from certkit.ope import LogNormalCostResponse, StrategicSimulator
+    from certkit.ope.disclosure import _XPostMismatchError
 
     try:
         data = _load(args.data) if args.data else None
@@ -179,12 +184,11 @@ def run(args: argparse.Namespace) -> int:
     except (ValueError, TypeError, OSError, KeyError) as exc:
         parser = argparse.ArgumentParser()
         add_arguments(parser)  # to write a leading argument name as its flag (n=... -> --n=...)
+        if isinstance(exc, _XPostMismatchError):  # the command line sets the tolerance with --x-post-tol
+            exc = ValueError(exc.command_line_message)
         text = _error_message(exc, parser)
-        # the command line sets the response model's tolerance with --x-post-tol
-        text = text.replace("to the response model (LogNormalCostResponse(x_post_tol=...)), e.g. x_post_tol=",
-                            "(--x-post-tol), e.g. --x-post-tol ")
         if not args.data and text.startswith("--data:"):  # the simulated data, not a --data file
-            text = "simulated data:" + text[len("--data:"):]
+            text = "simulated data:" + text[len("--data:") :]
         print(f"certkit ope: error: {text}", file=sys.stderr)
         return 2
     print(
