@@ -11,7 +11,7 @@ import numpy as np
 
 from certkit._results import ResultMixin, format_table
 from certkit._validation import as_numpy, check_array, check_is_fitted, check_same_length
-from certkit.conformal._checks import encode_labels
+from certkit.conformal._checks import check_inputs, encode_labels
 
 __all__ = [
     "EVALUATION_HEADERS",
@@ -208,13 +208,26 @@ def evaluate_sets(
             f"got {type(estimator).__name__}"
         )
     check_is_fitted(estimator, getattr(estimator, "_fitted_attr", "threshold_"))
+    if method is not None and not isinstance(method, str):
+        raise TypeError(f"method must be a str (the label of the row) or None, got {type(method).__name__}")
     classes = getattr(estimator, "classes_", None)
     y = check_array(y, "y", ndim=1, dtype=int) if classes is None else as_numpy(y, "y")
+    if y.ndim != 1 or y.size == 0:
+        raise ValueError(f"y must be a non-empty 1-D array of labels, got shape {y.shape}")
     n = y.shape[0]
+    if X_attacked is not None:  # checked before any model call, under its own name
+        X_attacked = check_inputs(X_attacked, "X_attacked")
+        if X_attacked.shape[0] != n or X_attacked.shape[1:] != tuple(estimator.input_shape_):
+            raise ValueError(
+                f"X_attacked must hold one perturbed input per label ({n}) of the calibration inputs' shape "
+                f"{tuple(estimator.input_shape_)}, got shape {X_attacked.shape}"
+            )
     before = estimator.predictor_.n_forward
     start = time.perf_counter()
     sets = estimator.predict_set(X)
     elapsed = time.perf_counter() - start
+    if sets.shape[0] != n:
+        raise ValueError(f"inconsistent numbers of samples: X has {sets.shape[0]}, y has {n}")
     passes = (estimator.predictor_.n_forward - before) / n
     att_cov = att_size = math.nan
     if X_attacked is not None:

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from certkit._validation import check_array
+from certkit._validation import check_array, check_positive
 from certkit.ope._data import StrategicData
 from certkit.ope.policies import ExplainingPolicy
 
@@ -43,6 +43,8 @@ def move_threshold(
         d = 0.
     """
     _require_explaining(policy, name)
+    x_pre = check_array(x_pre, "x_pre", ndim=2)
+    benefit = check_positive(benefit, "benefit")
     x_cf = check_array(policy.counterfactual(x_pre), f"{name}.counterfactual(x)", ndim=2, shape=x_pre.shape)
     dist = np.sqrt(np.sum((x_cf - x_pre) ** 2, axis=1))
     accepted = dist == 0.0
