@@ -225,3 +225,95 @@ def test_true_value_refuses_hours_of_monte_carlo_up_front():
             ValueError, match=rf"^n_mc={huge} is too large: more than 1e\+10 Monte Carlo agents"
         ):
             sim.true_value(policy, n_mc=huge)
+
+
+def test_required_calibration_size_at_a_tiny_miscoverage_is_found_at_once():
+    """RCP1 at radius / sigma = 6 adjusts the miscoverage to 6e-14: the smallest calibration size was walked
+    to one size at a time, 1e11 steps from the guess (certkit conformal --radius 1.5 ran for hours)."""
+    from certkit.conformal._checks import adjusted_alpha, required_calibration_size
+    from certkit.stats import conformal_rank
+
+    for alpha in (0.1, 0.05, 1e-3, adjusted_alpha(0.9, 1.5, 0.25, "gaussian"), 1e-15):
+        n = required_calibration_size(alpha)
+        assert conformal_rank(n, 1.0 - alpha) <= n  # a non-trivial set from n points on ...
+        assert n == 1 or conformal_rank(n - 1, 1.0 - alpha) > n - 1  # ... and not from one fewer
+    assert required_calibration_size(0.1) == 9 and required_calibration_size(0.05) == 19
+    rng = np.random.default_rng(0)
+    X, y = rng.normal(size=(50, 2)), rng.integers(0, 2, size=50)
+    need = required_calibration_size(adjusted_alpha(0.9, 1.5, 0.25, "gaussian"))
+    with pytest.warns(UserWarning, match=rf"need n >= {need} calibration points"):
+        conformal.RCP1Classifier(_linear, sigma=0.25, radius=1.5, rng=0).fit(X, y)
+
+
+def _cli_error(capsys, *argv):
+    from certkit import cli
+
+    assert cli.main(list(argv)) == 2
+    captured = capsys.readouterr()
+    assert captured.err.count("\n") == 1, captured.err
+    return captured.err.strip()
+
+
+def test_conformal_cli_bad_values_are_one_line_errors(capsys):
+    """--sigma 1e308 crashed with an OverflowError traceback, --seed -1 named no option."""
+    err = _cli_error(capsys, "conformal", "--sigma", "1e308", "--attack-steps", "0")
+    assert err == (
+        "certkit conformal: error: --sigma=1e+308 is too large: its square overflows float64; use a "
+        "sigma on the scale of the pixels (in [0, 1])"
+    )
+    assert (
+        _cli_error(capsys, "conformal", "--seed", "-1")
+        == "certkit conformal: error: --seed must be >= 0, got -1"
+    )
+
+
+def test_smoothed_pgd_refuses_hours_of_passes_up_front(capsys):
+    """steps = 10**13 (certkit conformal --attack-steps 10000000000000) ran for hours."""
+    torch = pytest.importorskip("torch")
+    from certkit.conformal.attacks import smoothed_pgd
+
+    net = torch.nn.Linear(2, 2).double()
+    X, y = np.zeros((10, 2)), np.zeros(10, dtype=int)
+    with pytest.raises(
+        ValueError,
+        match=r"^steps=1000000000000 with n_noise=16 is too large: 10 inputs x steps x "
+        r"n_noise = 1.6e\+14 noisy forward and backward passes",
+    ):
+        smoothed_pgd(net, X, y, 0.1, 0.2, steps=10**12)
+    err = _cli_error(capsys, "conformal", "--attack-steps", "10000000000000", "--method", "rcp1")
+    assert err.startswith(
+        "certkit conformal: error: --attack-steps=10000000000000 is too large: smoothed PGD"
+    )
+
+
+def test_ope_cli_names_which_policys_option_is_wrong(capsys):
+    """--logging-tau nan and --target-tau nan both said 'tau must be finite', --seed -1 named rng."""
+    assert _cli_error(capsys, "ope", "--n", "300", "--logging-tau", "nan") == (
+        "certkit ope: error: --logging-tau must be finite (no NaN or inf)"
+    )
+    assert _cli_error(capsys, "ope", "--n", "300", "--target-temperature", "0") == (
+        "certkit ope: error: --target-temperature must be > 0, got 0.0"
+    )
+    assert (
+        _cli_error(capsys, "ope", "--n", "300", "--seed", "-1")
+        == "certkit ope: error: --seed must be >= 0, got -1"
+    )
+    # simulated data are not a --data file, whatever the error's wording
+    err = _cli_error(capsys, "ope", "--n", "300", "--logging-tau", "-1")
+    assert err.startswith("certkit ope: error: simulated data contradict the response model")
+
+
+def test_explanations_far_beyond_1e154_keep_their_distance():
+    """The distance to an explanation 1e308 away was squared (inf, with a RuntimeWarning on the command line:
+    certkit ope --logging-tau 1e308 printed two lines); a threshold beyond the float range as well."""
+    from certkit import cli
+
+    x = np.array([[0.0, 0.0], [1.0, 1.0], [3.0, 4.0]])
+    policy = ope.LinearThresholdPolicy([3.0, 4.0], 5e200)  # explanation at distance 1e200 - (3x + 4y) / 5
+    _, c, accepted = ope.move_threshold(policy, x, 2.0)
+    dist = 1e200 - np.array([0.0, 7.0 / 5.0, 5.0])
+    np.testing.assert_allclose(c, np.log(4.0) - 2.0 * np.log(dist), rtol=1e-14)
+    assert not accepted.any()
+    far = ope.LinearThresholdPolicy([1.0, 1.0], 1e308, temperature=0.25)  # scores / temperature overflow
+    np.testing.assert_array_equal(far.action_proba(x), 0.0)
+    assert cli.main(["ope", "--n", "300", "--target-tau", "1e308"]) == 0  # RuntimeWarnings are errors here

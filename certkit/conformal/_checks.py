@@ -198,16 +198,20 @@ def required_calibration_size(alpha: float) -> int | None:
     """
     if alpha <= 0.0 or 1.0 - alpha >= 1.0:
         return None
-    n = max(1, math.ceil(1.0 / alpha) - 1)
+    guess = max(1, math.ceil(1.0 / alpha) - 1)
 
-    def ok(m: int) -> bool:
+    def ok(m: int) -> bool:  # monotone: the rank grows by at most 1 when m does
         return conformal_rank(m, 1.0 - alpha) <= m
 
-    while not ok(n):
-        n += 1
-    while n > 1 and ok(n - 1):
-        n -= 1
-    return n
+    # bisection around the guess: near alpha = 1e-13 the float rank is off the guess by 1e11 sizes, which a
+    # walk one size at a time took hours to cover (certkit conformal --radius 1.5)
+    lo, hi = 0, guess  # ok(lo) is false (lo = 0 stands for "no size"), ok(hi) true
+    while not ok(hi):
+        lo, hi = hi, 2 * hi
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if ok(mid) else (mid, hi)
+    return hi
 
 
 def warn_small_calibration(n: int, alpha_adj: float, what: str, detail: str) -> None:

@@ -122,9 +122,19 @@ def _check_thetas(args: argparse.Namespace, n_features: int | None) -> None:
 def _policies(args: argparse.Namespace):
     from certkit.ope import LinearThresholdPolicy
 
-    pi0 = LinearThresholdPolicy(args.logging_theta, args.logging_tau, temperature=args.logging_temperature)
-    pi = LinearThresholdPolicy(args.target_theta, args.target_tau, temperature=args.target_temperature)
-    return pi0, pi
+    def policy(which: str):
+        theta, tau, temperature = (
+            getattr(args, f"{which}_{name}") for name in ("theta", "tau", "temperature")
+        )
+        try:
+            return LinearThresholdPolicy(theta, tau, temperature=temperature)
+        except (ValueError, TypeError) as exc:  # "tau must be ...": say which policy's, as its option
+            text = str(exc)
+            if text.startswith(("theta", "tau", "temperature")):
+                raise type(exc)(f"{which}_{text}") from None
+            raise
+
+    return policy("logging"), policy("target")
 
 
 def _table(data, pi, pi0, resp, *, bootstrap=None, cross_fit=None, level=0.95, rng=0, progress=False):
@@ -187,8 +197,8 @@ def run(args: argparse.Namespace) -> int:
         if isinstance(exc, _XPostMismatchError):  # the command line sets the tolerance with --x-post-tol
             exc = ValueError(exc.command_line_message)
         text = _error_message(exc, parser)
-        if not args.data and text.startswith("--data:"):  # the simulated data, not a --data file
-            text = "simulated data:" + text[len("--data:") :]
+        if not args.data and text.startswith(("--data:", "--data ")):  # the simulated data, not a --data file
+            text = "simulated data" + text[len("--data") :]
         print(f"certkit ope: error: {text}", file=sys.stderr)
         return 2
     print(

@@ -46,7 +46,11 @@ def move_threshold(
     x_pre = check_array(x_pre, "x_pre", ndim=2)
     benefit = check_positive(benefit, "benefit")
     x_cf = check_array(policy.counterfactual(x_pre), f"{name}.counterfactual(x)", ndim=2, shape=x_pre.shape)
-    dist = np.sqrt(np.sum((x_cf - x_pre) ** 2, axis=1))
+    step = x_cf - x_pre
+    scale = np.max(np.abs(step), axis=1)  # |step| scaled first: its square overflows beyond 1e154
+    with np.errstate(invalid="ignore"):  # 0 / 0 for agents that stay
+        dist = scale * np.sqrt(np.sum((step / scale[:, None]) ** 2, axis=1))
+    dist[scale == 0.0] = 0.0
     accepted = dist == 0.0
     with np.errstate(divide="ignore"):
         log_2b = np.log(2.0) + np.log(benefit)  # log(2B) without overflowing 2B
