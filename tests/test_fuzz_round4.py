@@ -317,3 +317,16 @@ def test_explanations_far_beyond_1e154_keep_their_distance():
     far = ope.LinearThresholdPolicy([1.0, 1.0], 1e308, temperature=0.25)  # scores / temperature overflow
     np.testing.assert_array_equal(far.action_proba(x), 0.0)
     assert cli.main(["ope", "--n", "300", "--target-tau", "1e308"]) == 0  # RuntimeWarnings are errors here
+
+
+def test_performative_cli_takes_columns_spanning_the_float_range(tmp_path, capsys):
+    """Values near ±1e308 overflowed the scaling to [0, 1] (NaN), and scikit-learn's five-line error about
+    missing values came out."""
+    from certkit import cli
+
+    rows = ["1e308,1,1", "-1e308,3,0", "5,5,1", "0,1,0", "2e307,2,1", "-3e307,4,0"]
+    path = tmp_path / "wide.csv"
+    path.write_text("a,b,y\n" + "\n".join(rows) + "\n")
+    assert cli.main(["performative", "--data", str(path), "--shares", "0.1"]) == 0
+    out = capsys.readouterr().out
+    assert "nan" not in out and "thm3.13 bound" in out

@@ -43,7 +43,8 @@ def _fit_model(X: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray, np
     constant = np.flatnonzero(high == low)
     if constant.size:
         raise ValueError(f"data has constant feature column(s) {constant.tolist()}; drop them")
-    X = (X - low) / (high - low)
+    # halves first (exact): X - low overflows for columns spanning more than 1.8e308 (values near ±1e308)
+    X = (X / 2 - low / 2) / (high / 2 - low / 2)
     model = LogisticRegression(C=1.0).fit(X, y)
     return X, y, model.coef_[0], float(model.intercept_[0])
 
