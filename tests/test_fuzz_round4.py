@@ -330,3 +330,21 @@ def test_performative_cli_takes_columns_spanning_the_float_range(tmp_path, capsy
     assert cli.main(["performative", "--data", str(path), "--shares", "0.1"]) == 0
     out = capsys.readouterr().out
     assert "nan" not in out and "thm3.13 bound" in out
+
+
+def test_propensities_above_one_are_not_called_zero():
+    """pscore > 1 was refused as 'a logged action with propensity 0 cannot be reweighted'."""
+    data = ope.StrategicSimulator().sample(ope.LinearThresholdPolicy([1.0, 1.0], 1.0), 50, rng=0)
+    fields = {k: getattr(data, k) for k in ("x_pre", "x_post", "moved", "action", "reward")}
+    with pytest.raises(
+        ValueError,
+        match=r"^data.pscore must lie in \(0, 1\]: propensities are probabilities of "
+        r"the logged action \(min .*, max 2\.\d+\)$",
+    ):
+        ope.StrategicData(pscore=data.pscore * 3, **fields)
+    with pytest.raises(
+        ValueError,
+        match=r"^data.pscore must lie in \(0, 1\]: a logged action with propensity 0 "
+        r"cannot be reweighted \(min 0, max",
+    ):
+        ope.StrategicData(pscore=np.where(data.action == 1, 0.0, data.pscore), **fields)
