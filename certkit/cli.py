@@ -60,7 +60,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     demo.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     demo.add_argument(
-        "--only", nargs="+", action="extend", default=None, metavar="SECTION",
+        "--only",
+        nargs="+",
+        action="extend",
+        default=None,
+        metavar="SECTION",
         choices=[mod.NAME for mod in commands],
         help="run only these sections (one or more, or repeat the flag; default: all): "
         + ", ".join(mod.NAME for mod in commands),
@@ -112,10 +116,12 @@ def _error_message(exc: BaseException, parser: argparse.ArgumentParser) -> str:
     if isinstance(exc, OSError) and exc.filename is not None and exc.strerror:
         return f"{exc.filename}: {exc.strerror}"
     text = " ".join(str(exc).split()) or type(exc).__name__
+    if text.startswith("rng seed ") and any("--seed" in action.option_strings for action in parser._actions):
+        return "--seed " + text[len("rng seed ") :]  # the commands pass --seed to the rng= argument
     for action in parser._actions:
         flags = [s for s in action.option_strings if s.startswith("--")]
         if flags and re.match(rf"{re.escape(action.dest)}\b(?![\[.(])", text):
-            return flags[0] + text[len(action.dest):]
+            return flags[0] + text[len(action.dest) :]
     return text
 
 
@@ -141,8 +147,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     except _USER_ERRORS as exc:
         sys.stdout.flush()
-        print(f"certkit {args.command}: error: {_error_message(exc, _subparser(parser, args.command))}",
-              file=sys.stderr)
+        print(
+            f"certkit {args.command}: error: {_error_message(exc, _subparser(parser, args.command))}",
+            file=sys.stderr,
+        )
         return 2
 
 

@@ -217,8 +217,58 @@ def test_single_threaded_holds_in_a_second_thread_for_libraries_loaded_after_the
     """Issue 30 item 5: a block opened in a second thread after the main thread opened one left the
     OpenBLAS loaded since (scipy's) and that thread's OpenMP at their default thread counts."""
     env = {**os.environ, "OPENBLAS_NUM_THREADS": "3", "OMP_NUM_THREADS": "3"}
-    proc = subprocess.run([sys.executable, "-c", _SECOND_THREAD], capture_output=True, text=True, env=env,
-                          timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-c", _SECOND_THREAD], capture_output=True, text=True, env=env, timeout=120
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+
+
+_CONCURRENT_THREADS = """
+import threading
+import numpy as np
+import scipy.linalg, sklearn.utils._openmp_helpers  # a second OpenBLAS and an OpenMP pool
+from threadpoolctl import threadpool_info, threadpool_limits
+from certkit.parallel import single_threaded
+
+def pools():
+    return {(p["internal_api"], p["filepath"]): p["num_threads"] for p in threadpool_info()}
+
+threadpool_limits(limits=2)  # a plain call: the main thread keeps threadpoolctl's right to set OpenBLAS
+before = pools()
+n = 4
+entered, checked = threading.Barrier(n), threading.Barrier(n)
+inside = {}
+
+def block(i):
+    entered.wait()  # the n threads open their blocks at once
+    with single_threaded():
+        with single_threaded():  # nested in the same thread
+            checked.wait()  # every thread is inside its block now
+            inside[i] = pools()
+            np.linalg.svd(np.ones((50, 50)))  # BLAS work inside the block
+        checked.wait()  # no thread leaves before all have looked
+
+threads = [threading.Thread(target=block, args=(i,)) for i in range(n)]
+for t in threads:
+    t.start()
+for t in threads:
+    t.join()
+assert len(inside) == n
+for i, seen in inside.items():
+    assert set(seen.values()) == {1}, (i, seen)
+assert pools() == before, (before, pools())  # every pool back at its limit from before the blocks
+"""
+
+
+def test_single_threaded_entered_in_several_threads_at_once_limits_every_pool_in_each():
+    """Issue 36 (fuzz round 4): blocks entered in several threads at once left one pool at 2 threads. A
+    thread that set OpenBLAS's limit with a plain ``threadpool_limits`` call keeps threadpoolctl's right to
+    set it, and the blocks of the other threads were silently ignored; now every pool holds one thread in
+    every block, and the limits from before come back after the last block."""
+    env = {**os.environ, "OPENBLAS_NUM_THREADS": "2", "OMP_NUM_THREADS": "2"}
+    proc = subprocess.run(
+        [sys.executable, "-c", _CONCURRENT_THREADS], capture_output=True, text=True, env=env, timeout=120
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
 
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -28,6 +28,7 @@ from certkit._results import ConfidenceInterval, ResultMixin, format_table
 from certkit._typing import ExecutorArg, Progress, RNGLike
 from certkit._validation import (
     as_numpy,
+    check_allocation,
     check_array,
     check_in_options,
     check_integer,
@@ -335,6 +336,12 @@ def circuit_stability(
             f"two disjoint concept sets of set_size={set_size} need {2 * set_size} examples but the pool has "
             f"{n_pool}; lower set_size or give a larger pool"
         )
+    # the pairs' row indices and seeds, drawn up front (before any discovery runs)
+    check_allocation(
+        n_pairs * (16.0 * set_size + 256.0), "n_pairs", n_pairs, what=f"{n_pairs} pairs of concept sets"
+    )
+    if isinstance(radii, (str, bytes)) or not isinstance(radii, Iterable):
+        raise TypeError(f"radii must be a sequence of int radii (e.g. (1, 2)), got {type(radii).__name__}")
     radii_t = tuple(check_integer(r, "radii", minimum=0) for r in radii)
     if len(set(radii_t)) != len(radii_t):
         raise ValueError(f"radii must not repeat a radius, got {radii_t}")

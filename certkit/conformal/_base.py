@@ -22,9 +22,11 @@ from certkit._validation import (
     check_same_length,
 )
 from certkit.conformal._checks import (
+    check_class_labels,
     check_inputs,
-    check_labels,
+    encode_labels,
     lower_conformal_threshold,
+    model_classes,
     required_calibration_size,
     sample_noise,
     warn_small_calibration,
@@ -176,8 +178,28 @@ class _ClassifierBase(_ConformalBase):
             out[start : start + scores.shape[0]] = scores
         return out
 
+    def _encode(self, y: np.ndarray, n_classes: int) -> np.ndarray:
+        """Set ``classes_`` and ``n_classes_`` from the model's output width and class order; return the
+        column of every label of ``y``."""
+        self.classes_, codes = encode_labels(y, n_classes, model_classes(self.model))
+        self.n_classes_ = n_classes
+        return codes
+
     def _check_predict(self, X: Any) -> np.ndarray:
         return self._check_fitted_inputs(X)
+
+    def predict(self, X: Any) -> np.ndarray:
+        """Prediction sets as a multilabel indicator matrix: the same as `predict_set`.
+
+        Column ``j`` stands for the class ``classes_[j]``. This is the method a scikit-learn `Pipeline`
+        ending with the estimator forwards to (``pipe.predict(X)`` transforms ``X`` with the earlier steps
+        and returns the sets); it returns sets, not single labels.
+
+        Returns
+        -------
+        numpy.ndarray of bool, shape (n, n_classes_)
+        """
+        return self.predict_set(X)
 
 
 class _SingleSampleClassifier(_ClassifierBase):
@@ -193,18 +215,22 @@ class _SingleSampleClassifier(_ClassifierBase):
         ----------
         X : array-like or torch.Tensor, shape (n, ...)
             Calibration inputs (clean; the noise is added here).
-        y : array-like of int, shape (n,)
-            Their labels in ``[0, K)``.
+        y : array-like, shape (n,)
+            Their class labels: any hashable values (strings, integers, ...), looked up in the model's
+            ``classes_`` when it has one (a scikit-learn classifier's ``predict_proba``); otherwise integer
+            labels are the columns of the model's output, in ``[0, K)``, and other labels are sorted, as
+            scikit-learn orders ``classes_``, and must take all ``K`` values.
 
         Returns
         -------
         self
         """
         X, params = self._setup(X)
-        y = check_labels(y, X)
+        y = check_class_labels(y, X)
+        for attr in ("classes_", "n_classes_"):  # a refit takes the model's classes anew
+            self.__dict__.pop(attr, None)
         scores = self._noisy_scores(X, 1, params["noise"], params.get("sigma"))[:, 0, :]
-        self.n_classes_ = scores.shape[1]
-        check_labels(y, X, self.n_classes_)
+        y = self._encode(y, scores.shape[1])
         alpha_adj = self._calibration_alpha(params)
         self.calibration_scores_ = scores[np.arange(X.shape[0]), y]
         self.n_calibration_ = X.shape[0]

@@ -9,14 +9,17 @@ from typing import Any
 
 import numpy as np
 
-from certkit._validation import check_array, check_same_length
+from certkit._validation import as_numpy, check_array, check_same_length
 from certkit.stats import conformal_rank, robust_level
 
 __all__ = [
     "adjusted_alpha",
+    "check_class_labels",
     "check_inputs",
     "check_labels",
+    "encode_labels",
     "lower_conformal_threshold",
+    "model_classes",
     "renamed_score",
     "required_calibration_size",
     "sample_noise",
@@ -45,6 +48,120 @@ def check_labels(y: Any, X: np.ndarray, n_classes: int | None = None) -> np.ndar
             f"got values in [{arr.min()}, {arr.max()}]"
         )
     return arr
+
+
+def check_class_labels(y: Any, X: np.ndarray) -> np.ndarray:
+    """Class labels, one per row of ``X``: a 1-D array of hashable values (integers, strings, ...), no NaN."""
+    arr = as_numpy(y, "y")
+    if arr.ndim != 1:
+        raise ValueError(f"y must be 1-D (one class label per input), got an array of shape {arr.shape}")
+    check_same_length(("X", X), ("y", arr))
+    if arr.size == 0:
+        raise ValueError("y must not be empty")
+    if np.issubdtype(arr.dtype, np.complexfloating):
+        raise TypeError(f"y must contain class labels, got dtype {arr.dtype}")
+    if np.issubdtype(arr.dtype, np.floating) and not np.all(np.isfinite(arr)):
+        raise ValueError("y must contain class labels, got NaN or inf")
+    if arr.dtype == object:
+        for value in arr:
+            if isinstance(value, float) and not math.isfinite(value):
+                raise ValueError("y must contain class labels, got NaN or inf")
+            try:
+                hash(value)
+            except TypeError:
+                raise TypeError(
+                    f"y must contain hashable class labels, got a {type(value).__name__}"
+                ) from None
+    return arr
+
+
+def model_classes(model: Any) -> np.ndarray | None:
+    """The class order of ``model``: its ``classes_``, or that of the object a bound method belongs to
+    (``clf.predict_proba``), as a 1-D array; ``None`` when it has none (a function or a torch module)."""
+    for owner in (model, getattr(model, "__self__", None)):
+        if owner is None:
+            continue
+        try:
+            classes = getattr(owner, "classes_", None)
+        except Exception:  # a property that cannot answer (e.g. an unfitted Pipeline's last step)
+            classes = None
+        if classes is not None:
+            classes = as_numpy(classes, "model.classes_")
+            if classes.ndim == 1 and classes.size > 0:
+                return classes
+    return None
+
+
+def _integer_labels(y: np.ndarray) -> np.ndarray | None:
+    """``y`` as int64 when its values are integers (integer dtype, or integral floats); else ``None``."""
+    if y.dtype != np.bool_ and np.issubdtype(y.dtype, np.integer):
+        return y.astype(np.int64)
+    if np.issubdtype(y.dtype, np.floating) and np.all(y == np.round(y)) and np.all(np.abs(y) < 2.0**63):
+        return y.astype(np.int64)
+    return None
+
+
+def _index_of(y: np.ndarray, classes: np.ndarray) -> np.ndarray:
+    """Position of every label of ``y`` in ``classes``; -1 for a label that is not there."""
+    position: dict[Any, int] = {}
+    for i, c in enumerate(classes.tolist()):
+        position.setdefault(c, i)
+    try:
+        values, inverse = np.unique(y, return_inverse=True)
+    except TypeError:  # labels of several types that do not sort together: one by one
+        return np.array([position.get(v, -1) for v in y.tolist()], dtype=np.int64)
+    return np.array([position.get(v, -1) for v in values.tolist()], dtype=np.int64)[inverse.ravel()]
+
+
+def encode_labels(
+    y: np.ndarray, n_classes: int, classes: np.ndarray | None, *, name: str = "the model's classes_"
+) -> tuple[np.ndarray, np.ndarray]:
+    """``(classes_, codes)``: the class of every column of the model's output and each label's column.
+
+    With the model's own class order (``classes``, e.g. a scikit-learn classifier's ``classes_``), the labels
+    are looked up in it. Without one, integer labels are column indices in ``[0, n_classes)``; other labels
+    (strings, ...) are sorted, as scikit-learn orders ``classes_``, and must take all ``n_classes`` values.
+    """
+    if classes is not None:
+        if classes.shape[0] != n_classes:
+            raise ValueError(f"{name} has {classes.shape[0]} classes but the output has {n_classes} columns")
+        codes = _index_of(y, classes)
+        if np.any(codes < 0):
+            unknown = list(dict.fromkeys(y[codes < 0].tolist()))
+            raise ValueError(
+                f"y has labels that are not among {name} {classes.tolist()}: "
+                f"{unknown[:5]}{' ...' if len(unknown) > 5 else ''}"
+            )
+        return classes, codes
+    codes = _integer_labels(y)
+    if codes is None and np.issubdtype(y.dtype, np.floating):
+        raise TypeError(
+            "y must contain class labels (integers, strings, ...), got non-integer floats: values to "
+            "regress on, not classes"
+        )
+    if codes is not None:
+        if codes.min() < 0 or codes.max() >= n_classes:
+            raise ValueError(
+                f"y must contain class labels in [0, {n_classes - 1}] (the model returns {n_classes} classes "
+                f"and has no classes_, so integer labels are its output columns), got values in "
+                f"[{codes.min()}, {codes.max()}]"
+            )
+        return np.arange(n_classes), codes
+    try:
+        values = np.unique(y)
+    except TypeError:
+        raise TypeError(
+            "y mixes labels of types that do not sort together; without a model with classes_, the "
+            "labels are sorted to find the class of every output column"
+        ) from None
+    if values.shape[0] != n_classes:
+        raise ValueError(
+            f"y has {values.shape[0]} distinct labels but the model returns {n_classes} classes and has no "
+            "classes_ giving their order; calibrate on data with every class, pass the model of a classifier "
+            "with classes_ (e.g. clf.predict_proba), or give y as the output columns' indices "
+            f"in [0, {n_classes - 1}]"
+        )
+    return values, _index_of(y, values)
 
 
 def sample_noise(rng: np.random.Generator, shape: tuple[int, ...], sigma: float, noise: str) -> np.ndarray:
@@ -81,16 +198,20 @@ def required_calibration_size(alpha: float) -> int | None:
     """
     if alpha <= 0.0 or 1.0 - alpha >= 1.0:
         return None
-    n = max(1, math.ceil(1.0 / alpha) - 1)
+    guess = max(1, math.ceil(1.0 / alpha) - 1)
 
-    def ok(m: int) -> bool:
+    def ok(m: int) -> bool:  # monotone: the rank grows by at most 1 when m does
         return conformal_rank(m, 1.0 - alpha) <= m
 
-    while not ok(n):
-        n += 1
-    while n > 1 and ok(n - 1):
-        n -= 1
-    return n
+    # bisection around the guess: near alpha = 1e-13 the float rank is off the guess by 1e11 sizes, which a
+    # walk one size at a time took hours to cover (certkit conformal --radius 1.5)
+    lo, hi = 0, guess  # ok(lo) is false (lo = 0 stands for "no size"), ok(hi) true
+    while not ok(hi):
+        lo, hi = hi, 2 * hi
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if ok(mid) else (mid, hi)
+    return hi
 
 
 def warn_small_calibration(n: int, alpha_adj: float, what: str, detail: str) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 from dataclasses import replace
 from typing import Any
 
@@ -18,17 +19,32 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of ``certkit conformal``."""
     parser.add_argument("--sigma", type=float, default=0.25, help="smoothing noise std (default 0.25)")
     parser.add_argument("--radius", type=float, default=0.125, help="l2 attack radius (default 0.125)")
-    parser.add_argument("--confidence-level", type=float, default=0.9,
-                        help="target coverage under attack (default 0.9)")
-    parser.add_argument("--method", action="append", choices=METHODS, default=None,
-                        help="method to run (repeatable; default: all)")
-    parser.add_argument("--score", choices=("thr", "aps", "raps"), default="thr",
-                        help="conformity score (default thr)")
-    parser.add_argument("--n-samples", type=int, default=256,
-                        help="noisy samples per input for BinCP / RSCP+ (default 256; RSCP+ returns every "
-                        "label with too few)")
-    parser.add_argument("--attack-steps", type=int, default=10,
-                        help="smoothed-PGD steps (default 10; 0: no attack; the attack needs torch)")
+    parser.add_argument(
+        "--confidence-level", type=float, default=0.9, help="target coverage under attack (default 0.9)"
+    )
+    parser.add_argument(
+        "--method",
+        action="append",
+        choices=METHODS,
+        default=None,
+        help="method to run (repeatable; default: all)",
+    )
+    parser.add_argument(
+        "--score", choices=("thr", "aps", "raps"), default="thr", help="conformity score (default thr)"
+    )
+    parser.add_argument(
+        "--n-samples",
+        type=int,
+        default=256,
+        help="noisy samples per input for BinCP / RSCP+ (default 256; RSCP+ returns every "
+        "label with too few)",
+    )
+    parser.add_argument(
+        "--attack-steps",
+        type=int,
+        default=10,
+        help="smoothed-PGD steps (default 10; 0: no attack; the attack needs torch)",
+    )
     parser.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
 
 
@@ -46,6 +62,11 @@ def _digits_model(sigma: float, rng: np.random.Generator) -> tuple:
     train, cal, test = perm[:600], perm[600:1400], perm[1400:]
     X_tr, y_tr = data.X[train], data.y[train]
     mu = np.stack([X_tr[y_tr == k].mean(axis=0) for k in range(10)])
+    if not math.isfinite(sigma * sigma):
+        raise ValueError(
+            f"sigma={sigma:g} is too large: its square overflows float64; use a sigma on the scale of the "
+            "pixels (in [0, 1])"
+        )
     var = float(np.mean((X_tr - mu[y_tr]) ** 2)) + sigma**2
     coef, intercept = mu / var, -0.5 * (mu**2).sum(axis=1) / var
     return coef, intercept, (data.X[cal], data.y[cal]), (data.X[test], data.y[test])
@@ -64,9 +85,17 @@ def _linear_model(coef: np.ndarray, intercept: np.ndarray) -> Any:
     return net, True
 
 
-def compare(*, sigma: float, radius: float, confidence_level: float, methods: tuple = METHODS,
-            score: str = "thr", n_samples: int = 256, attack_steps: int = 10,
-            rng: np.random.Generator) -> str:
+def compare(
+    *,
+    sigma: float,
+    radius: float,
+    confidence_level: float,
+    methods: tuple = METHODS,
+    score: str = "thr",
+    n_samples: int = 256,
+    attack_steps: int = 10,
+    rng: np.random.Generator,
+) -> str:
     """Calibrate the chosen methods on digits and return the comparison table.
 
     A method whose every clean prediction set holds all labels is marked trivial (``*`` and a note
@@ -81,7 +110,7 @@ def compare(*, sigma: float, radius: float, confidence_level: float, methods: tu
         evaluate_sets,
         evaluation_table,
     )
-    from certkit.conformal.attacks import smoothed_pgd
+    from certkit.conformal.attacks import _MAX_PASSES, smoothed_pgd
 
     # validate the options before the data, the model and the attack (seconds of work)
     check_positive(sigma, "sigma")
@@ -105,38 +134,75 @@ def compare(*, sigma: float, radius: float, confidence_level: float, methods: tu
     notes = []
     if attack_steps > 0 and radius > 0:
         if is_torch:
-            X_att = smoothed_pgd(model, X_test, y_test, radius, sigma, steps=attack_steps, n_noise=8,
-                                 output="logits", rng=rng)
+            most = int(_MAX_PASSES // (8 * len(y_test)))  # the attack's cap, for its 8 noise draws per step
+            if attack_steps > most:
+                raise ValueError(
+                    f"attack_steps={attack_steps} is too large: smoothed PGD on {len(y_test)} test inputs "
+                    f"with 8 noise draws per step would take hours; use at most {most}"
+                )
+            X_att = smoothed_pgd(
+                model, X_test, y_test, radius, sigma, steps=attack_steps, n_noise=8, output="logits", rng=rng
+            )
             note = f"smoothed PGD, {attack_steps} steps, l2 radius {radius}"
         else:
             note = "none (needs torch)"
             notes.append('pip install "certkit[torch]" adds the attacked columns (smoothed-PGD coverage)')
-    names = {"split": "split CP (clean)", "noisy": "noisy CP (uncorrected)", "rcp1": "RCP1",
-             "bincp": f"BinCP (m={n_samples})", "rscp+": f"RSCP+ (n_s={n_samples})"}
-    results = [evaluate_sets(makers[m]().calibrate(X_cal, y_cal), X_test, y_test, X_attacked=X_att,
-                             method=names[m]) for m in methods]
+    names = {
+        "split": "split CP (clean)",
+        "noisy": "noisy CP (uncorrected)",
+        "rcp1": "RCP1",
+        "bincp": f"BinCP (m={n_samples})",
+        "rscp+": f"RSCP+ (n_s={n_samples})",
+    }
+    results = [
+        evaluate_sets(makers[m]().calibrate(X_cal, y_cal), X_test, y_test, X_attacked=X_att, method=names[m])
+        for m in methods
+    ]
     n_classes = coef.shape[0]
     trivial = [r.method for r in results if r.set_size == n_classes]
     if trivial:
         results = [replace(r, method=f"{r.method} *") if r.method in trivial else r for r in results]
-        notes.insert(0, f"* trivial: every prediction set holds all {n_classes} labels (no information); "
-                     "more --n-samples or a smaller --radius make it informative")
-    title = (f"digits, nearest-centroid softmax; sigma={sigma}, radius={radius}, "
-             f"confidence_level={confidence_level}, score={score}; {len(y_cal)} calibration / "
-             f"{len(y_test)} test points; attack: {note}")
+        notes.insert(
+            0,
+            f"* trivial: every prediction set holds all {n_classes} labels (no information); "
+            "more --n-samples or a smaller --radius make it informative",
+        )
+    title = (
+        f"digits, nearest-centroid softmax; sigma={sigma}, radius={radius}, "
+        f"confidence_level={confidence_level}, score={score}; {len(y_cal)} calibration / "
+        f"{len(y_test)} test points; attack: {note}"
+    )
     return "\n".join([evaluation_table(results, title=title), *notes])
 
 
 def run(args: argparse.Namespace) -> int:
     """Run ``certkit conformal``."""
+    from certkit._validation import check_rng
+
     methods = tuple(dict.fromkeys(args.method)) if args.method else METHODS
-    print(compare(sigma=args.sigma, radius=args.radius, confidence_level=args.confidence_level,
-                  methods=methods, score=args.score, n_samples=args.n_samples, attack_steps=args.attack_steps,
-                  rng=np.random.default_rng(args.seed)))
+    print(
+        compare(
+            sigma=args.sigma,
+            radius=args.radius,
+            confidence_level=args.confidence_level,
+            methods=methods,
+            score=args.score,
+            n_samples=args.n_samples,
+            attack_steps=args.attack_steps,
+            rng=check_rng(args.seed),  # a negative --seed: ValueError, named by the command
+        )
+    )
     return 0
 
 
 def demo(rng: np.random.Generator) -> str:
     """A short comparison on digits (a few seconds)."""
-    return compare(sigma=0.25, radius=0.125, confidence_level=0.9, methods=("noisy", "rcp1", "bincp"),
-                   n_samples=32, attack_steps=5, rng=rng)
+    return compare(
+        sigma=0.25,
+        radius=0.125,
+        confidence_level=0.9,
+        methods=("noisy", "rcp1", "bincp"),
+        n_samples=32,
+        attack_steps=5,
+        rng=rng,
+    )

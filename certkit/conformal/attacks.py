@@ -20,6 +20,9 @@ from certkit.conformal._model import OUTPUTS, import_torch, is_torch_module
 
 __all__ = ["smoothed_pgd"]
 
+#: Most noisy forward and backward passes one attack runs (more take hours).
+_MAX_PASSES = 1e10
+
 
 def _is_logits(raw: Any, output: str) -> bool:
     if output != "auto":
@@ -36,19 +39,27 @@ def _forward(model: Any, inputs: Any, torch: Any) -> Any:
     except Exception as exc:
         if is_torch_module(model):
             raise
-        raise TypeError(f"model must be a torch module or a callable on torch tensors (smoothed_pgd needs "
-                        f"gradients); calling it on a tensor failed: {exc}") from exc
+        raise TypeError(
+            f"model must be a torch module or a callable on torch tensors (smoothed_pgd needs "
+            f"gradients); calling it on a tensor failed: {exc}"
+        ) from exc
     if not isinstance(raw, torch.Tensor):
-        raise TypeError("model must return a torch tensor (smoothed_pgd needs gradients), got "
-                        f"{type(raw).__name__}; wrap a NumPy model in a torch.nn.Module")
+        raise TypeError(
+            "model must return a torch tensor (smoothed_pgd needs gradients), got "
+            f"{type(raw).__name__}; wrap a NumPy model in a torch.nn.Module"
+        )
     if raw.ndim != 2 or raw.shape[0] != inputs.shape[0] or raw.shape[1] < 2:
-        raise ValueError(f"model output must have shape (n, K) with K >= 2 for {inputs.shape[0]} inputs, "
-                         f"got {tuple(raw.shape)}")
+        raise ValueError(
+            f"model output must have shape (n, K) with K >= 2 for {inputs.shape[0]} inputs, "
+            f"got {tuple(raw.shape)}"
+        )
     if not bool(torch.isfinite(raw).all()):
         raise ValueError("model output must be finite (no NaN or inf)")
     if not raw.requires_grad:
-        raise TypeError("model output does not depend differentiably on its input (requires_grad is "
-                        "False); smoothed_pgd needs a differentiable torch model")
+        raise TypeError(
+            "model output does not depend differentiably on its input (requires_grad is "
+            "False); smoothed_pgd needs a differentiable torch model"
+        )
     return raw
 
 
@@ -124,6 +135,13 @@ def smoothed_pgd(
     n_noise = check_integer(n_noise, "n_noise", minimum=1)
     batch_size = check_integer(batch_size, "batch_size", minimum=1)
     check_in_options(output, "output", ("auto", *OUTPUTS))
+    passes = float(X.shape[0]) * steps * n_noise
+    if passes > _MAX_PASSES:
+        raise ValueError(
+            f"steps={steps} with n_noise={n_noise} is too large: {X.shape[0]} inputs x steps x n_noise = "
+            f"{passes:.2g} noisy forward and backward passes (more than {_MAX_PASSES:.0e}, hours of "
+            "computing); reduce steps or n_noise"
+        )
     step = 2.5 * radius / steps if step_size is None else check_positive(step_size, "step_size")
     if clip is not None:
         lo, hi = (float(c) for c in clip)
@@ -145,8 +163,8 @@ def smoothed_pgd(
     try:
         with first_layer_checked(model, "X", tuple(X.shape)):
             for start in range(0, X.shape[0], batch_size):
-                x0 = torch.as_tensor(X[start:start + batch_size], dtype=dtype, device=device)
-                yb = torch.as_tensor(y[start:start + batch_size], device=device)
+                x0 = torch.as_tensor(X[start : start + batch_size], dtype=dtype, device=device)
+                yb = torch.as_tensor(y[start : start + batch_size], device=device)
                 b = x0.shape[0]
                 delta = torch.zeros_like(x0, requires_grad=True)
                 for it in range(steps):
@@ -166,7 +184,7 @@ def smoothed_pgd(
                         delta *= torch.clamp(radius / d_norm, max=1.0)
                         if clip is not None:
                             delta.copy_(torch.clamp(x0 + delta, lo, hi) - x0)
-                out[start:start + b] = (x0 + delta).detach().to("cpu", torch.float64).numpy()
+                out[start : start + b] = (x0 + delta).detach().to("cpu", torch.float64).numpy()
     finally:
         if was_training is not None:
             model.train(was_training)

@@ -17,7 +17,7 @@ from certkit._typing import RNGLike
 from certkit._validation import check_in_options, check_integer, check_probability
 from certkit.conformal._base import _ClassifierBase
 from certkit.conformal._checks import (
-    check_labels,
+    check_class_labels,
     lower_conformal_threshold,
     renamed_score,
     required_calibration_size,
@@ -36,8 +36,10 @@ class _MultiSampleClassifier(_ClassifierBase):
         params["n_samples"] = check_integer(self.n_samples, "n_samples", minimum=2)
         eta = check_probability(self.error_rate, "error_rate", closed=False)
         if self._n_bounds * eta >= params["alpha"]:
-            raise ValueError(f"{self._n_bounds} * error_rate must be below 1 - confidence_level = "
-                             f"{params['alpha']:.6g}, got error_rate = {eta}")
+            raise ValueError(
+                f"{self._n_bounds} * error_rate must be below 1 - confidence_level = "
+                f"{params['alpha']:.6g}, got error_rate = {eta}"
+            )
         params["eta"] = eta
         return params
 
@@ -45,10 +47,11 @@ class _MultiSampleClassifier(_ClassifierBase):
         """Noisy scores of the true labels, shape (n, n_samples)."""
         X, params = self._setup(X)
         params.update(self._params())
-        y = check_labels(y, X)
+        y = check_class_labels(y, X)
+        for attr in ("classes_", "n_classes_"):  # a refit takes the model's classes anew
+            self.__dict__.pop(attr, None)
         scores = self._noisy_scores(X, params["n_samples"], params["noise"], params["sigma"])
-        self.n_classes_ = scores.shape[2]
-        check_labels(y, X, self.n_classes_)
+        y = self._encode(y, scores.shape[2])
         self.n_calibration_ = X.shape[0]
         return scores[np.arange(X.shape[0]), :, y], params
 
@@ -57,8 +60,12 @@ class _MultiSampleClassifier(_ClassifierBase):
         self.required_calibration_size_ = required_calibration_size(alpha_cal)
         self.threshold_ = lower_conformal_threshold(self.calibration_scores_, alpha_cal)
         if self.threshold_ == -math.inf:
-            warn_small_calibration(self.n_calibration_, alpha_cal, "prediction set",
-                                   f"confidence_level={self.confidence_level}, error_rate={self.error_rate}")
+            warn_small_calibration(
+                self.n_calibration_,
+                alpha_cal,
+                "prediction set",
+                f"confidence_level={self.confidence_level}, error_rate={self.error_rate}",
+            )
 
     def _test_scores(self, X: Any) -> tuple[np.ndarray, dict[str, Any]]:
         X = self._check_predict(X)
@@ -138,6 +145,9 @@ class BinCPClassifier(_MultiSampleClassifier):
         The per-point quantiles $\hat\lambda_i$.
     n_calibration_, n_classes_ : int
         Calibration size and number of classes.
+    classes_ : numpy.ndarray
+        The class of every column of the sets (the model's ``classes_`` when it has one, as in
+        `RCP1Classifier`).
     input_shape_ : tuple of int
         Shape of one calibration input; later inputs must have it (else ``ValueError``).
     n_features_in_ : int
@@ -187,8 +197,8 @@ class BinCPClassifier(_MultiSampleClassifier):
         ----------
         X : array-like or torch.Tensor, shape (n, ...)
             Calibration inputs.
-        y : array-like of int, shape (n,)
-            Labels in ``[0, K)``.
+        y : array-like, shape (n,)
+            Class labels, as in `RCP1Classifier.calibrate` (the model's ``classes_`` where it has one).
 
         Returns
         -------
@@ -216,8 +226,9 @@ class BinCPClassifier(_MultiSampleClassifier):
         """Prediction sets from ``n_samples`` fresh noisy copies of every input, bool ``(n, K)``."""
         scores, params = self._test_scores(X)
         counts = (scores >= self.threshold_).sum(axis=1)
-        _, high = clopper_pearson(counts, params["n_samples"], confidence_level=1.0 - params["eta"] / 2,
-                                  alternative="less")
+        _, high = clopper_pearson(
+            counts, params["n_samples"], confidence_level=1.0 - params["eta"] / 2, alternative="less"
+        )
         return np.asarray(high) >= self.test_level_
 
 
@@ -288,6 +299,9 @@ class RSCPPlusClassifier(_MultiSampleClassifier):
         Smoothed calibration scores $\hat s(x_i, y_i)$.
     n_calibration_, n_classes_ : int
         Calibration size and number of classes.
+    classes_ : numpy.ndarray
+        The class of every column of the sets (the model's ``classes_`` when it has one, as in
+        `RCP1Classifier`).
     input_shape_ : tuple of int
         Shape of one calibration input; later inputs must have it (else ``ValueError``).
     n_features_in_ : int
@@ -334,8 +348,10 @@ class RSCPPlusClassifier(_MultiSampleClassifier):
         check_in_options(self.mc_bound, "mc_bound", ("hoeffding", "bernstein"))
         score = self._conformity_score()
         if not score.bounded:
-            raise ValueError(f"RSCP+ needs a conformity score with values in [0, 1] ('thr' or 'aps'), got "
-                             f"{score!r}; for a callable use CallableScore(fn, bounded=True)")
+            raise ValueError(
+                f"RSCP+ needs a conformity score with values in [0, 1] ('thr' or 'aps'), got "
+                f"{score!r}; for a callable use CallableScore(fn, bounded=True)"
+            )
 
     def calibrate(self, X: Any, y: Any) -> RSCPPlusClassifier:
         """Calibrate $\\hat q$ on Monte-Carlo smoothed scores of ``(X, y)``.
@@ -344,8 +360,8 @@ class RSCPPlusClassifier(_MultiSampleClassifier):
         ----------
         X : array-like or torch.Tensor, shape (n, ...)
             Calibration inputs.
-        y : array-like of int, shape (n,)
-            Labels in ``[0, K)``.
+        y : array-like, shape (n,)
+            Class labels, as in `RCP1Classifier.calibrate` (the model's ``classes_`` where it has one).
 
         Returns
         -------
@@ -359,10 +375,17 @@ class RSCPPlusClassifier(_MultiSampleClassifier):
         if self.threshold_ == -math.inf:
             self.test_level_ = 0.0
         else:
-            q_low, _ = hoeffding_bound(float(np.clip(self.threshold_, 0.0, 1.0)), params["n_samples"],
-                                       confidence_level=1.0 - beta, alternative="greater")
-            self.test_level_ = float(smoothing_lower_bound(float(q_low), radius=params["radius"],
-                                                           sigma=params["sigma"], noise=params["noise"]))
+            q_low, _ = hoeffding_bound(
+                float(np.clip(self.threshold_, 0.0, 1.0)),
+                params["n_samples"],
+                confidence_level=1.0 - beta,
+                alternative="greater",
+            )
+            self.test_level_ = float(
+                smoothing_lower_bound(
+                    float(q_low), radius=params["radius"], sigma=params["sigma"], noise=params["noise"]
+                )
+            )
         return self
 
     def predict_set(self, X: Any) -> np.ndarray:

@@ -30,8 +30,10 @@ class _RCP1Mixin:
         return adjusted_alpha(self.confidence_level, params["radius"], params["sigma"], params["noise"])
 
     def _detail(self, params: dict[str, Any]) -> str:
-        return (f"confidence_level={self.confidence_level}, radius={self.radius}, sigma={self.sigma}, "
-                f"noise={self.noise!r}")
+        return (
+            f"confidence_level={self.confidence_level}, radius={self.radius}, sigma={self.sigma}, "
+            f"noise={self.noise!r}"
+        )
 
 
 class RCP1Classifier(_RCP1Mixin, _SingleSampleClassifier):
@@ -88,6 +90,9 @@ class RCP1Classifier(_RCP1Mixin, _SingleSampleClassifier):
         Number of values per input (``prod(input_shape_)``).
     n_classes_ : int
         Number of classes.
+    classes_ : numpy.ndarray
+        The class of every column of the sets (and of the model's output): the model's ``classes_`` when
+        it has one, else the sorted labels, or ``0 .. K - 1`` for integer labels.
     calibration_scores_ : numpy.ndarray
         The noisy conformity scores $S_i$.
     required_calibration_size_ : int or None

@@ -111,7 +111,8 @@ class RAPSScore(ConformityScore):
 
     def __call__(self, probs: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         e, rank = _aps_nonconformity(probs, rng, self.randomized)
-        return 1.0 - e - self.penalty * np.maximum(0, rank - self.k_reg)
+        k_reg = min(self.k_reg, probs.shape[1])  # ranks are at most K: a larger k_reg (even 10**30) is K
+        return 1.0 - e - self.penalty * np.maximum(0, rank - k_reg)
 
 
 @dataclass(frozen=True)

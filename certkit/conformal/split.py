@@ -59,6 +59,9 @@ class SplitConformalClassifier(_SingleSampleClassifier):
         Number of values per input (``prod(input_shape_)``).
     n_classes_ : int
         Number of classes ``K``.
+    classes_ : numpy.ndarray
+        The class of every column of the sets (and of the model's output): the model's ``classes_`` when
+        it has one, else the sorted labels, or ``0 .. K - 1`` for integer labels.
     calibration_scores_ : numpy.ndarray
         Conformity scores of the true labels (at the noisy inputs when ``noise`` is set).
     required_calibration_size_ : int

@@ -29,7 +29,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--n", type=int, default=4000, help="simulated logged agents (default %(default)s)")
     parser.add_argument(
-        "--logging-theta", type=_vector, default="1,1",
+        "--logging-theta",
+        type=_vector,
+        default="1,1",
         help="logging policy θ, one entry per covariate (default %(default)s)",
     )
     parser.add_argument(
@@ -55,7 +57,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--benefit", type=float, default=1.0, help="benefit B of acceptance (default %(default)s)"
     )
     parser.add_argument(
-        "--x-post-tol", type=float, default=1e-6,
+        "--x-post-tol",
+        type=float,
+        default=1e-6,
         help="how closely movers' x_post must equal the disclosed explanation (default %(default)s; raise it "
         "for data stored with fewer than 6 decimals)",
     )
@@ -118,9 +122,19 @@ def _check_thetas(args: argparse.Namespace, n_features: int | None) -> None:
 def _policies(args: argparse.Namespace):
     from certkit.ope import LinearThresholdPolicy
 
-    pi0 = LinearThresholdPolicy(args.logging_theta, args.logging_tau, temperature=args.logging_temperature)
-    pi = LinearThresholdPolicy(args.target_theta, args.target_tau, temperature=args.target_temperature)
-    return pi0, pi
+    def policy(which: str):
+        theta, tau, temperature = (
+            getattr(args, f"{which}_{name}") for name in ("theta", "tau", "temperature")
+        )
+        try:
+            return LinearThresholdPolicy(theta, tau, temperature=temperature)
+        except (ValueError, TypeError) as exc:  # "tau must be ...": say which policy's, as its option
+            text = str(exc)
+            if text.startswith(("theta", "tau", "temperature")):
+                raise type(exc)(f"{which}_{text}") from None
+            raise
+
+    return policy("logging"), policy("target")
 
 
 def _table(data, pi, pi0, resp, *, bootstrap=None, cross_fit=None, level=0.95, rng=0, progress=False):
@@ -153,6 +167,7 @@ def run(args: argparse.Namespace) -> int:
     """Fit the response model, run every estimator and print the comparison."""
     from certkit.cli import _error_message
     from certkit.ope import LogNormalCostResponse, StrategicSimulator
+    from certkit.ope.disclosure import _XPostMismatchError
 
     try:
         data = _load(args.data) if args.data else None
@@ -179,12 +194,11 @@ def run(args: argparse.Namespace) -> int:
     except (ValueError, TypeError, OSError, KeyError) as exc:
         parser = argparse.ArgumentParser()
         add_arguments(parser)  # to write a leading argument name as its flag (n=... -> --n=...)
+        if isinstance(exc, _XPostMismatchError):  # the command line sets the tolerance with --x-post-tol
+            exc = ValueError(exc.command_line_message)
         text = _error_message(exc, parser)
-        # the command line sets the response model's tolerance with --x-post-tol
-        text = text.replace("to the response model (LogNormalCostResponse(x_post_tol=...)), e.g. x_post_tol=",
-                            "(--x-post-tol), e.g. --x-post-tol ")
-        if not args.data and text.startswith("--data:"):  # the simulated data, not a --data file
-            text = "simulated data:" + text[len("--data:"):]
+        if not args.data and text.startswith(("--data:", "--data ")):  # the simulated data, not a --data file
+            text = "simulated data" + text[len("--data") :]
         print(f"certkit ope: error: {text}", file=sys.stderr)
         return 2
     print(

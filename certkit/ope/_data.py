@@ -84,9 +84,13 @@ def _validate(fields: Mapping[str, Any], name: str) -> dict[str, np.ndarray]:
     if np.any((action != 0) & (action != 1)):
         raise ValueError(f"{name}.action must contain only 0 and 1, got values {np.unique(action)[:5]}")
     if np.any((pscore <= 0.0) | (pscore > 1.0)):
+        why = (
+            "a logged action with propensity 0 cannot be reweighted"
+            if pscore.min() <= 0.0
+            else "propensities are probabilities of the logged action"
+        )
         raise ValueError(
-            f"{name}.pscore must lie in (0, 1]: a logged action with propensity 0 cannot be reweighted "
-            f"(min {pscore.min():.3g}, max {pscore.max():.3g})"
+            f"{name}.pscore must lie in (0, 1]: {why} (min {pscore.min():.3g}, max {pscore.max():.3g})"
         )
     changed = np.any(x_post != x_pre, axis=1)
     if np.any(changed != moved):

@@ -77,7 +77,8 @@ class LinearThresholdPolicy:
 
     def action_proba(self, x: Any) -> np.ndarray:
         """P(a = 1 | x), shape (n,)."""
-        return expit(self.score(x) / self.temperature)
+        with np.errstate(over="ignore"):  # a score beyond the float range: ±inf, probability exactly 1 or 0
+            return expit(self.score(x) / self.temperature)
 
     def distance(self, x: Any) -> np.ndarray:
         """Distance d ≥ 0 from each row to the accepted region (0 for accepted agents)."""

@@ -9,6 +9,7 @@ from scipy.special import expit, ndtr
 
 from certkit._typing import RNGLike
 from certkit._validation import check_allocation, check_array, check_integer, check_positive, check_rng
+from certkit.ope._checks import _MAX_WORK
 from certkit.ope._data import StrategicData
 from certkit.ope.disclosure import _require_explaining, move_threshold
 from certkit.ope.policies import ExplainingPolicy
@@ -154,6 +155,11 @@ class StrategicSimulator:
         _require_explaining(policy, "policy")
         self._check_policy_features(policy)
         n_mc = check_integer(n_mc, "n_mc", minimum=1)
+        if self.features is None and n_mc > _MAX_WORK:  # chunked, so the cap is on time, not memory
+            raise ValueError(
+                f"n_mc={n_mc} is too large: more than {_MAX_WORK:.0e} Monte Carlo agents, at about a "
+                "microsecond each, take hours; reduce n_mc"
+            )
         gen = check_rng(rng)
         total = 0.0
         if self.features is not None:  # exact average over the finite population

@@ -90,9 +90,7 @@ def _check_workers(executor: Any) -> int:
 
 
 @contextlib.contextmanager
-def resolve_executor(
-    executor: ExecutorArg, *, n_items: int | None = None
-) -> Iterator[ExecutorLike | None]:
+def resolve_executor(executor: ExecutorArg, *, n_items: int | None = None) -> Iterator[ExecutorLike | None]:
     """Context manager yielding ``None`` (serial) or an executor-like object.
 
     Parameters
@@ -141,19 +139,22 @@ def _per_thread(lib: Any) -> bool:
     return lib.internal_api == "openmp" or getattr(lib, "threading_layer", None) == "openmp"
 
 
-def _release_blas_control() -> None:
-    """Let the next thread set OpenBLAS's process-wide limit.
+def _blas_control(*, take: bool) -> None:
+    """Take (``take=True``) or release the right to set OpenBLAS's process-wide thread limit.
 
     threadpoolctl (>= 3.6) lets only the thread that last set an OpenBLAS limit set it again, until that
-    thread releases it, and ignores the others silently; `single_threaded` serialises its changes with its own
-    lock, so it releases control after every change: a block opened in any thread can then limit OpenBLAS
-    (a block in a second thread, after one in the main thread, left OpenBLAS at its default otherwise).
+    thread releases it, and ignores the others silently. A thread that set a limit with a plain
+    ``threadpool_limits(...)`` call (not a ``with`` block) keeps that right while it lives, so a block opened
+    in any other thread left OpenBLAS at that thread's limit. `single_threaded` serialises its own changes
+    with its lock, takes the right before each change (the pool is process-wide: its limit is the process's)
+    and releases it after, so that the next change, from any thread, applies. Without threadpoolctl's
+    controlling thread (< 3.6) every thread may set the limit and there is nothing to do.
     """
     from threadpoolctl import OpenBLASController
 
-    release = getattr(OpenBLASController, "clear_controlling_thread", None)
-    if release is not None:
-        release()
+    clear = getattr(OpenBLASController, "clear_controlling_thread", None)
+    if clear is not None:
+        clear(force=take)
 
 
 class _SingleThreaded:
@@ -185,12 +186,16 @@ class _SingleThreaded:
     def enter(self) -> None:
         with self.lock:
             libraries = self._libraries()
-            shared = [lib.filepath for lib in libraries.lib_controllers
-                      if not _per_thread(lib) and lib.filepath not in self.limited]
+            shared = [
+                lib.filepath
+                for lib in libraries.lib_controllers
+                if not _per_thread(lib) and lib.filepath not in self.limited
+            ]
             if shared:
+                _blas_control(take=True)
                 self.limiters.append(libraries.select(filepath=shared).limit(limits=1))
                 self.limited.update(shared)
-                _release_blas_control()
+                _blas_control(take=False)
             self.depth += 1
             depth = getattr(self.thread, "depth", 0)
             if depth == 0:
@@ -206,9 +211,10 @@ class _SingleThreaded:
                 self.thread.limiter = None
             self.depth -= 1
             if self.depth == 0:
+                _blas_control(take=True)
                 for limiter in reversed(self.limiters):
                     limiter.restore_original_limits()
-                _release_blas_control()
+                _blas_control(take=False)
                 self.limiters.clear()
                 self.limited.clear()
 
@@ -220,16 +226,17 @@ _SINGLE = _SingleThreaded()
 def single_threaded() -> Iterator[None]:
     """Run the block with one thread in every BLAS and OpenMP thread pool of this process.
 
-    Work that runs serially in the calling process or item by item in worker processes wraps both in
-    this block: every process then computes with one native thread, so a result does not depend on
-    where its item ran (a BLAS reduction can round differently with another thread count), and
-    workers do not oversubscribe the CPUs (two workers with two OpenBLAS threads each on two cores
-    were 40% slower in the causal graph search). Blocks nest and may be open in several threads at
-    once, and the limit holds in every thread inside a block: process-wide pools (OpenBLAS, BLIS,
-    MKL) are limited when the first block in the process opens and restored when the last closes,
-    including pools of libraries imported while blocks are open (limited when the next block opens);
-    OpenMP pools, whose limit belongs to the calling thread, are limited by each thread's first block
-    and restored when that thread's last block closes. Libraries are found with ``threadpoolctl``.
+    Work that runs serially in the calling process or item by item in worker processes wraps both in this
+    block: every process then computes with one native thread, so a result does not depend on where its item
+    ran (a BLAS reduction can round differently with another thread count), and workers do not oversubscribe
+    the CPUs (two workers with two OpenBLAS threads each on two cores were 40% slower in the causal graph
+    search). Blocks nest and may be open in several threads at once, and the limit holds in every thread
+    inside a block: process-wide pools (OpenBLAS, BLIS, MKL) are limited when the first block in the process
+    opens and restored when the last closes, including pools of libraries imported while blocks are open
+    (limited when the next block opens) and OpenBLAS while another thread holds threadpoolctl's right to set
+    its limit (a plain ``threadpool_limits(...)`` call keeps it); OpenMP pools, whose limit belongs to the
+    calling thread, are limited by each thread's first block and restored when that thread's last block
+    closes. Libraries are found with ``threadpoolctl``.
     """
     _SINGLE.enter()
     try:
@@ -307,7 +314,7 @@ def _check_sendable(fn: Callable[..., Any]) -> None:
         hidden = [obj.__qualname__ for obj in pickler.main_objects if obj.__qualname__ in guarded]
         if hidden:
             raise TypeError(
-                f"{hidden[0]!r} is defined inside the `if __name__ == \"__main__\":` block of {path}; worker "
+                f'{hidden[0]!r} is defined inside the `if __name__ == "__main__":` block of {path}; worker '
                 "processes import the script without running that block, so they cannot find it. Define "
                 f"{hidden[0]!r} at module level, above the block (keep only the calls under it), or use "
                 "executor=None"
@@ -387,7 +394,7 @@ def parallel_map(
                     raise BrokenProcessPool(
                         "a worker process died while starting or running fn. Worker processes start from a "
                         "fresh interpreter that imports your main script: put the script's calls under "
-                        "`if __name__ == \"__main__\":` and define the functions they pass to certkit at "
+                        '`if __name__ == "__main__":` and define the functions they pass to certkit at '
                         "module level, above that block. Otherwise the process ran out of memory or fn "
                         "crashed it."
                     ) from exc

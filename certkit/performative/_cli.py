@@ -43,7 +43,8 @@ def _fit_model(X: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray, np
     constant = np.flatnonzero(high == low)
     if constant.size:
         raise ValueError(f"data has constant feature column(s) {constant.tolist()}; drop them")
-    X = (X - low) / (high - low)
+    # halves first (exact): X - low overflows for columns spanning more than 1.8e308 (values near ±1e308)
+    X = (X / 2 - low / 2) / (high / 2 - low / 2)
     model = LogisticRegression(C=1.0).fit(X, y)
     return X, y, model.coef_[0], float(model.intercept_[0])
 
@@ -115,7 +116,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="comma-separated shares m/n of affected units, at most 200 (default 0.01,0.05,0.1,0.2,0.3,0.5)",
     )
     parser.add_argument(
-        "--n", type=int, default=None,
+        "--n",
+        type=int,
+        default=None,
         help="sample size of the Thm bounds (default: the rows of the data, 445 for NSW); the risk table "
         "always uses the data's rows",
     )
@@ -174,6 +177,9 @@ def _shares(text: str) -> list[float]:
         raise ValueError(f"shares must be comma-separated numbers, got {text!r}") from None
     if not shares:
         raise ValueError(f"shares must list at least one share m/n of affected units, got {text!r}")
+    outside = [r for r in shares if not 0.0 <= r <= 1.0]  # NaN included
+    if outside:
+        raise ValueError(f"shares must lie in [0, 1] (shares m/n of affected units), got {outside[0]:g}")
     if len(shares) > MAX_SHARES:
         raise ValueError(
             f"shares lists {len(shares)} values; at most {MAX_SHARES} (each costs a bound and two "

@@ -7,9 +7,8 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-import numpy as np
-
 from certkit._validation import (
+    _check_real_scalar,
     check_in_options,
     check_integer,
 )
@@ -49,9 +48,7 @@ def max_affected_share(target: float, *, kind: str, **kwargs: Any) -> float:
     ValueError
         When no share keeps the bound below ``target`` (the message gives the smallest achievable bound).
     """
-    target = float(target)
-    if not np.isfinite(target):
-        raise ValueError("target must be finite")
+    target = _check_real_scalar(target, "target")
     kind = check_in_options(kind, "kind", (*KINDS, "retraining"))
     if "share" in kwargs:
         raise TypeError("max_affected_share varies share itself; do not pass it")

@@ -54,7 +54,21 @@ def _thm_terms(
     confidence_level: float,
 ) -> BoundResult:
     delta = 1.0 - confidence_level
-    culprits = f"diameter={diameter!r}, loss_lipschitz={loss_lipschitz!r}"
+    constant = (
+        ("model_lipschitz", model_lipschitz)
+        if kind == "thm3.13"
+        else ("wasserstein_constant", wasserstein_constant)
+    )
+    given = (
+        ("diameter", diameter),
+        ("loss_lipschitz", loss_lipschitz),
+        constant,
+        ("entropy_integral", entropy_integral),
+        ("loss_range", loss_range),
+    )
+    # an overflow names the huge constants, else the ones raised to the power p (and p)
+    huge = [f"{name}={value!r}" for name, value in given if abs(value) >= 1e100]
+    culprits = ", ".join(huge) if huge else f"diameter={diameter!r}, p={p!r}"
     R = _overflow_guard(lambda: notebook_radius(share, n, diameter, p, confidence_level), culprits)
     if R == 0 and (kind == "thm3.15" or p > 1.0):
         zero = "share=0" if share == 0 else "diameter=0"
@@ -272,7 +286,6 @@ def _reject(given: Mapping[str, Any], kind: str, names: tuple[str, ...]) -> None
     extra = [k for k in names if k in given]
     if extra:
         raise TypeError(f"generalization_bound(kind={kind!r}) does not use {', '.join(extra)}")
-
 
 
 def __getattr__(name: str) -> Any:  # PEP 562: max_affected_share moved to its own module

@@ -32,6 +32,8 @@ Derivations (each is checked against the LP / conic program and the 1-D dual in 
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 __all__ = ["closed_form_risk", "has_closed_form", "hinge_sup_tau", "loss_values"]
@@ -73,7 +75,8 @@ def hinge_sup_tau(u: np.ndarray, C: float, p: float) -> tuple[float, float]:
     n = u.size
     b = np.sort(u - 1.0)
     prefix = np.concatenate(([0.0], np.cumsum(b)))
-    k = (p - 1.0) ** (p - 1.0) * p ** (-p)
+    # (p - 1)^(p - 1) p^(-p) through logarithms: the powers overflow float64 from p of about 150 on
+    k = math.exp((p - 1.0) * math.log1p(-1.0 / p) - math.log(p))
     j = np.arange(1, n + 1, dtype=np.float64)
     stationary = (p - 1.0) / p * C * (n / j) ** (1.0 / p)
     candidates = np.concatenate((stationary, b[b > 0]))
@@ -87,18 +90,23 @@ def hinge_sup_tau(u: np.ndarray, C: float, p: float) -> tuple[float, float]:
 
 
 def _hinge_inf_capped(h: np.ndarray, C: float, p: float) -> float:
-    r"""Water-filling for hinge ``inf``, $p > 1$: lower every hinge term to $\max(h_i - c, 0)$-type cap."""
+    r"""Water-filling for hinge ``inf``, $p > 1$: lower every hinge term to $\min(h_i, c)$-type cap.
+
+    Lowering term $i$ by $\delta_i$ costs $\delta_i^p$ of the budget $\sum_i \delta_i^p \le n C^p$, so the
+    best use lowers the largest terms to a common cap $c$. Computed in units of $C$ (terms $h_i / C$, budget
+    $n$): $C^p$ itself underflows float64 for $C < 1$ and large $p$ (e.g. $0.1^{300}$), which left every term
+    unlowered, a best case above the true one.
+    """
     n = h.size
-    with np.errstate(over="ignore", under="ignore"):
-        budget = n * np.float64(C) ** p  # inf for a huge radius: every hinge term can reach 0
-    hp = h**p
-    if hp.sum() <= budget:
-        return 0.0
     hs = np.sort(h)
-    prefix_p = np.concatenate(([0.0], np.cumsum(hs**p)))
-    reach = prefix_p[:-1] + (n - np.arange(n)) * hs**p  # sum_i min(h_i, hs[j])^p, nondecreasing in j
-    J = int(np.searchsorted(reach, budget, side="right"))  # < n because reach[-1] = sum h^p > budget
-    c = ((budget - prefix_p[J]) / (n - J)) ** (1.0 / p)
+    with np.errstate(over="ignore", under="ignore"):  # inf: a term the budget cannot lower to the cap
+        gp = (hs / C) ** p
+    if gp.sum() <= n:
+        return 0.0  # every hinge term can reach 0
+    prefix_p = np.concatenate(([0.0], np.cumsum(gp)))
+    reach = prefix_p[:-1] + (n - np.arange(n)) * gp  # sum_i min(g_i, g_j)^p, nondecreasing in j
+    J = int(np.searchsorted(reach, float(n), side="right"))  # < n because reach[-1] = sum g^p > n
+    c = C * ((n - prefix_p[J]) / (n - J)) ** (1.0 / p)
     return float((hs[J:].sum() - (n - J) * c) / n)
 
 

@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
-
 from certkit._validation import (
+    _check_real_scalar,
     check_integer,
     check_level,
     check_nonnegative,
@@ -96,8 +95,7 @@ def retraining_bound(
     Cb = check_positive(concentration[1], "concentration[1] (C_b)")
     p = check_order(p)
     delta = 1.0 - check_level(confidence_level)
-    if not np.isfinite(empirical_risk):
-        raise ValueError("empirical_risk must be finite")
+    empirical_risk = _check_real_scalar(empirical_risk, "empirical_risk")
     accumulation = L * _geometric_sum(kappa, T - 1)
     terms = {
         "empirical_risk": float(empirical_risk),

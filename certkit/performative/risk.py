@@ -95,8 +95,10 @@ def wasserstein_risk(
         $W_2$ and ``sup`` for $p < 2$). ``"dual"``: the 1-D Lagrangian dual solved with scipy ($p \in \{1,
         2\}$; the only route for logistic $W_2$). ``"lp"``: cvxpy (extra ``cvxpy``): the finite-support LP for
         ``sup`` (linear and hinge only: with any other loss a finite support only lower-bounds the supremum)
-        and the exact conic program over shifts for ``inf``. ``"auto"`` takes the first exact route in that
-        order, so it needs cvxpy only for ``inf`` of logistic/squared losses with $p \notin \{1, 2\}$.
+        and the exact conic program over shifts for ``inf`` (a lower bound for $p > 1024$, or a $p$ whose
+        $1/p$ is no fraction of denominator $\le 1024$: cvxpy's exponents). ``"auto"`` takes the first exact
+        route in that order, so it needs cvxpy only for ``inf`` of logistic/squared losses with $p \notin \{1,
+        2\}$.
     intercept : float or array-like of shape (k,), default 0
         The intercept $b$ (one per row of a batch); it does not move with $x$.
 

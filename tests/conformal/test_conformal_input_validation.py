@@ -126,10 +126,19 @@ def test_sigma_without_noise_is_an_error():
 
 @pytest.mark.parametrize("dtype", [complex, bool, object, str])
 def test_complex_bool_or_text_targets_rejected(dtype):
-    """Issue 14 item 7: complex y with zero imaginary part and complex/bool Y were accepted."""
+    """Issue 14 item 7: complex y with zero imaginary part and complex/bool Y were accepted. Issue 36: class
+    labels may be any hashable values (bool, strings, Python objects), so the classifiers take those and give
+    the sets of the integer-coded labels; complex labels and non-numeric regression targets stay refused."""
     X, y = linear_data(100)
-    with pytest.raises(TypeError, match=r"\by\b"):
-        SplitConformalClassifier(MODEL).calibrate(X, y.astype(dtype))
+    if dtype is complex:
+        with pytest.raises(TypeError, match=r"\by\b"):
+            SplitConformalClassifier(MODEL).calibrate(X, y.astype(dtype))
+    else:
+        coded = SplitConformalClassifier(MODEL).calibrate(X, y)
+        labelled = SplitConformalClassifier(MODEL).calibrate(X, y.astype(dtype))
+        assert labelled.classes_.tolist() == np.array([0, 1]).astype(dtype).tolist()
+        assert labelled.threshold_ == coded.threshold_
+        np.testing.assert_array_equal(labelled.predict_set(X), coded.predict_set(X))
     with pytest.raises(TypeError, match=r"\by\b"):
         SplitConformalRegressor(lambda X: X[:, 0]).calibrate(X, y.astype(dtype))
     with pytest.raises(TypeError, match=r"\bY\b"):

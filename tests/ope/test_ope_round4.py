@@ -32,8 +32,11 @@ def test_x_post_rounded_to_six_or_more_decimals_is_accepted(data, pi, pi0, decim
 
 def test_coarser_rounding_is_diagnosed_as_rounding_and_x_post_tol_accepts_it(data, pi, pi0):
     rounded = _rounded(data, 3)
-    with pytest.raises(ValueError, match=r"x_post is the explanation rounded to 3 decimals; pass a larger "
-                                         r"x_post_tol .*x_post_tol=0\.001"):
+    with pytest.raises(
+        ValueError,
+        match=r"x_post is the explanation rounded to 3 decimals; pass a larger "
+        r"x_post_tol .*x_post_tol=0\.001",
+    ):
         LogNormalCostResponse().fit(rounded, policy=pi0)
     resp = LogNormalCostResponse(x_post_tol=1e-3).fit(rounded, policy=pi0)
     assert resp.x_post_tol == 1e-3 and "x_post_tol=0.001" in repr(resp)
@@ -58,8 +61,10 @@ def test_simulator_names_a_policy_of_another_dimension(pi0, n_features):
     from certkit.ope import StrategicSimulator
 
     sim = StrategicSimulator(n_features=n_features)
-    message = (r"^policy has 2 coefficients \(theta\) but the simulator draws agents with "
-               rf"n_features={n_features}; use StrategicSimulator\(n_features=2\)")
+    message = (
+        r"^policy has 2 coefficients \(theta\) but the simulator draws agents with "
+        rf"n_features={n_features}; use StrategicSimulator\(n_features=2\)"
+    )
     with pytest.raises(ValueError, match=message):
         sim.sample(pi0, n=10, rng=0)
     with pytest.raises(ValueError, match=message):
@@ -70,8 +75,11 @@ def test_sensitivity_names_an_extreme_scale_range(data, pi, pi0):
     from certkit.ope import sensitivity
 
     resp = LogNormalCostResponse().fit(data, policy=pi0)
-    with pytest.raises(ValueError, match=r"^scale_range=\(1e-300, 1e\+300\): at s = 1e-300 x the fitted "
-                                         r"scale the estimate failed .*use a narrower scale_range"):
+    with pytest.raises(
+        ValueError,
+        match=r"^scale_range=\(1e-300, 1e\+300\): at s = 1e-300 x the fitted "
+        r"scale the estimate failed .*use a narrower scale_range",
+    ):
         sensitivity(data, target_policy=pi, logging_policy=pi0, response=resp, scale_range=(1e-300, 1e300))
 
 
@@ -80,12 +88,38 @@ def test_cli_x_post_tol(tmp_path, capsys, data):
 
     rounded = _rounded(data, 3)
     path = tmp_path / "logged.npz"
-    np.savez(path, **{k: getattr(rounded, k) for k in ("x_pre", "x_post", "moved", "action", "reward",
-                                                        "pscore")})
+    np.savez(
+        path, **{k: getattr(rounded, k) for k in ("x_pre", "x_post", "moved", "action", "reward", "pscore")}
+    )
     assert main(["ope", "--data", str(path)]) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("certkit ope: error: --data: the movers' x_post differs")
-    assert "x_post is the explanation rounded to 3 decimals; pass a larger x_post_tol (--x-post-tol), e.g. " \
-           "--x-post-tol 0.001," in err
+    assert (
+        "movers are beyond --x-post-tol 1e-06): x_post is the explanation rounded to 3 decimals; pass a "
+        "larger --x-post-tol, e.g. --x-post-tol 0.001, or log x_post" in err
+    )
+    assert "x_post_tol" not in err and "LogNormalCostResponse" not in err  # issue 36: the flag, not Python
+    assert len(err.splitlines()) == 1
     assert main(["ope", "--data", str(path), "--x-post-tol", "1e-3"]) == 0
     assert "naive_ipw" in capsys.readouterr().out
+
+
+def test_cli_names_the_flag_when_x_post_is_not_the_explanation(tmp_path, capsys, data, pi0):
+    """Issue 36: the OPE command's x_post errors name --x-post-tol, never the Python argument."""
+    from certkit.cli import main
+
+    shifted = np.where(data.moved[:, None], data.x_post + 0.3, data.x_post)
+    path = tmp_path / "logged.npz"
+    fields = {k: getattr(data, k) for k in ("x_pre", "moved", "action", "reward", "pscore")}
+    np.savez(path, x_post=shifted, **fields)
+    assert main(["ope", "--data", str(path), "--x-post-tol", "1e-9"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("certkit ope: error: --data: the movers' x_post differs")
+    assert "movers are beyond --x-post-tol 1e-09): the data were logged under another policy" in err
+    assert err.endswith("if x_post was stored with limited precision, pass a larger --x-post-tol")
+    assert "x_post_tol" not in err and len(err.splitlines()) == 1
+    # the Python API names its own argument
+    with pytest.raises(
+        ValueError, match=r"beyond x_post_tol=1e-09\).*LogNormalCostResponse\(x_post_tol=\.\.\.\)"
+    ):
+        LogNormalCostResponse(x_post_tol=1e-9).fit(StrategicData(x_post=shifted, **fields), policy=pi0)

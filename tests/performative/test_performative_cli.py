@@ -43,8 +43,19 @@ def test_cli_errors_are_one_line_and_exit_2(capsys):
     assert _cli.run(_args("--p", "0.5")) == 2
     err = capsys.readouterr().err
     assert err.startswith("certkit performative: error: --p must be") and err.count("\n") == 1
-    assert _cli.run(_args("--shares", "1.5")) == 2
-    assert "share must lie in [0, 1]" in capsys.readouterr().err
+    for bad in ("1.5", "nan", "0.1,inf"):  # issue 36: the flag is named (it was share, the Python argument)
+        assert _cli.run(_args("--shares", bad)) == 2
+        err = capsys.readouterr().err
+        assert (
+            err.startswith("certkit performative: error: --shares must lie in [0, 1]")
+            and err.count("\n") == 1
+        )
+    # an overflow names the flag that made the bound overflow (it named --diameter and loss_lipschitz)
+    assert _cli.run(_args("--entropy-integral", "1e308")) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(
+        "certkit performative: error: --entropy-integral=1e+308: the bound overflows float64"
+    )
 
 
 def test_cli_is_registered_and_the_demo_is_deterministic(capsys):
