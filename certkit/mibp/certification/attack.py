@@ -11,6 +11,8 @@ and its largest box violation is recorded.
 
 from __future__ import annotations
 
+import itertools
+import math
 from typing import Any
 
 import numpy as np
@@ -189,7 +191,7 @@ def attack_violation(
     least ``-violation`` from every edge of a box of positive width; ``-inf`` when every box is a point
     and was met); ``trajectories`` is the number of datasets trained.  With a frozen extractor
     (``result.features``) ``X`` holds its raw inputs and the ascent runs through it; under `Removals`
-    the attack retrains without random and greedily chosen sets of rows.
+    the attack retrains without every removal set on tiny data, else random and greedily chosen ones.
     """
     torch = require("torch", extra="torch", purpose="the soundness attack")
     if not isinstance(result, CertifiedTrainingResult):
@@ -273,29 +275,43 @@ def attack_violation(
     return worst, count
 
 
+#: `Removals` on data with at most this many removal sets: every one of them is retrained.
+ENUMERATE_REMOVALS = 4096
+
+
 def _removal_attack(result, X, y, k: int, tries: int, gen: np.random.Generator) -> tuple[float, int]:
-    """`attack_violation` under `Removals(k)`: retrain without sets of at most ``k`` rows, drawn at random
-    or chosen greedily (the rows whose gradient at θ_0 is largest or smallest in a random parameter, or in
-    a random signed combination of all of them)."""
+    """`attack_violation` under `Removals(k)`: retrain without every set of at most ``k`` rows when there are
+    at most `ENUMERATE_REMOVALS` of them, else without ``tries`` sets drawn at random or chosen greedily (the
+    rows whose gradient at θ_0 is largest or smallest in a random parameter, or in a random signed
+    combination of all of them).  Sets that would empty a batch are not allowed removals and are skipped."""
     model, recipe = result.nominal_path[0], result.recipe
     n = len(X)
-    loss = recipe.loss
-    grads = np.stack([model._gradient_vector(X[i : i + 1], y[i : i + 1], loss) for i in range(n)])
-    worst = -np.inf
-    for t in range(tries):
-        size = min(k, n - 1) if gen.random() < 0.5 else int(gen.integers(0, min(k, n - 1) + 1))
-        if t % 3 == 0:
-            rows = gen.choice(n, size=size, replace=False)
-        else:
-            weight = gen.choice([-1.0, 1.0], size=grads.shape[1])
-            score = grads[:, int(gen.integers(grads.shape[1]))] if t % 3 == 1 else grads @ weight
-            rows = np.argsort(score * gen.choice([-1.0, 1.0]))[:size]
+    k = min(k, n - 1)
+    if sum(math.comb(n, size) for size in range(k + 1)) <= ENUMERATE_REMOVALS:
+        candidates = (rows for size in range(k + 1) for rows in itertools.combinations(range(n), size))
+    else:
+        grads = np.stack([model._gradient_vector(X[i : i + 1], y[i : i + 1], recipe.loss) for i in range(n)])
+
+        def drawn():
+            for t in range(tries):
+                size = k if gen.random() < 0.5 else int(gen.integers(0, k + 1))
+                if t % 3 == 0:
+                    yield gen.choice(n, size=size, replace=False)
+                    continue
+                weight = gen.choice([-1.0, 1.0], size=grads.shape[1])
+                score = grads[:, int(gen.integers(grads.shape[1]))] if t % 3 == 1 else grads @ weight
+                yield np.argsort(score * gen.choice([-1.0, 1.0]))[:size]
+
+        candidates = drawn()
+    worst, count = -np.inf, 0
+    for rows in candidates:
         try:
-            reduced = recipe.without(rows)
+            reduced = recipe.without(list(rows))
         except ValueError:  # a batch would be empty: not an allowed removal
             continue
         worst = max(worst, _violation(result, model.run(X, y, reduced)))
-    return worst, tries
+        count += 1
+    return worst, count
 
 
 def _direction(grad) -> np.ndarray:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from certkit._optional import require
 from certkit.mibp.certification.attack import label_classes
 from certkit.mibp.problem.mlp import MLP
 from certkit.mibp.problem.perturbation import (
@@ -14,6 +15,7 @@ from certkit.mibp.problem.perturbation import (
     LabelFlips,
     MissingValues,
     OrdinalShift,
+    Removals,
     TargetBox,
 )
 from certkit.mibp.problem.recipe import InverseDecay
@@ -79,12 +81,14 @@ def random_case(
 
 
 #: Perturbation types of `random_recipe_case`.
-RECIPE_KINDS = ("feature_box", "budget", "label_flips", "paired", "target_box")
+RECIPE_KINDS = ("feature_box", "budget", "label_flips", "paired", "target_box", "removals", "frozen_features")
 
 
 def recipe_kind_supported(kind: str, carry: str) -> bool:
     """Whether ``carry`` certifies the perturbation type ``kind`` of `random_recipe_case` (the per-input
-    affine carry has no target boxes)."""
+    affine carry has no target boxes, and only the box carry certifies removals)."""
+    if kind == "removals":
+        return carry == "box"
     return not (carry == "affine" and kind == "target_box")
 
 
@@ -95,7 +99,9 @@ def random_recipe_case(
     cross-entropy and binary cross-entropy, MSE for ``"target_box"``; constant or decaying rate; full batch
     or shuffled mini-batches; momentum; weight decay; the options of AGT's recipes that ``carry`` supports:
     an L1 penalty, per-sample gradient clipping by value or norm (``carry="box"``), targeted label flips)
-    with a perturbation of type ``kind`` (`RECIPE_KINDS`) and a chunk size down to one row.
+    with a perturbation of type ``kind`` (`RECIPE_KINDS`: input boxes, budgets, label flips, paired,
+    regression targets, unlearning removals, or input boxes on raw images behind a random frozen
+    extractor, ``features=``) and a chunk size down to one row.
 
     Returns the keyword arguments of `certified_training` except the backend and carry.
     """
@@ -113,8 +119,12 @@ def random_recipe_case(
         if loss == "hinge" and gen.random() < 0.5:
             out = 1
     hidden = [int(gen.integers(1, 5)) for _ in range(int(gen.integers(1, 3)))]
-    model = MLP.random([d, *hidden, out], rng=gen)
     X = gen.normal(size=(n, d))
+    extractor = None
+    if kind == "frozen_features":  # raw 3x3 images through a random frozen convolution
+        X = gen.normal(size=(n, 1, 3, 3))
+        extractor, d = _random_extractor(gen)
+    model = MLP.random([d, *hidden, out], rng=gen)
     if loss == "mse":
         y = gen.normal(size=(n, out)) if out > 1 else gen.normal(size=n)
     else:
@@ -135,6 +145,17 @@ def random_recipe_case(
         pert = flips if gen.random() < 0.5 else FeatureBox(eps / 3) & flips
     elif kind == "paired":
         pert = Budget(FeatureBox(eps) & LabelFlips(1, target=target), k)
+    elif kind == "frozen_features":
+        choice = gen.random()
+        if choice < 0.4:
+            pert = Budget(FeatureBox(3 * eps), k)
+        elif choice < 0.7:
+            pert = FeatureBox(eps)
+        else:
+            pert = Budget(FeatureBox(eps) & LabelFlips(1, target=target), k)
+    elif kind == "removals":
+        k = int(gen.integers(1, 3))
+        pert = Removals(k)
     elif kind == "target_box":
         radius = float(gen.choice([0.1, 0.5, 1.0]))
         choice = gen.random()
@@ -148,7 +169,11 @@ def random_recipe_case(
         raise ValueError(f"unknown perturbation kind {kind!r}; expected one of {RECIPE_KINDS}")
     rate = float(gen.choice([0.05, 0.2, 0.5]))
     batch = None if gen.random() < 0.4 else int(gen.integers(1, n + 1))
-    options: dict = {}
+    drop_last = batch is not None and bool(gen.random() < 0.3)
+    if kind == "removals" and batch is not None:  # every batch keeps a row
+        batch = max(batch, k + 1)
+        drop_last = drop_last or 0 < n % batch <= k
+    options: dict = {} if extractor is None else {"features": extractor}
     if carry != "affine" and gen.random() < 0.3:
         options["l1_penalty"] = float(gen.choice([0.001, 0.01, 0.1]))
     if carry == "box" and gen.random() < 0.4:
@@ -164,10 +189,34 @@ def random_recipe_case(
         learning_rate=InverseDecay(rate, 0.5, minimum=0.01) if gen.random() < 0.5 else rate,
         batch_size=batch,
         shuffle=batch is not None and bool(gen.random() < 0.5),
-        drop_last=batch is not None and bool(gen.random() < 0.3),
+        drop_last=drop_last,
         momentum=float(gen.choice([0.0, 0.5, 0.9])),
         weight_decay=float(gen.choice([0.0, 0.01, 0.5])),
         rng=int(gen.integers(1000)),
         chunk_size=[None, 1, 2, 3][int(gen.integers(4))],
         **options,
     )
+
+
+def _random_extractor(gen: np.random.Generator) -> tuple:
+    """A random frozen torch extractor of 3x3 one-channel images (a convolution, sometimes eval-mode batch
+    norm with random statistics and average pooling, ReLU, flatten) and its number of outputs."""
+    torch = require("torch", extra="torch", purpose="the frozen-extractor soundness cases")
+    torch.manual_seed(int(gen.integers(2**31)))
+    channels = int(gen.integers(1, 3))
+    layers = [torch.nn.Conv2d(1, channels, 2)]
+    if gen.random() < 0.5:
+        norm = torch.nn.BatchNorm2d(channels)
+        with torch.no_grad():
+            norm.running_mean.uniform_(-0.5, 0.5)
+            norm.running_var.uniform_(0.3, 2.0)
+            norm.weight.uniform_(-1.5, 1.5)
+            norm.bias.uniform_(-0.5, 0.5)
+        layers.append(norm)
+    layers.append(torch.nn.ReLU())
+    side = 2
+    if gen.random() < 0.5:
+        layers.append(torch.nn.AvgPool2d(2, stride=1))
+        side = 1
+    layers.append(torch.nn.Flatten())
+    return torch.nn.Sequential(*layers).double().eval(), channels * side * side
