@@ -23,10 +23,10 @@ from certkit._validation import (
 from certkit.mibp.certification.result import CertifiedTrainingResult
 from certkit.mibp.enclosures.affine import AffineCarry
 from certkit.mibp.enclosures.features import FrozenFeatures
-from certkit.mibp.enclosures.interval import interval_margin, label_values
+from certkit.mibp.enclosures.interval import interval_margin
 from certkit.mibp.enclosures.sgd_step import interval_step
 from certkit.mibp.enclosures.shared import SharedCarry
-from certkit.mibp.problem.losses import check_labels
+from certkit.mibp.problem.losses import check_labels, label_classes
 from certkit.mibp.problem.mlp import MLP
 from certkit.mibp.problem.perturbation import InputSets, Perturbation
 from certkit.mibp.problem.recipe import LOSSES, Recipe, make_recipe
@@ -373,7 +373,7 @@ def _check_perturbation(sets: InputSets, loss: str, n_outputs: int) -> None:
     if sets.target_radius is not None and loss != "mse":
         raise ValueError(f"TargetBox perturbs regression targets and needs loss='mse', got loss={loss!r}")
     if sets.flip_target is not None:
-        classes = label_values(loss, n_outputs)
+        classes = label_classes(loss, n_outputs)
         if sets.flip_target not in classes:
             raise ValueError(
                 f"LabelFlips(target={sets.flip_target!r}) must be one of the labels of loss={loss!r} with "

@@ -14,10 +14,11 @@ from certkit.mibp import (
     certified_training,
     certify_predictions,
 )
-from certkit.mibp.certification.attack import attack_violation, label_classes
+from certkit.mibp.certification.attack import attack_violation
 from certkit.mibp.certification.cases import RECIPE_KINDS, random_recipe_case, recipe_kind_supported
 from certkit.mibp.enclosures.interval import _affine, _hidden_derivative_ce, softmax_bounds
 from certkit.mibp.enclosures.sgd_step import BoundsOverflowError
+from certkit.mibp.problem.losses import label_classes
 from certkit.mibp.problem.recipe import make_recipe
 
 torch = pytest.importorskip("torch")

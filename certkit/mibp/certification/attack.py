@@ -21,12 +21,12 @@ from certkit._optional import require
 from certkit._typing import RNGLike
 from certkit._validation import check_array, check_in_options, check_integer, check_positive, check_rng
 from certkit.mibp.certification.result import CertifiedTrainingResult
-from certkit.mibp.problem.losses import check_labels
+from certkit.mibp.problem.losses import check_labels, label_classes
 from certkit.mibp.problem.mlp import MLP
 from certkit.mibp.problem.perturbation import InputSets, Perturbation
 from certkit.mibp.problem.recipe import LOSSES, Recipe, make_recipe
 
-__all__ = ["attack_predictions", "attack_violation", "label_classes"]
+__all__ = ["attack_predictions", "attack_violation"]
 
 
 def _violation(result, path) -> float:
@@ -146,16 +146,6 @@ def _label_tensor(torch, labels: np.ndarray, loss: str):
         if loss in ("cross_entropy", "hinge") and labels.dtype.kind == "i"
         else torch.float64,
     )
-
-
-def label_classes(loss: str, n_outputs: int) -> np.ndarray:
-    """The label values of a classification loss: {-1, +1} (binary hinge), {0, 1} (binary cross-entropy),
-    ``0..C-1`` otherwise."""
-    if loss == "binary_cross_entropy":
-        return np.array([0, 1])
-    if n_outputs == 1:
-        return np.array([-1.0, 1.0])
-    return np.arange(n_outputs)
 
 
 def _start(sets: InputSets, Xs: np.ndarray, gen: np.random.Generator) -> tuple[np.ndarray, ...]:

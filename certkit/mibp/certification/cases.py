@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from certkit._optional import require
-from certkit.mibp.certification.attack import label_classes
+from certkit.mibp.problem.losses import label_classes
 from certkit.mibp.problem.mlp import MLP
 from certkit.mibp.problem.perturbation import (
     Budget,

@@ -12,14 +12,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from certkit.mibp.problem.losses import sigmoid
+from certkit.mibp.problem.losses import label_classes, sigmoid
 
 __all__ = [
     "interval_forward",
     "interval_gradients",
     "interval_loss_derivative",
     "interval_margin",
-    "label_values",
     "magnitude",
     "output_derivative",
     "pad",
@@ -236,16 +235,6 @@ def softmax_bounds(dL: np.ndarray, dU: np.ndarray) -> tuple[np.ndarray, np.ndarr
     return np.maximum(lo - err, 0.0), np.minimum(hi + err, 1.0)
 
 
-def label_values(loss, n_outputs):
-    """The label values of a classification loss: {-1, +1} (binary hinge), {0, 1} (binary cross-entropy),
-    ``0..C-1`` otherwise."""
-    if loss == "binary_cross_entropy":
-        return np.array([0, 1])
-    if n_outputs == 1:
-        return np.array([-1, 1])
-    return np.arange(n_outputs)
-
-
 def allowed_labels(y, classes, labels, target=None):
     """Which of ``classes`` each row's label may take (n, L): its own (``"own"``), a changed one
     (``"other"``: any other class, or ``target`` alone, a row already labelled ``target`` keeping its label)
@@ -292,7 +281,7 @@ def output_derivative(lower, upper, acts, pre, y, loss, labels="own", *, target=
     if labels == "own":
         return interval_loss_derivative(fL, fU, y, loss)
     # hinge and binary cross-entropy: the hull over the allowed labels
-    classes = label_values(loss, fL.shape[1])
+    classes = label_classes(loss, fL.shape[1])
     allowed = allowed_labels(y, classes, labels, target)
     gL, gU = np.full(fL.shape, np.inf), np.full(fL.shape, -np.inf)
     for j, c in enumerate(classes):

@@ -8,7 +8,7 @@ import numpy as np
 
 from certkit._validation import check_array, check_same_length
 
-__all__ = ["check_labels", "loss_gradient_output", "sigmoid", "softmax"]
+__all__ = ["check_labels", "label_classes", "loss_gradient_output", "sigmoid", "softmax"]
 
 
 def check_labels(
@@ -125,3 +125,13 @@ def loss_gradient_output(f: np.ndarray, y: np.ndarray, loss: str) -> np.ndarray:
     g = active.astype(np.float64)
     g[np.arange(n), y] = -active.sum(axis=1)
     return g
+
+
+def label_classes(loss: str, n_outputs: int) -> np.ndarray:
+    """The label values of a classification loss: {-1, +1} (binary hinge), {0, 1} (binary cross-entropy),
+    ``0..C-1`` otherwise."""
+    if loss == "binary_cross_entropy":
+        return np.array([0, 1])
+    if n_outputs == 1:
+        return np.array([-1.0, 1.0])
+    return np.arange(n_outputs)
