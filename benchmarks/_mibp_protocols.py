@@ -147,19 +147,20 @@ def cnn():
     ``torch.manual_seed(0)``."""
     import torch
 
-    torch.manual_seed(0)
-    return torch.nn.Sequential(
-        torch.nn.Conv2d(1, 8, 3, padding=1),
-        torch.nn.ReLU(),
-        torch.nn.Conv2d(8, 16, 4, stride=2, padding=1),
-        torch.nn.ReLU(),
-        torch.nn.Conv2d(16, 16, 4, stride=2, padding=1),
-        torch.nn.ReLU(),
-        torch.nn.Flatten(),
-        torch.nn.Linear(64, 32),
-        torch.nn.ReLU(),
-        torch.nn.Linear(32, 1),
-    ).double()
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(0)
+        return torch.nn.Sequential(
+            torch.nn.Conv2d(1, 8, 3, padding=1),
+            torch.nn.ReLU(),
+            torch.nn.Conv2d(8, 16, 4, stride=2, padding=1),
+            torch.nn.ReLU(),
+            torch.nn.Conv2d(16, 16, 4, stride=2, padding=1),
+            torch.nn.ReLU(),
+            torch.nn.Flatten(),
+            torch.nn.Linear(64, 32),
+            torch.nn.ReLU(),
+            torch.nn.Linear(32, 1),
+        ).double()
 
 
 def load_cnn(path):

@@ -84,7 +84,8 @@ def test_removals_attack_and_certified_predictions():
         model, X7, Y7, perturbation=pert, loss="cross_entropy", epochs=2, learning_rate=0.5
     )
     violation, count = attack_violation(res, X7, Y7, pert, restarts=4, steps=4, rng=0)
-    assert count == 29 and violation <= 0  # every set of at most 2 of the 7 rows
+    # every set of at most 2 of the 7 rows, then 4 x (4 + 1) runs with other rows removed at each step
+    assert count == 29 + 20 and violation <= 0
     cert = certify_predictions(res, X7)
     for path in _removal_runs(model, X7, Y7, res, 2):  # a certified prediction is every retrained model's
         assert np.all(path[-1].predict(X7)[cert.certified] == cert.prediction[cert.certified])
@@ -118,23 +119,24 @@ def test_removals_refuse_what_they_cannot_bound():
 
 # ----------------------------------------------------------------------------- frozen extractor
 def _extractor(seed=0):
-    torch.manual_seed(seed)
-    net = torch.nn.Sequential(
-        torch.nn.Conv2d(1, 3, 3, padding=1),
-        torch.nn.BatchNorm2d(3),
-        torch.nn.ReLU(),
-        torch.nn.MaxPool2d(2),
-        torch.nn.Conv2d(3, 2, 2, stride=1),
-        torch.nn.ReLU(),
-        torch.nn.AvgPool2d(1),
-        torch.nn.Dropout(0.5),
-        torch.nn.Flatten(),
-        torch.nn.Sequential(torch.nn.Linear(8, 5), torch.nn.ReLU(), torch.nn.Identity()),
-    )
-    with torch.no_grad():
-        net[1].running_mean.uniform_(-0.3, 0.3)
-        net[1].running_var.uniform_(0.5, 2.0)
-        net[1].weight.uniform_(-1.5, 1.5)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        net = torch.nn.Sequential(
+            torch.nn.Conv2d(1, 3, 3, padding=1),
+            torch.nn.BatchNorm2d(3),
+            torch.nn.ReLU(),
+            torch.nn.MaxPool2d(2),
+            torch.nn.Conv2d(3, 2, 2, stride=1),
+            torch.nn.ReLU(),
+            torch.nn.AvgPool2d(1),
+            torch.nn.Dropout(0.5),
+            torch.nn.Flatten(),
+            torch.nn.Sequential(torch.nn.Linear(8, 5), torch.nn.ReLU(), torch.nn.Identity()),
+        )
+        with torch.no_grad():
+            net[1].running_mean.uniform_(-0.3, 0.3)
+            net[1].running_var.uniform_(0.5, 2.0)
+            net[1].weight.uniform_(-1.5, 1.5)
     return net.eval()
 
 
@@ -160,8 +162,9 @@ def test_extractor_bounds_are_exact_for_one_affine_layer():
     """Exact oracle: for one convolution the interval bound is attained at inputs by the weights' signs."""
     from certkit.mibp.enclosures.features import FrozenFeatures
 
-    torch.manual_seed(1)
-    conv = torch.nn.Sequential(torch.nn.Conv2d(1, 2, 3), torch.nn.Flatten()).double()
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(1)
+        conv = torch.nn.Sequential(torch.nn.Conv2d(1, 2, 3), torch.nn.Flatten()).double()
     ext = FrozenFeatures(conv, (1, 4, 4))
     x = np.random.default_rng(2).normal(size=(1, 16))
     lo, hi = ext.bounds(x - 0.1, x + 0.1)
@@ -191,6 +194,39 @@ def test_unperturbed_rows_keep_exact_features():
     with torch.no_grad():
         exact = net.double()(torch.from_numpy(IMAGES)).numpy()
     np.testing.assert_array_equal(res.features.features(IMAGES.reshape(14, -1)), exact)
+    # the sets the head is certified on: rows 2..13 are exactly their features, rows 0 and 1 boxes around them
+    pert = Budget(FeatureBox(0.05, points=[0, 1]), 1)
+    sets = res.features.feature_sets(pert.sets(IMAGES.reshape(14, -1)))
+    np.testing.assert_array_equal(sets.nominal, exact)
+    assert np.all(sets.lower[2:] == exact[2:]) and np.all(sets.upper[2:] == exact[2:])
+    assert np.all(sets.lower[:2] <= exact[:2]) and np.all(sets.upper[:2] >= exact[:2])
+    assert np.all(sets.upper[:2] - sets.lower[:2] > 0) and sets.budget == 1
+
+
+def test_the_extractor_writes_nothing_and_runs_no_hooks():
+    """An in-place ReLU does not change the caller's inputs; hooks and statistics-free batch norm are refused
+    (the features would differ from what is bounded: the reviewer's counterexamples)."""
+    from certkit.mibp.enclosures.features import FrozenFeatures
+
+    X = -np.ones((3, 16))
+    ext = FrozenFeatures(torch.nn.Sequential(torch.nn.ReLU(inplace=True), torch.nn.Flatten()), (1, 4, 4))
+    assert np.all(ext.features(X) == 0.0) and np.all(X == -1.0)
+    hooked = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(16, 2))
+    hooked[1].register_forward_hook(lambda module, inputs, out: out + 1.0)
+    with pytest.raises(TypeError, match=r"features has forward hooks \(features\[1\]\)"):
+        FrozenFeatures(hooked, (1, 4, 4))
+    batch_stats = torch.nn.Sequential(
+        torch.nn.Conv2d(1, 1, 3), torch.nn.BatchNorm2d(1, track_running_stats=False), torch.nn.Flatten()
+    )
+    with pytest.raises(TypeError, match="without running statistics"):
+        certified_training(
+            MLP.random([4, 2], rng=0),
+            np.zeros((6, 1, 4, 4)),
+            np.arange(6) % 2,
+            perturbation=Removals(1),
+            loss="cross_entropy",
+            features=batch_stats,
+        )
 
 
 @pytest.mark.parametrize(

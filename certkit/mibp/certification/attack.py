@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -273,7 +274,9 @@ def _removal_attack(result, X, y, k: int, tries: int, gen: np.random.Generator) 
     """`attack_violation` under `Removals(k)`: retrain without every set of at most ``k`` rows when there are
     at most `ENUMERATE_REMOVALS` of them, else without ``tries`` sets drawn at random or chosen greedily (the
     rows whose gradient at θ_0 is largest or smallest in a random parameter, or in a random signed
-    combination of all of them).  Sets that would empty a batch are not allowed removals and are skipped."""
+    combination of all of them); with several steps also ``tries`` runs in which every batch loses its own
+    random rows (up to ``k`` each, as `Removals` allows).  Sets that would empty a batch are not allowed
+    removals and are skipped."""
     model, recipe = result.nominal_path[0], result.recipe
     n = len(X)
     k = min(k, n - 1)
@@ -301,6 +304,16 @@ def _removal_attack(result, X, y, k: int, tries: int, gen: np.random.Generator) 
             continue
         worst = max(worst, _violation(result, model.run(X, y, reduced)))
         count += 1
+    if recipe.n_steps > 1:  # AGT's definition: each batch may lose other rows, at every step
+        for _ in range(tries):
+            batches = tuple(
+                np.delete(
+                    b, gen.choice(len(b), size=int(gen.integers(0, min(k, len(b) - 1) + 1)), replace=False)
+                )
+                for b in recipe.batches
+            )
+            worst = max(worst, _violation(result, model.run(X, y, replace(recipe, batches=batches))))
+            count += 1
     return worst, count
 
 

@@ -202,7 +202,12 @@ def _random_extractor(gen: np.random.Generator) -> tuple:
     """A random frozen torch extractor of 3x3 one-channel images (a convolution, sometimes eval-mode batch
     norm with random statistics and average pooling, ReLU, flatten) and its number of outputs."""
     torch = require("torch", extra="torch", purpose="the frozen-extractor soundness cases")
-    torch.manual_seed(int(gen.integers(2**31)))
+    with torch.random.fork_rng(devices=[]):  # torch's own initialisation, leaving its global state as it was
+        torch.manual_seed(int(gen.integers(2**31)))
+        return _extractor_layers(torch, gen)
+
+
+def _extractor_layers(torch, gen: np.random.Generator) -> tuple:
     channels = int(gen.integers(1, 3))
     layers = [torch.nn.Conv2d(1, channels, 2)]
     if gen.random() < 0.5:

@@ -3,8 +3,9 @@ propagation (``certified_training(..., features=module)``).
 
 The extractor is a ``torch.nn.Sequential`` (nested ones allowed) of ``Conv1d`` / ``Conv2d``, ``Linear``,
 ``ReLU``, ``MaxPool1d`` / ``MaxPool2d``, ``AvgPool1d`` / ``AvgPool2d``, ``Flatten``, ``BatchNorm1d`` /
-``BatchNorm2d`` (eval mode, running statistics), ``Dropout`` (eval: the identity) and ``Identity``; it is
-used as a float64 copy in eval mode, never trained.  Every layer maps an input box to an output box:
+``BatchNorm2d`` (eval mode, with running statistics), ``Dropout`` (eval: the identity) and ``Identity``,
+without forward hooks; it is used as a float64 copy in eval mode (ReLUs not in place), never trained.
+Every layer maps an input box to an output box:
 
 * affine layers (convolutions, ``Linear``) by the signs of the weights, ``W⁺ x^L + W⁻ x^U + b`` for the
   lower end (exact for one layer), as two convolutions or matrix products;
@@ -63,7 +64,33 @@ def _layers(module: Any, nn: Any, path: str) -> list[tuple[str, Any]]:
             f"features{path} is a {kind}, which certkit cannot bound; the frozen extractor must be a "
             f"torch.nn.Sequential of {', '.join(SUPPORTED_LAYERS)} (nested Sequentials allowed)"
         )
+    if isinstance(module, (nn.BatchNorm1d, nn.BatchNorm2d)) and (
+        module.running_mean is None or module.running_var is None
+    ):
+        raise TypeError(
+            f"features{path} is a {module} without running statistics (track_running_stats=False): it "
+            "normalises each row by its batch, so a row's features depend on the other rows; certkit bounds "
+            "eval-mode batch norm with running statistics"
+        )
+    if isinstance(module, (nn.Conv1d, nn.Conv2d)) and module.padding_mode != "zeros":
+        raise TypeError(f"features{path}: {module} pads with {module.padding_mode!r}; only zeros are bounded")
     return [(path, module)]
+
+
+def _check_hooks(module: Any, torch: Any) -> None:
+    """Refuse forward hooks: the features would run them, the bounds (layer formulas) would not."""
+    hooked = [
+        f"features[{name}]" if name else "the extractor"
+        for name, m in module.named_modules()
+        if m._forward_hooks or m._forward_pre_hooks
+    ]
+    modules = torch.nn.modules.module
+    if hooked or modules._global_forward_hooks or modules._global_forward_pre_hooks:
+        where = ", ".join(hooked) if hooked else "torch's global hooks"
+        raise TypeError(
+            f"features has forward hooks ({where}); a hook changes the features but not the layer formulas "
+            "certkit bounds: remove the hooks (or fold what they do into a layer)"
+        )
 
 
 class FrozenFeatures:
@@ -85,10 +112,14 @@ class FrozenFeatures:
                 f"features must be a torch.nn.Sequential of {', '.join(SUPPORTED_LAYERS)}, got "
                 f"{type(module).__name__}"
             )
+        _check_hooks(module, torch)
         self.module = copy.deepcopy(module).double().eval()
         for p in self.module.parameters():
             p.requires_grad_(False)
         self.layers = _layers(self.module, nn, "")
+        for _, layer in self.layers:  # never write into the caller's inputs (or the attack's tensors)
+            if isinstance(layer, nn.ReLU):
+                layer.inplace = False
         self.input_shape = tuple(int(s) for s in input_shape)
         self._torch = torch
         with torch.no_grad():
@@ -118,7 +149,8 @@ class FrozenFeatures:
         self._torch = require("torch", extra="torch", purpose="a frozen feature extractor (features=)")
 
     def _tensor(self, X: np.ndarray) -> Any:
-        return self._torch.from_numpy(np.ascontiguousarray(X).reshape(len(X), *self.input_shape))
+        """A float64 tensor of the rows of ``X`` in the input shape (a copy: nothing writes into ``X``)."""
+        return self._torch.tensor(np.asarray(X, dtype=np.float64).reshape(len(X), *self.input_shape))
 
     def torch_forward(self, X: Any) -> Any:
         """The features of the rows of a float64 torch tensor ``(n, d)`` or ``(n, *input_shape)``
@@ -192,9 +224,7 @@ def _layer_bounds(layer: Any, lo: Any, hi: Any, torch: Any) -> tuple[Any, Any]:
         def apply(x, w):
             return F.linear(x, w)
 
-    else:  # Conv1d, Conv2d
-        if layer.padding_mode != "zeros":
-            raise TypeError(f"features: {layer} pads with {layer.padding_mode!r}; only zeros are bounded")
+    else:  # Conv1d, Conv2d (zero padding, checked by `_layers`)
         conv = F.conv1d if isinstance(layer, nn.Conv1d) else F.conv2d
 
         def apply(x, w):
@@ -224,8 +254,6 @@ def _pad(lo: Any, hi: Any, mag: Any, terms: int) -> tuple[Any, Any]:
 def _batch_norm(lo: Any, hi: Any, layer: Any, torch: Any) -> tuple[Any, Any]:
     """Eval-mode batch normalisation ``(x - μ) γ / sqrt(σ² + ε) + β`` as ``a x + c`` per channel, padded for
     the rounding of ``a``, ``c`` and of torch's own evaluation."""
-    if layer.running_mean is None or layer.running_var is None:
-        raise TypeError(f"features: {layer} keeps no running statistics; certkit bounds eval-mode batch norm")
     mean, var = layer.running_mean, layer.running_var
     gamma = layer.weight if layer.weight is not None else torch.ones_like(mean)
     beta = layer.bias if layer.bias is not None else torch.zeros_like(mean)

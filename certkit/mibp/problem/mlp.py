@@ -19,7 +19,6 @@ from certkit._validation import (
 )
 from certkit.mibp.problem.losses import check_labels, loss_gradient_output
 from certkit.mibp.problem.recipe import LOSSES, Recipe, make_recipe
-from certkit.parallel import rows_per_chunk
 
 __all__ = ["INITS", "LOSSES", "MLP", "check_sizes"]
 
@@ -250,7 +249,8 @@ class MLP:
 
     def _clipped_gradient_vector(self, X: np.ndarray, y: np.ndarray, recipe: Recipe) -> np.ndarray:
         """The mean of the per-sample gradients clipped by ``recipe`` (`Recipe.clip_rows`), as a vector;
-        the per-sample gradients are formed in chunks of rows (`certkit.parallel.rows_per_chunk`)."""
+        the per-sample gradients are formed in chunks of rows whose size depends on the network alone (the
+        sum's order, and so its rounding, is the same on every machine)."""
         acts, pre = self._finite_forward(X)
         g = loss_gradient_output(acts[-1], y, recipe.loss)  # per sample, not divided by n
         deltas: list[np.ndarray] = [g]  # dℓ/dz of every layer, the output's first
@@ -258,7 +258,7 @@ class MLP:
             g = (g @ self.weights[layer]) * (pre[layer - 1] > 0)
             deltas.insert(0, g)
         total = np.zeros(self.n_params)
-        step = rows_per_chunk(24.0 * self.n_params)
+        step = max(1, 2**22 // self.n_params)  # 32 MiB per-sample arrays
         for start in range(0, len(X), step):
             rows = slice(start, start + step)
             parts = []

@@ -117,6 +117,8 @@ class Recipe:
         gradient to ℓ2 norm ``clip_norm`` (see the module docstring); at most one of them.
     user_batches : bool
         The batch order was given (``batches=``) rather than drawn; ``batch_size`` is then its largest batch.
+    n_rows : int or None
+        The number of training rows the batches index.
     """
 
     loss: str
@@ -133,6 +135,7 @@ class Recipe:
     clip_value: float | None = None
     clip_norm: float | None = None
     user_batches: bool = False
+    n_rows: int | None = None
 
     @property
     def n_steps(self) -> int:
@@ -192,7 +195,10 @@ class Recipe:
     def without(self, rows: Any) -> Recipe:
         """The same recipe with ``rows`` left out of every batch (the other rows' order, the steps and their
         rates unchanged): the run that `Removals` certifies against.  A batch left empty raises."""
-        drop = np.asarray(rows, dtype=np.int64)
+        drop = check_array(rows, "rows", ndim=1, dtype=int, allow_empty=True)
+        n = self.n_rows if self.n_rows is not None else 1 + max(int(b.max()) for b in self.batches if len(b))
+        if drop.size and (drop.min() < 0 or drop.max() >= n):
+            raise ValueError(f"rows must be row indices in 0..{n - 1}, got {drop.min()}..{drop.max()}")
         batches = tuple(b[~np.isin(b, drop)] for b in self.batches)
         if any(len(b) == 0 for b in batches):
             raise ValueError("removing these rows empties a batch")
@@ -325,6 +331,7 @@ def make_recipe(
         batch_size=None if batch_size is None else size,
         shuffle=shuffle,
         drop_last=drop_last,
+        n_rows=n,
         **update,
     )
 
@@ -396,6 +403,7 @@ def _given_recipe(n, loss, epochs, learning_rate, batch_size, shuffle, drop_last
         shuffle=shuffle,
         drop_last=drop_last,
         user_batches=True,
+        n_rows=n,
         **update,
     )
 
