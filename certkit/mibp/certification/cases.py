@@ -199,8 +199,9 @@ def random_recipe_case(
 
 
 def _random_extractor(gen: np.random.Generator) -> tuple:
-    """A random frozen torch extractor of 3x3 one-channel images (a convolution, sometimes eval-mode batch
-    norm with random statistics and average pooling, ReLU, flatten) and its number of outputs."""
+    """A random frozen torch extractor of 3x3 one-channel images (a convolution with random padding and
+    stride, sometimes eval-mode batch norm with random statistics, ReLU, sometimes average or max pooling,
+    flatten, sometimes a dense layer and ReLU) and its number of outputs."""
     torch = require("torch", extra="torch", purpose="the frozen-extractor soundness cases")
     with torch.random.fork_rng(devices=[]):  # torch's own initialisation, leaving its global state as it was
         torch.manual_seed(int(gen.integers(2**31)))
@@ -208,20 +209,32 @@ def _random_extractor(gen: np.random.Generator) -> tuple:
 
 
 def _extractor_layers(torch, gen: np.random.Generator) -> tuple:
+    nn = torch.nn
     channels = int(gen.integers(1, 3))
-    layers = [torch.nn.Conv2d(1, channels, 2)]
+    padding = int(gen.integers(0, 2))
+    stride = 2 if padding and gen.random() < 0.5 else 1  # the output stays at least 2x2
+    layers = [nn.Conv2d(1, channels, 2, padding=padding, stride=stride)]
     if gen.random() < 0.5:
-        norm = torch.nn.BatchNorm2d(channels)
+        norm = nn.BatchNorm2d(channels)
         with torch.no_grad():
             norm.running_mean.uniform_(-0.5, 0.5)
             norm.running_var.uniform_(0.3, 2.0)
             norm.weight.uniform_(-1.5, 1.5)
             norm.bias.uniform_(-0.5, 0.5)
         layers.append(norm)
-    layers.append(torch.nn.ReLU())
-    side = 2
-    if gen.random() < 0.5:
-        layers.append(torch.nn.AvgPool2d(2, stride=1))
-        side = 1
-    layers.append(torch.nn.Flatten())
-    return torch.nn.Sequential(*layers).double().eval(), channels * side * side
+    layers.append(nn.ReLU())
+    pool = gen.random()
+    if pool < 0.3:
+        layers.append(
+            nn.AvgPool2d(2, stride=1, padding=int(gen.integers(0, 2)), ceil_mode=bool(gen.random() < 0.5))
+        )
+    elif pool < 0.6:
+        layers.append(nn.MaxPool2d(2, stride=1, padding=int(gen.integers(0, 2))))
+    layers.append(nn.Flatten())
+    net = nn.Sequential(*layers).double().eval()
+    width = int(net(torch.zeros((1, 1, 3, 3), dtype=torch.float64)).shape[1])
+    if gen.random() < 0.4:  # a frozen dense layer after the convolution
+        net.append(nn.Linear(width, 3).double())
+        net.append(nn.ReLU())
+        width = 3
+    return net, width
