@@ -103,9 +103,8 @@ def spline_unavailable() -> str | None:
 
 
 def fit_certkit(X: np.ndarray, mechanism: str, seed: int, **options) -> CausalMixtureModel:
-    """``CausalMixtureModel``; ``mechanism="linear"`` is passed as the default (no keyword), so the
-    linear column also runs on a certkit without the keyword."""
-    extra = {} if mechanism == "linear" else {"mechanism": mechanism}
+    """``CausalMixtureModel`` with ``mechanism`` (``"default"``: the estimator's default, no keyword)."""
+    extra = {} if mechanism == "default" else {"mechanism": mechanism}
     return CausalMixtureModel(rng=seed, **extra, **options).fit(X)
 
 

@@ -38,6 +38,9 @@ INTERVENTIONS = {
 }
 OBSERVATIONAL = ("cd3cd28", "cd3cd28icam2")
 SHORT = {"pakts473": "Akt", "pmek": "Mek"}
+#: certkit's rows: the default (``mechanism="auto"``: a spline only where the BIC asks for one) and both
+#: fixed mechanisms.
+MECHANISMS = ("auto", "linear", "spline")
 
 
 def _standardise(X: np.ndarray) -> np.ndarray:
@@ -79,9 +82,9 @@ def run_methods(X: np.ndarray, n_groups: int, options: dict, spline_reason: str 
     "seconds", "reason"}}`` (``reason`` set when a method could not run). certkit's own errors are
     raised, not reported."""
     out = {}
-    for mechanism in ("linear", "spline"):
+    for mechanism in MECHANISMS:
         name = f"certkit {mechanism}"
-        if mechanism == "spline" and spline_reason is not None:
+        if mechanism != "linear" and spline_reason is not None:
             out[name] = {"reason": f"unavailable ({spline_reason})"}
             continue
         model, seconds = timed(lambda m=mechanism: fit_certkit(X, m, 0, **options))
@@ -155,8 +158,7 @@ def reference_rows(case: dict, results: dict[str, dict]) -> list[list]:
 
 def search_objective(X: np.ndarray, adjacency: np.ndarray, mechanism: str) -> float:
     """Sum of the nodes' latent-aware local BICs (the search's objective, here on all rows) of a DAG."""
-    extra = {} if mechanism == "linear" else {"mechanism": mechanism}
-    settings = ScoreSettings(max_components=5, seed=0, **extra)
+    settings = ScoreSettings(max_components=5, seed=0, mechanism=mechanism)
     fits = [fit_node(X, j, np.flatnonzero(adjacency[:, j]), settings) for j in range(X.shape[1])]
     return float(sum(fit.bic for fit in fits))
 
@@ -164,7 +166,7 @@ def search_objective(X: np.ndarray, adjacency: np.ndarray, mechanism: str) -> fl
 def objective_line(case: dict, results: dict[str, dict], truth: np.ndarray) -> str:
     """Whether the score or the search limits certkit's edges: its graph's objective against the truth's."""
     parts = []
-    for mechanism in ("linear", "spline"):
+    for mechanism in MECHANISMS:
         res = results[f"certkit {mechanism}"]
         if res["reason"] is None:
             own = search_objective(case["X"], res["adjacency"], mechanism)

@@ -3,13 +3,14 @@ constant column, squares within float64."""
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any
 
 import numpy as np
 
 from certkit._validation import check_array, check_squares_fit
 
-__all__ = ["check_data"]
+__all__ = ["canonical_order", "check_data", "data_seed"]
 
 
 def check_data(X: Any, name: str = "X") -> tuple[np.ndarray, tuple[str, ...] | None]:
@@ -45,3 +46,20 @@ def check_data(X: Any, name: str = "X") -> tuple[np.ndarray, tuple[str, ...] | N
             f"{name} has constant column(s) {which}; drop them (a constant has no causal mechanism)"
         )
     return X, names
+
+
+def canonical_order(X: np.ndarray) -> np.ndarray:
+    """The rows of ``X`` (n, d) sorted by value: by the first column, ties by the next, and so on.
+
+    The causal fits run on the rows in this order and put their per-row outputs back in the caller's
+    order, so a permutation of the rows gives the same fit bit for bit (sums over rows are then taken
+    in the same order too).
+    """
+    return np.lexsort(X.T[::-1])
+
+
+def data_seed(X: np.ndarray) -> int:
+    """A 63-bit seed derived from the values of ``X`` (rows in ``canonical_order``): what keys the EM
+    starts of a causal fit, so the same data get the same starts whatever the row order or ``rng``."""
+    digest = hashlib.blake2b(np.ascontiguousarray(X, dtype=np.float64).tobytes(), digest_size=8).digest()
+    return int.from_bytes(digest, "little") >> 1

@@ -19,7 +19,7 @@ import numpy as np
 
 from certkit._validation import check_array, check_integer
 
-__all__ = ["MAX_CPDAG_NODES", "cpdag", "identified_orientations"]
+__all__ = ["MAX_CPDAG_NODES", "cpdag", "identified_orientations", "orientation_sources"]
 
 
 #: Largest graph `cpdag` closes (observed nodes plus distinct mixing variables): under a second for any
@@ -229,3 +229,35 @@ def identified_orientations(adjacency: Any, cpdag_matrix: Any) -> np.ndarray:
                 f"({int(np.triu(bad | bad.T).sum())} such pairs); pass cpdag(adjacency, mixing_sets=...)"
             )
     return A & C & ~C.T
+
+
+def orientation_sources(
+    adjacency: np.ndarray,
+    identified: np.ndarray,
+    mixing_sets: Sequence[Iterable[int]] = (),
+    oriented: np.ndarray | None = None,
+) -> dict[tuple[int, int], str]:
+    """Where each identified orientation ``i -> j`` (``identified``, from ``cpdag``) comes from.
+
+    ``"v-structure"``: ``j`` has another parent not adjacent to ``i``; ``"mixing variable"``: ``j`` is
+    switched by a mixing variable that does not switch ``i`` (the latent is a source pointing into ``j``, a
+    v-structure with it); ``"spline score"``: oriented by the score (``oriented``, see
+    ``score_orientations``); ``"Meek's rules"``: none of these, derived from the others by Meek's rules.
+    The first that applies is named.
+    """
+    A = np.asarray(adjacency) != 0
+    adjacent = A | A.T
+    sets = [frozenset(int(v) for v in s) for s in mixing_sets]
+    out = {}
+    for i, j in zip(*np.nonzero(identified)):
+        i, j = int(i), int(j)
+        others = np.flatnonzero(A[:, j])
+        if any(k != i and not adjacent[i, k] for k in others):
+            out[i, j] = "v-structure"
+        elif any(j in s and i not in s for s in sets):
+            out[i, j] = "mixing variable"
+        elif oriented is not None and oriented[i, j]:
+            out[i, j] = "spline score"
+        else:
+            out[i, j] = "Meek's rules"
+    return out

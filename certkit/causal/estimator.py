@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any
+import dataclasses
+from typing import Any, TypeVar
 
 import numpy as np
 from sklearn.base import BaseEstimator
@@ -16,11 +17,11 @@ from certkit._validation import (
     check_nonnegative,
     check_positive,
     check_progress,
-    seed_from_rng,
+    check_rng,
 )
-from certkit.causal.data import check_data
-from certkit.causal.equivalence import cpdag, identified_orientations
-from certkit.causal.joint import node_mechanism
+from certkit.causal.data import canonical_order, check_data, data_seed
+from certkit.causal.equivalence import cpdag, identified_orientations, orientation_sources
+from certkit.causal.joint import JointMixtureResult, node_mechanism
 from certkit.causal.mixing import _link_sets, form_mixing_variables
 from certkit.causal.mixture_regression import MAX_STARTS, MixtureRegressionResult, n_mixture_parameters
 from certkit.causal.orient import score_orientations
@@ -29,7 +30,17 @@ from certkit.causal.search import topic_search, topological_order
 from certkit.causal.spline import MECHANISMS, NodeDesigns, check_n_knots, max_width
 from certkit.parallel import resolve_executor, single_threaded
 
-__all__ = ["CausalMixtureModel"]
+__all__ = ["AUTO_MARGIN", "CausalMixtureModel"]
+
+#: The mechanisms ``CausalMixtureModel`` takes: ``"auto"`` fits both others and keeps one.
+ESTIMATOR_MECHANISMS = ("auto", *MECHANISMS)
+
+#: ``mechanism="auto"`` keeps the spline fit only when its total BIC is lower than the linear fit's by more
+#: than this (BIC units; 10 is "very strong" evidence on Kass and Raftery's scale): on linear data the
+#: spline fit has the same or a worse BIC, so the linear fit is kept, exactly.
+AUTO_MARGIN = 10.0
+
+_Fit = TypeVar("_Fit", MixtureRegressionResult, JointMixtureResult)
 
 #: Most groups of one mixing variable (each group fits a regression per node of the set).
 MAX_GROUPS = 100
@@ -39,7 +50,8 @@ class CausalMixtureModel(BaseEstimator):
     """Causal mixture model: a DAG whose mechanisms may switch between hidden groups of samples.
 
     Each node $X_j$ is a mixture of $K_j$ Gaussian regressions on its parents, linear or additive in
-    cubic B-splines of them (``mechanism``; $K_j = 1$: an invariant mechanism). The local score is the
+    cubic B-splines of them (``mechanism``, by default chosen from the data; $K_j = 1$: an invariant
+    mechanism). The local score is the
     BIC of the best mixture over $K = 1, \\dots,$ ``max_components`` (EM in C++), the graph comes from a
     TOPIC-style topological-order search (or GES with the same score). Each mixing variable is one
     latent fitted jointly over the nodes it switches (one EM whose likelihood is the product of their
@@ -47,8 +59,10 @@ class CausalMixtureModel(BaseEstimator):
 
     Directions between $K = 1$ nodes with no v-structure nearby are not identified by the
     linear-Gaussian BIC (score-equivalent graphs): ties are broken by column index, so those
-    orientations are arbitrary (``identified_`` says which are not; with ``"spline"`` the score
-    itself orients nonlinear edges), and
+    orientations are arbitrary (``identified_`` says which are not and ``orientation_sources_`` why;
+    with spline mechanisms the score itself orients nonlinear edges), and
+    The fit runs on the rows sorted by value and its EM starts are keyed by the data, so a permutation of
+    the rows or another ``rng`` gives the same fit (per-row outputs follow the caller's row order).
     ``max_components=1`` is a greedy search, not a guaranteed BIC optimum. EM local optima, non-Gaussian
     noise (which inflates $K$) and the mixing threshold have measured limits listed in docs/causal.md.
 
@@ -77,15 +91,20 @@ class CausalMixtureModel(BaseEstimator):
     max_groups : int, optional
         Largest number of groups of one mixing variable (its joint fit); default ``max_components``.
         A latent shared by many nodes can support more groups than one node's mixture.
-    mechanism : {"linear", "spline"}
-        Every mechanism linear in the parents, or additive in cubic B-spline bases of them (per-group
-        basis coefficients; see docs/causal.md for the model, its identifiability and its cost).
+    mechanism : {"auto", "linear", "spline"}
+        ``"linear"``: every mechanism linear in the parents; ``"spline"``: additive in cubic B-spline
+        bases of them (per-group basis coefficients; see docs/causal.md for the model, its
+        identifiability and its cost); ``"auto"`` (default): both fits, and the spline one is kept when
+        its total BIC (``score_``) is lower by more than `AUTO_MARGIN` = 10, else the linear one (also
+        when there are too few rows for the spline mixtures); ``mechanism_`` says which. On linear data
+        the result is the linear fit, on nonlinear data the spline fit, each exactly; the time is that of
+        both fits.
     n_knots : int or "bic"
-        Interior knots of each parent's spline basis (``"spline"`` only): an int (0 .. 50), or ``"bic"``
-        (default): per (node, parent), the linear term or 0 .. 3 knots, whichever gives the lowest BIC of
-        the node's least-squares regression on that parent alone.
+        Interior knots of each parent's spline basis (not with ``"linear"``): an int (0 .. 50), or
+        ``"bic"`` (default): per (node, parent), the linear term or 0 .. 3 knots, whichever gives the
+        lowest BIC of the node's least-squares regression on that parent alone.
     orientation_threshold : float
-        With ``"spline"`` and ``n_knots="bic"``, an edge the equivalence class leaves undirected is
+        With spline mechanisms and ``n_knots="bic"``, an edge the equivalence class leaves undirected is
         identified when reversing it, in the member of the class where it is covered
         (``score_orientations``), raises the search score by more than this (BIC units); Meek's rules then
         propagate.  With an int ``n_knots`` the score orients nothing (a fixed basis overfits both
@@ -97,7 +116,9 @@ class CausalMixtureModel(BaseEstimator):
         Scale every column to mean 0 and variance 1 before fitting (the coefficients are then in
         standard units).
     rng : None, int or numpy.random.Generator
-        Seeds every EM start (each local score is keyed by (seed, node, K, parents)).
+        Seeds the ``search_samples`` subsample, the only random draw of the fit: the EM starts are keyed
+        by a fingerprint of the sorted data, (fingerprint, node, K, parents) per local score, so the same
+        data give the same fit whatever ``rng``.
     executor : None, int or executor
         Where candidate scores and candidate joint fits are computed (``certkit.parallel``); same results.
     progress : bool or str
@@ -105,6 +126,11 @@ class CausalMixtureModel(BaseEstimator):
 
     Attributes
     ----------
+    mechanism_ : str
+        The mechanism of the fit: ``mechanism``, or for ``"auto"`` the one kept.
+    mechanism_scores_ : dict[str, float]
+        Total BIC (``score_``) of each mechanism fitted: both for ``"auto"`` (only ``"linear"`` when the
+        rows are too few for the spline mixtures).
     adjacency_ : ndarray (d, d) of int
         ``adjacency_[i, j] = 1`` for an edge ``i -> j``.
     order_ : tuple of int
@@ -138,10 +164,15 @@ class CausalMixtureModel(BaseEstimator):
     identified_ : ndarray (d, d) of bool
         True for each edge of ``adjacency_`` whose orientation every DAG in the equivalence class of
         the fitted graph shares (same skeleton, same v-structures with the mixing variables added as
-        sources; Meek's rules); with ``"spline"`` also the edges whose covered reversal costs more than
-        ``orientation_threshold`` and what Meek's rules derive from them. Other orientations are
+        sources; Meek's rules); with spline mechanisms also the edges whose covered reversal costs more
+        than ``orientation_threshold`` and what Meek's rules derive from them. Other orientations are
         arbitrary. A statement about the fitted graph, not a guarantee about the true one (see
         docs/causal.md).
+    orientation_sources_ : dict[tuple[str, str], str]
+        For each identified orientation (cause, effect) by name, where it comes from: ``"v-structure"``,
+        ``"mixing variable"`` (a latent switches the effect but not the cause), ``"spline score"`` (the
+        reversal costs more than ``orientation_threshold``) or ``"Meek's rules"`` (derived from the
+        others); see ``certkit.causal.equivalence.orientation_sources``.
     node_scores_ : ndarray (d,)
         Local BIC of each node fitted alone given its parents (the search's score).
     score_ : float
@@ -168,7 +199,7 @@ class CausalMixtureModel(BaseEstimator):
         max_iter: int = 100,
         tol: float = 1e-5,
         min_variance: float = 1e-3,
-        mechanism: str = "linear",
+        mechanism: str = "auto",
         n_knots: int | str = "bic",
         orientation_threshold: float = 10.0,
         standardize: bool = True,
@@ -196,9 +227,8 @@ class CausalMixtureModel(BaseEstimator):
         self.executor = executor
         self.progress = progress
 
-    def _settings(self, n: int, d: int) -> ScoreSettings:
+    def _settings(self, n: int, d: int, seed: int, mechanism: str) -> ScoreSettings:
         k = check_integer(self.max_components, "max_components", minimum=1)
-        mechanism = check_in_options(self.mechanism, "mechanism", MECHANISMS)
         n_knots = check_n_knots(self.n_knots)
         need = n_mixture_parameters(k, max_width(d, mechanism, n_knots))
         if n < need:
@@ -215,7 +245,7 @@ class CausalMixtureModel(BaseEstimator):
             max_iter=check_integer(self.max_iter, "max_iter", minimum=1),
             tol=check_positive(self.tol, "tol"),
             min_variance=check_positive(self.min_variance, "min_variance"),
-            seed=seed_from_rng(self.rng),
+            seed=seed,
             greedy_components=check_in_options(self.component_search, "component_search", ("greedy", "full"))
             == "greedy",
             mechanism=mechanism,
@@ -237,8 +267,37 @@ class CausalMixtureModel(BaseEstimator):
         self
         """
         X, names = check_data(X)
+        mechanism = check_in_options(self.mechanism, "mechanism", ESTIMATOR_MECHANISMS)
+        if mechanism != "auto":
+            self._fit(X, names, mechanism)
+            self.mechanism_, self.mechanism_scores_ = mechanism, {mechanism: self.score_}
+            return self
+        # the same parameters (the executor shared, not copied: a Dask client cannot be deep-copied)
+        spline = type(self)(**{**self.get_params(deep=False), "mechanism": "spline"})
+        try:  # enough rows for the spline mixtures on every other variable? Else linear only.
+            spline._settings(*X.shape, 0, "spline")
+        except ValueError:
+            spline = None
+        self._fit(X, names, "linear")
+        self.mechanism_, self.mechanism_scores_ = "linear", {"linear": self.score_}
+        if spline is not None:
+            spline._fit(X, names, "spline")
+            self.mechanism_scores_["spline"] = spline.score_
+            if spline.score_ < self.score_ - AUTO_MARGIN:
+                self.__dict__.update({k: v for k, v in vars(spline).items() if k.endswith("_")})
+                self.mechanism_ = "spline"
+        return self
+
+    def _fit(self, X: np.ndarray, names: tuple[str, ...] | None, mechanism: str) -> None:
+        """``fit`` with one mechanism on validated ``X``: sets every fitted attribute but ``mechanism_``."""
+        gen = check_rng(self.rng)
         n, d = X.shape
-        settings = self._settings(n, d)
+        # Every fit runs on the rows sorted by value, with EM starts keyed by the sorted data: a
+        # permutation of the rows, or another rng, gives the same fit (-0.0 + 0.0 is 0.0: equal rows
+        # are equal bit for bit).
+        rows = canonical_order(X)
+        X = np.ascontiguousarray(X[rows]) + 0.0
+        settings = self._settings(n, d, data_seed(X), mechanism)
         search = check_in_options(self.search, "search", ("topic", "ges"))
         refine = self.refine_threshold
         refine = None if refine is None else check_nonnegative(refine, "refine_threshold")
@@ -266,8 +325,8 @@ class CausalMixtureModel(BaseEstimator):
                 ),
             )
             if m < n:
-                rows = np.sort(np.random.default_rng([settings.seed, 1]).choice(n, size=m, replace=False))
-                X_search = np.ascontiguousarray(X[rows])
+                subsample = gen.choice(n, size=m, replace=False)
+                X_search = np.ascontiguousarray(X[np.sort(subsample)])
 
         # One native thread here as in the workers: a score never depends on where it was computed.
         with single_threaded(), resolve_executor(self.executor) as executor:
@@ -318,6 +377,12 @@ class CausalMixtureModel(BaseEstimator):
             self.group_labels_[:, m] = variable.labels
             for index, j in enumerate(variable.nodes):
                 mechanisms[j] = node_mechanism(variable, index, X, designs)
+        # per-row outputs back in the caller's row order
+        back = np.empty(n, dtype=np.int64)
+        back[rows] = np.arange(n)
+        self.group_labels_ = self.group_labels_[back]
+        self.mixing_variables_ = [_reorder(v, back) for v in self.mixing_variables_]
+        mechanisms = [_reorder(m, back) for m in mechanisms]
         self.mechanisms_: list[MixtureRegressionResult] = mechanisms
         self.n_components_ = np.array([m.n_components for m in mechanisms], dtype=np.int64)
         self.labels_ = np.column_stack([m.labels for m in mechanisms]).astype(np.int64)
@@ -325,11 +390,13 @@ class CausalMixtureModel(BaseEstimator):
         self.cpdag_ = cpdag(adjacency, mixing_sets=self.mixing_sets_, oriented=oriented)
         self.identified_ = identified_orientations(adjacency, self.cpdag_)
         self.feature_names_in_ = names if names is not None else tuple(f"x{j}" for j in range(d))
+        names = self.feature_names_in_
+        sources = orientation_sources(adjacency, self.identified_, self.mixing_sets_, oriented)
+        self.orientation_sources_ = {(names[i], names[j]): source for (i, j), source in sources.items()}
         self.mixing_set_names_ = [
             tuple(self.feature_names_in_[j] for j in sorted(s)) for s in self.mixing_sets_
         ]
         self.n_features_in_ = d
-        return self
 
     def __getattr__(self, name: str) -> Any:
         # Only reached when normal lookup fails: a fitted attribute read before fit() gets sklearn's
@@ -367,6 +434,7 @@ class CausalMixtureModel(BaseEstimator):
                     f"{self.node_scores_[j]:.1f}",
                 ]
             )
+        scores = ", ".join(f"{m} {s:.1f}" for m, s in self.mechanism_scores_.items())
         lines = [
             format_table(
                 ["node", "parents", "K", "latent", "group weights", "search BIC"],
@@ -374,7 +442,10 @@ class CausalMixtureModel(BaseEstimator):
                 title=f"Causal mixture model: {int(self.adjacency_.sum())} edges, "
                 f"{len(self.mixing_sets_)} mixing variable(s), total BIC {self.score_:.1f}, "
                 f"{self.n_scores_} local scores",
-            )
+            ),
+            f"mechanisms: {self.mechanism_}"
+            + (f" (total BIC {scores}; auto keeps spline when lower by > {AUTO_MARGIN:g})"
+               if len(self.mechanism_scores_) > 1 else ""),
         ]
         for m, nodes in enumerate(self.mixing_sets_):
             sizes = np.bincount(self.group_labels_[:, m])
@@ -384,15 +455,17 @@ class CausalMixtureModel(BaseEstimator):
             )
         if not self.mixing_sets_:
             lines.append("no mixing variables: every mechanism is invariant")
-        arrows = [f"{names[i]} -> {names[j]}" for i, j in zip(*np.nonzero(self.identified_))]
+        arrows = [
+            f"{names[i]} -> {names[j]} ({self.orientation_sources_[names[i], names[j]]})"
+            for i, j in zip(*np.nonzero(self.identified_))
+        ]
         open_edges = [
             f"{names[i]} - {names[j]}"
             for i, j in zip(*np.nonzero(self.adjacency_))
             if not self.identified_[i, j]
         ]
         lines.append(
-            "orientations identified given the fitted skeleton and mixing sets (v-structures, mixing "
-            f"variables, {'the spline score, ' if self.mechanism == 'spline' else ''}Meek's rules): "
+            "orientations identified given the fitted skeleton and mixing sets, each with its source: "
             + (", ".join(arrows) or "none")
         )
         lines.append(
@@ -401,3 +474,10 @@ class CausalMixtureModel(BaseEstimator):
         )
         return "\n".join(lines)
 
+
+
+def _reorder(fit: _Fit, rows: np.ndarray) -> _Fit:
+    """``fit`` with its per-row responsibilities and labels taken at ``rows``."""
+    return dataclasses.replace(
+        fit, responsibilities=np.ascontiguousarray(fit.responsibilities[rows]), labels=fit.labels[rows]
+    )

@@ -1,4 +1,5 @@
-"""Bootstrap stability of every finding of a causal mixture model: edges, changing mechanisms, mixing sets."""
+"""Stability of the findings of a causal mixture model: how often refits on resamples reproduce the edges,
+changing mechanisms, mixing sets and invariant nodes of the fit on all rows."""
 
 from __future__ import annotations
 
@@ -21,9 +22,9 @@ from certkit._validation import (
     check_rng,
 )
 from certkit.causal.data import check_data
-from certkit.causal.estimator import CausalMixtureModel
+from certkit.causal.estimator import ESTIMATOR_MECHANISMS, CausalMixtureModel
 from certkit.causal.mixture_regression import n_mixture_parameters
-from certkit.causal.spline import MECHANISMS, check_n_knots, max_width
+from certkit.causal.spline import check_n_knots, max_width
 from certkit.parallel import parallel_map
 
 __all__ = ["MAX_BOOTSTRAP", "StabilityResult", "edge_stability"]
@@ -34,12 +35,12 @@ MAX_BOOTSTRAP = 10_000
 
 @dataclass(frozen=True)
 class StabilityResult(ResultMixin):
-    """Bootstrap frequencies of the findings of a ``CausalMixtureModel``.
+    """What a ``CausalMixtureModel`` finds on all rows, and how often refits on resamples find it again.
 
     Attributes
     ----------
     edge_frequency : ndarray (d, d)
-        Fraction of bootstrap fits with the edge ``i -> j``.
+        Fraction of refits with the edge ``i -> j``.
     adjacency_frequency : ndarray (d, d)
         Fraction with an edge between ``i`` and ``j`` in either direction (symmetric).
     change_frequency : ndarray (d,)
@@ -47,9 +48,18 @@ class StabilityResult(ResultMixin):
     mixing_set_frequency : dict[frozenset, float]
         Fraction in which each mixing set (exactly this set of nodes) was found.
     n_bootstrap : int
-        Number of resampled fits.
+        Number of refits.
     feature_names : tuple of str
         Node names.
+    full_adjacency : ndarray (d, d) of int
+        The graph of the fit on all rows (``adjacency_``).
+    full_changing : ndarray (d,) of bool
+        The nodes the fit on all rows found changing (``n_components_ > 1``).
+    full_mixing_sets : list of frozenset
+        The mixing sets of the fit on all rows (``mixing_sets_``).
+    change_agreement : ndarray (d,)
+        Fraction of refits in which node ``j`` is changing exactly when the fit on all rows says so:
+        ``change_frequency`` for a changing node, ``1 - change_frequency`` for an invariant one.
     """
 
     edge_frequency: np.ndarray
@@ -58,9 +68,13 @@ class StabilityResult(ResultMixin):
     mixing_set_frequency: dict[frozenset[int], float]
     n_bootstrap: int
     feature_names: tuple[str, ...]
+    full_adjacency: np.ndarray
+    full_changing: np.ndarray
+    full_mixing_sets: list[frozenset[int]]
+    change_agreement: np.ndarray
 
     def stable_edges(self, threshold: float = 0.5) -> list[tuple[str, str, float]]:
-        """Edges found in more than ``threshold`` of the fits, most stable first: (cause, effect, freq)."""
+        """Edges found in more than ``threshold`` of the refits, most stable first: (cause, effect, freq)."""
         names = self.feature_names
         rows = [
             (names[i], names[j], float(self.edge_frequency[i, j]))
@@ -69,10 +83,35 @@ class StabilityResult(ResultMixin):
         return sorted(rows, key=lambda r: -r[2])
 
     def summary(self) -> str:
-        """Stable edges, changing mechanisms and mixing sets with their bootstrap frequencies."""
+        """The full fit's findings with the fraction of refits that reproduce each, then the frequencies
+        of everything the refits found: edges, changing mechanisms and mixing sets."""
         names = self.feature_names
+
+        def name_set(nodes: frozenset[int]) -> str:
+            return "{" + ", ".join(names[v] for v in sorted(nodes)) + "}"
+
+        findings = [
+            [f"edge {names[i]} -> {names[j]}", f"{self.edge_frequency[i, j]:.2f}",
+             f"{self.adjacency_frequency[i, j]:.2f}"]
+            for i, j in zip(*np.nonzero(self.full_adjacency))
+        ]
+        changing = np.flatnonzero(self.full_changing)
+        invariant = np.flatnonzero(~self.full_changing)
+        findings += [[f"changing {names[j]}", f"{self.change_agreement[j]:.2f}", "-"] for j in changing]
+        findings += [
+            [f"mixing set {name_set(s)}", f"{self.mixing_set_frequency.get(s, 0.0):.2f}", "-"]
+            for s in self.full_mixing_sets
+        ]
+        findings += [[f"invariant {names[j]}", f"{self.change_agreement[j]:.2f}", "-"] for j in invariant]
         edges = self.stable_edges(0.0)[:20]
         lines = [
+            format_table(
+                ["finding", "reproduced", "either direction"],
+                findings,
+                title=f"Findings of the fit on all rows and the fraction of {self.n_bootstrap} refits "
+                "that reproduce each",
+            ),
+            "",
             format_table(
                 ["cause", "effect", "frequency"],
                 [[a, b, f"{f:.2f}"] for a, b, f in edges],
@@ -91,21 +130,40 @@ class StabilityResult(ResultMixin):
                 "",
                 format_table(
                     ["mixing set", "frequency"],
-                    [["{" + ", ".join(names[v] for v in sorted(s)) + "}", f"{f:.2f}"] for s, f in sets],
+                    [[name_set(s), f"{f:.2f}"] for s, f in sets],
                     title="Mixing sets",
                 ),
             ]
         return "\n".join(lines)
 
 
-def _bootstrap_fit(
-    X: np.ndarray, template: CausalMixtureModel, size: int, replace: bool, seed: int
+def _fit_findings(
+    X: np.ndarray, template: CausalMixtureModel, size: int, replace: bool, seed: int | None
 ) -> tuple[Any, ...]:
-    gen = np.random.default_rng(seed)
-    idx = gen.choice(X.shape[0], size=size, replace=replace)
-    model = clone(template).set_params(rng=int(gen.integers(0, 2**63 - 1)), executor=None, progress=False)
-    model.fit(X[idx])
+    """Fit a clone of ``template`` on all rows (``seed`` None) or on the resample ``seed`` draws."""
+    if seed is not None:
+        X = X[np.random.default_rng(seed).choice(X.shape[0], size=size, replace=replace)]
+    model = clone(template).fit(X)
     return model.adjacency_, model.n_components_, model.mixing_sets_
+
+
+def _check_fitted_on(estimator: CausalMixtureModel, n: int, d: int, names: tuple[str, ...] | None) -> None:
+    """Refuse a fitted ``estimator`` whose findings cannot be those of a fit on this ``X`` (n, d)."""
+    if estimator.n_features_in_ != d:
+        raise ValueError(
+            f"estimator was fitted on {estimator.n_features_in_} variables but X has {d}; pass the X it "
+            "was fitted on, or an unfitted estimator (edge_stability then fits it on X)"
+        )
+    if estimator.labels_.shape[0] != n:
+        raise ValueError(
+            f"estimator was fitted on {estimator.labels_.shape[0]} samples but X has {n}; pass the X it "
+            "was fitted on, or an unfitted estimator (edge_stability then fits it on X)"
+        )
+    if names is not None and tuple(estimator.feature_names_in_) != names:
+        raise ValueError(
+            f"estimator was fitted on the columns ({', '.join(estimator.feature_names_in_)}) but X has "
+            f"({', '.join(names)}); pass the X it was fitted on, or an unfitted estimator"
+        )
 
 
 def edge_stability(
@@ -119,79 +177,122 @@ def edge_stability(
     rng: RNGLike = None,
     progress: Progress = False,
 ) -> StabilityResult:
-    """Refit a causal mixture model on ``n_bootstrap`` resamples and count what it finds.
+    """How often refits of a causal mixture model on resamples reproduce what it finds on all rows.
 
-    Each fit draws ``round(sample_fraction * n)`` rows (by default 80 % without replacement, i.e.
-    subsampling) and fits a clone of ``estimator`` (its own executor is replaced by serial scoring: the
-    fits are what runs in parallel). The seeds of all fits are drawn from ``rng`` first, so the result
-    does not depend on ``executor``. The classical bootstrap (``sample_fraction=1, replace=True``) is
-    available but biased here: duplicated rows form tight clusters that the mixture score can mistake
-    for extra mechanisms, inflating the frequency of ``K > 1`` and of the edges it brings.
+    The full fit is ``estimator`` fitted on all of ``X`` (done here unless ``estimator`` is already
+    fitted). Each of the ``n_bootstrap`` refits draws ``round(sample_fraction * n)`` rows (by default
+    80 % without replacement, i.e. subsampling) and fits a clone of ``estimator``: the same protocol as
+    the full fit (every parameter: ``max_components``, ``mechanism``, ``n_knots``, ``n_init``,
+    ``search``, ...) on other rows. Only ``executor`` and ``progress`` differ: each fit scores serially,
+    the fits are what runs in parallel. The result gives, for each finding of the full fit (edge,
+    changing node, mixing set, invariant node), the fraction of refits that reproduce it, and the
+    frequencies of everything the refits found.
+
+    The seeds of all resamples are drawn from ``rng`` first, so the result does not depend on
+    ``executor``. The classical bootstrap (``sample_fraction=1, replace=True``) is available but biased
+    here: duplicated rows form tight clusters that the mixture score can mistake for extra mechanisms,
+    inflating the frequency of ``K > 1`` and of the edges it brings.
 
     Parameters
     ----------
     X : array-like or DataFrame (n, d)
         The data.
     n_bootstrap : int
-        Number of resampled fits (1 to `MAX_BOOTSTRAP` = 10,000).
+        Number of refits on resamples (1 to `MAX_BOOTSTRAP` = 10,000).
     sample_fraction : float
         Size of each resample as a fraction of ``n``, in (0, 1] without replacement (> 0 with).
     replace : bool
         Draw rows with replacement (bootstrap) instead of without (subsampling).
     estimator : CausalMixtureModel, optional
-        The model to refit (its parameters are kept, ``rng`` is set per fit); default
-        ``CausalMixtureModel()``.
+        The model whose findings are checked; default ``CausalMixtureModel()``. Unfitted, a clone is
+        fitted on all of ``X`` for the full fit. Fitted (it has ``adjacency_``), its findings are the
+        full fit's and nothing is refitted on all rows: it must have been fitted on this ``X`` (same
+        numbers of samples and variables, and the same column names when ``X`` is a DataFrame). Its
+        parameters are the refits' protocol; an ``rng`` of None or a Generator is replaced by one seed
+        drawn from ``rng`` and shared by every fit, so the result is reproducible from ``rng``.
     executor : None, int or executor
-        Where the bootstrap fits run (see ``certkit.parallel``).
+        Where the fits run (see ``certkit.parallel``).
     rng : None, int or numpy.random.Generator
-        Seeds the resamples and fits.
+        Seeds the resamples (and the estimator's ``rng`` when that is None or a Generator).
     progress : bool or str
         Progress bar over the fits.
 
     Returns
     -------
     StabilityResult
+        The full fit's findings (``full_adjacency``, ``full_changing``, ``full_mixing_sets``), how
+        often each is reproduced (``edge_frequency``, ``change_agreement``, ``mixing_set_frequency``)
+        and the frequencies of every finding of the refits.
+
+    Raises
+    ------
+    TypeError
+        ``estimator`` is not a ``CausalMixtureModel``, ``replace`` is not a bool, or another argument
+        has the wrong type.
+    ValueError
+        ``n_bootstrap`` or ``sample_fraction`` is out of range, a resample has fewer rows than the
+        estimator's mixture has parameters, or a fitted ``estimator`` was fitted on other data.
     """
     X, names = check_data(X)
+    n, d = X.shape
     n_bootstrap = check_integer(n_bootstrap, "n_bootstrap", minimum=1, maximum=MAX_BOOTSTRAP)
-    d = X.shape[1]
     # every fit returns a (d, d) graph, its (d,) components and mixing sets; the means stack them again
-    check_allocation(8.0 * n_bootstrap * (3 * d * d + 2 * d + 16), "n_bootstrap", n_bootstrap,
-                     what=f"the findings of {n_bootstrap} fits on {d} variables")
+    check_allocation(8.0 * (n_bootstrap + 1) * (3 * d * d + 2 * d + 16), "n_bootstrap", n_bootstrap,
+                     what=f"the findings of {n_bootstrap + 1} fits on {d} variables")
     if estimator is None:
         estimator = CausalMixtureModel()
     if not isinstance(estimator, CausalMixtureModel):
         raise TypeError(f"estimator must be a CausalMixtureModel, got {type(estimator).__name__}")
+    fitted = hasattr(estimator, "adjacency_")
+    if fitted:
+        _check_fitted_on(estimator, n, d, names)
     progress = check_progress(progress)
     if not isinstance(replace, (bool, np.bool_)):
         raise TypeError(f"replace must be True or False, got {type(replace).__name__}")
     sample_fraction = check_positive(sample_fraction, "sample_fraction")
     if not replace and sample_fraction > 1:
         raise ValueError(f"sample_fraction must be <= 1 without replacement, got {sample_fraction}")
-    size = max(2, round(sample_fraction * X.shape[0]))
+    size = max(2, round(sample_fraction * n))
     k = check_integer(estimator.max_components, "max_components", minimum=1)
-    mechanism = check_in_options(estimator.mechanism, "mechanism", MECHANISMS)
+    mechanism = check_in_options(estimator.mechanism, "mechanism", ESTIMATOR_MECHANISMS)
+    # "auto" falls back to the linear fit where the spline mixtures have too few rows
+    mechanism = "linear" if mechanism == "auto" else mechanism
     need = n_mixture_parameters(k, max_width(d, mechanism, check_n_knots(estimator.n_knots)))
-    if size < need <= X.shape[0]:  # (too few rows in X itself: the fit says so, naming X)
+    if size < need <= n:  # (too few rows in X itself: the fit says so, naming X)
         raise ValueError(
-            f"sample_fraction={sample_fraction:g} draws {size} of the {X.shape[0]} rows per fit, fewer than "
+            f"sample_fraction={sample_fraction:g} draws {size} of the {n} rows per fit, fewer than "
             f"the {need} parameters of the estimator's {k}-component mixture on all other {d - 1} variables; "
-            f"use sample_fraction >= {need / X.shape[0]:.3g} (or more samples, or a smaller max_components)"
+            f"use sample_fraction >= {need / n:.3g} (or more samples, or a smaller max_components)"
         )
-    seeds = check_rng(rng).integers(0, 2**63 - 1, size=n_bootstrap)
+    gen = check_rng(rng)
+    seeds: list[int | None] = [int(s) for s in gen.integers(0, 2**63 - 1, size=n_bootstrap)]
+    template = clone(estimator).set_params(executor=None, progress=False)
+    if estimator.rng is None or isinstance(estimator.rng, np.random.Generator):
+        template.set_params(rng=int(gen.integers(0, 2**63 - 1)))
     fits = parallel_map(
-        functools.partial(_bootstrap_fit, X, estimator, size, bool(replace)),
-        [int(s) for s in seeds],
+        functools.partial(_fit_findings, X, template, size, bool(replace)),
+        seeds if fitted else [None, *seeds],
         executor=executor,
         progress="bootstrap" if progress is True else progress,
     )
-    edges = np.mean([f[0] for f in fits], axis=0)
+    if fitted:
+        full = (estimator.adjacency_, estimator.n_components_, estimator.mixing_sets_)
+    else:
+        full, fits = fits[0], fits[1:]
+    full_changing = np.asarray(full[1]) > 1
+    changing = np.array([f[1] > 1 for f in fits])
     sets = Counter(s for f in fits for s in f[2])
     return StabilityResult(
-        edge_frequency=edges,
+        edge_frequency=np.mean([f[0] for f in fits], axis=0),
         adjacency_frequency=np.mean([np.maximum(f[0], f[0].T) for f in fits], axis=0),
-        change_frequency=np.mean([f[1] > 1 for f in fits], axis=0),
+        change_frequency=changing.mean(axis=0),
         mixing_set_frequency={s: c / n_bootstrap for s, c in sets.items()},
         n_bootstrap=n_bootstrap,
-        feature_names=names if names is not None else tuple(f"x{j}" for j in range(d)),
+        feature_names=names if names is not None
+        else tuple(estimator.feature_names_in_) if fitted
+        else tuple(f"x{j}" for j in range(d)),
+        full_adjacency=np.array(full[0], dtype=np.int64),
+        full_changing=full_changing,
+        full_mixing_sets=[frozenset(int(v) for v in s) for s in full[2]],
+        change_agreement=(changing == full_changing).mean(axis=0),
     )

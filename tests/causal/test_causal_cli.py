@@ -34,8 +34,12 @@ def test_mechanism_spline_orients_an_additive_noise_pair(tmp_path, capsys):
     path = tmp_path / "pair.csv"
     _write_csv(path, np.column_stack([y, x]), ["y", "x"])
     assert main(["causal", str(path), "--max-components", "1", "--mechanism", "spline"]) == 0
-    assert "identified given the fitted skeleton and mixing sets (v-structures, mixing variables, the " \
-           "spline score, Meek's rules): x -> y" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "identified given the fitted skeleton and mixing sets, each with its source: " \
+           "x -> y (spline score)" in out
+    assert main(["causal", str(path), "--max-components", "1"]) == 0  # the default, auto: the spline fit
+    default = capsys.readouterr().out
+    assert "mechanisms: spline (total BIC linear" in default and "x -> y (spline score)" in default
 
 
 def test_n_knots_is_an_option_as_the_too_few_rows_error_says(tmp_path, capsys):
