@@ -31,8 +31,10 @@ SETTINGS = [
     ("K3 weak", 3, (0.75, 1.5)),
 ]
 FUNCTIONS = (lambda x: np.tanh(2 * x), np.square, lambda x: np.sin(2 * x))
-GRAPH_METHODS = ("certkit linear", "certkit spline", "GES (causal-learn)", "DirectLiNGAM (lingam)")
-GROUP_METHODS = ("certkit linear", "certkit spline", "GMM, true K")
+GRAPH_METHODS = (
+    "certkit default", "certkit linear", "certkit spline", "GES (causal-learn)", "DirectLiNGAM (lingam)"
+)
+GROUP_METHODS = ("certkit default", "certkit linear", "certkit spline", "GMM, true K")
 
 
 def nonlinear_sem(seed: int, n_groups: int, shift: tuple[float, float], n: int = 1000):
@@ -73,6 +75,7 @@ def nonlinear_sem(seed: int, n_groups: int, shift: tuple[float, float], n: int =
 
 def _runs(X: np.ndarray, n_groups: int, seed: int) -> dict[str, Callable[[], object]]:
     return {
+        "certkit default": lambda: fit_certkit(X, "default", seed),
         "certkit linear": lambda: fit_certkit(X, "linear", seed),
         "certkit spline": lambda: fit_certkit(X, "spline", seed),
         "GES (causal-learn)": lambda: run_ges(X),
@@ -92,6 +95,7 @@ def bench_nonlinear(n_seeds: int) -> tuple[list[list], str, list[str]]:
     unavailable: dict[str, str] = {}
     if spline_reason is not None:
         unavailable["certkit spline"] = f"unavailable ({spline_reason})"
+        unavailable["certkit default"] = f"unavailable ({spline_reason})"
     rows, means = [], {"f1": {m: [] for m in GRAPH_METHODS}, "ari": {m: [] for m in GROUP_METHODS}}
     seconds = {m: [] for m in (*GRAPH_METHODS, "GMM, true K")}
     for name, K, shift in SETTINGS:
@@ -142,8 +146,10 @@ def _acceptance(means: dict[str, dict[str, list[float]]], unavailable: dict[str,
 
     spline, linear = f1["certkit spline"], f1.get("certkit linear", np.nan)
     ges, gmm = f1.get("GES (causal-learn)", np.nan), aris.get("GMM, true K", np.nan)
+    default = f1.get("certkit default", np.nan)
     return [
         *lines,
+        f"{verdict(default >= ges + 0.1)} default (auto) edge F1 {default:.3f} >= GES {ges:.3f} + 0.1",
         f"{verdict(spline >= ges + 0.1)} spline edge F1 {spline:.3f} >= GES {ges:.3f} + 0.1",
         f"{verdict(spline > linear)} spline edge F1 {spline:.3f} > certkit linear {linear:.3f}",
         f"{verdict(aris['certkit spline'] >= gmm)} spline group ARI {aris['certkit spline']:.3f} "

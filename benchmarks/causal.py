@@ -19,7 +19,11 @@ Sections (each timed in this process; the machine may be shared, so wall times a
 2c. Nonlinear synthetic (``--only nonlinear``, in ``_causal_nonlinear.py``): additive tanh / square /
    sine mechanisms, a hidden Z switching 2-3 nodes, K = 2 and 3, strong and weak shifts, ``--seeds``
    seeds each (3 with ``--quick``): edge F1 of certkit linear / spline, GES, DirectLiNGAM; group ARI of
-   certkit and a GMM with the true K; the issue-29 acceptance checks.
+   certkit and a GMM with the true K; the issue-29 acceptance checks, and the default (``"auto"``)
+   against GES + 0.1.
+2d. Invariance (``--only invariance``, in ``_causal_invariance.py``): the default fit under rng 0-3 and a
+   row permutation on a user's nonlinear data, nonlinear and linear generators: distinct answers, edge
+   F1, the reached-best-BIC share (against fits with other start keys) and the time against the linear fit.
 3. Sachs (log data, 7466 x 11): directed and skeleton edge F1 / SHD against the 18-edge consensus graph
    (cdt 0.6.0), AMI / ARI of CMM's group labels (best mixing variable, and all of them jointly) and of
    GMM clusters (K = 9, K by BIC) with the 9 experimental conditions, and the search objective of CMM's
@@ -35,7 +39,8 @@ Sections (each timed in this process; the machine may be shared, so wall times a
    ``--repeats``; wall seconds and the ratio.
 
 Run: ``python benchmarks/causal.py [--seeds 10] [--quick]
-[--only em,synthetic,groups,nonlinear,sachs,leaderboard,scaling,speed] [--baseline-python PATH]``.
+[--only em,synthetic,groups,nonlinear,invariance,sachs,leaderboard,scaling,speed]
+[--baseline-python PATH]``.
 All sections but 5 took 21 min wall (18 CPU min) on the shared 2-core machine at load average 4-6, of
 which NOTEARS on the two Sachs data sets 10 min and the nonlinear section 3 min; ``--only`` and
 ``--quick`` shorten it.
@@ -51,6 +56,8 @@ import time
 from pathlib import Path
 
 import numpy as np
+from _causal_invariance import HEADERS as INVARIANCE_HEADERS
+from _causal_invariance import bench_invariance
 from _causal_nonlinear import GRAPH_METHODS, GROUP_METHODS, bench_nonlinear
 from _causal_sachs import bench_leaderboard
 from _timing import best_time
@@ -472,7 +479,9 @@ def bench_speed(baseline: str, repeats: int) -> list[list]:
     return rows
 
 
-SECTIONS = ("em", "synthetic", "groups", "nonlinear", "sachs", "leaderboard", "scaling", "speed")
+SECTIONS = (
+    "em", "synthetic", "groups", "nonlinear", "invariance", "sachs", "leaderboard", "scaling", "speed"
+)
 
 
 def main() -> None:
@@ -555,6 +564,17 @@ def main() -> None:
             )
         )
         print("\n".join([times, *checks]))
+        print()
+    if "invariance" in only:
+        rows, lines = bench_invariance(shift_sem)
+        print(
+            format_table(
+                INVARIANCE_HEADERS,
+                rows,
+                title="2d. Invariance of the default fit: rng 0-3 and one row permutation per data set",
+            )
+        )
+        print("\n".join(lines))
         print()
     if "sachs" in only:
         rows, note = bench_sachs()

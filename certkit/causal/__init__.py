@@ -2,7 +2,8 @@
 
 Implements causal mixture models (Mameche, Kalofolias and Vreeken, NeurIPS 2025): every node is a
 mixture of Gaussian regressions on its parents, linear or additive in cubic splines of them
-(``mechanism="spline"``), whose components are switched by latent mixing variables.
+(``mechanism="spline"``; by default, ``"auto"``, whichever the BIC prefers), whose components are switched
+by latent mixing variables.
 ``CausalMixtureModel`` learns the graph with a latent-aware BIC, the number of mechanisms per node,
 the mixing variables and per-sample group labels; ``edge_stability`` bootstraps all of these findings.
 """

@@ -1,0 +1,115 @@
+"""Invariance of the default fit (issue 37): one answer for the same data.
+
+Data sets (written here, independently of ``certkit.causal.make_mixture_sem``):
+
+* ``user``: a new user's 6-variable nonlinear mixture, 1,500 rows: an N(0, 1) source ``x0``, ``x1 =
+  tanh(2 x0)``, ``x2 = x0^2``, ``x3 = sin(2 x1) + 0.6 x2`` whose intercept a hidden Bernoulli(1/2) ``Z``
+  moves by 2, ``x4 = 1.5 tanh(x3)``, ``x5 = x2^2 / 3 - sin(x4)``, Gaussian noise of sd 0.3-0.4; three
+  seeds.
+* ``nonlinear``: ``nonlinear_sem`` of ``_causal_nonlinear.py`` (d = 8-9, K = 2, strong shifts), n = 1,500,
+  two seeds.
+* ``linear``: ``shift_sem`` of ``causal.py`` (linear-Gaussian, K = 2), n = 1,000, two seeds.
+
+Per data set the default ``CausalMixtureModel()`` is fitted with rng 0-3 and on one row permutation:
+the number of distinct (graph, K) answers, their edge F1, and the reached-best-BIC share: the fraction
+of these five fits whose total BIC (``score_``) equals the best found by any of them or by four more fits
+whose EM starts are drawn from other keys (``data_seed`` salted; the default keys its starts by the
+data). Time: the mean default fit against ``mechanism="linear"`` (the default before issue 37), CPU
+seconds in this process.
+"""
+
+from __future__ import annotations
+
+import time
+from unittest import mock
+
+import numpy as np
+from _causal_nonlinear import nonlinear_sem
+
+from certkit.causal import CausalMixtureModel, edge_f1
+from certkit.causal import estimator as estimator_module
+from certkit.causal.data import data_seed
+
+#: Fits with other start keys, against which the default's BIC is compared.
+OTHER_KEYS = 4
+
+
+def user_sem(seed: int, n: int = 1500) -> tuple[np.ndarray, np.ndarray]:
+    """The user's data (see the module docstring) and its DAG."""
+    gen = np.random.default_rng([seed, 37])
+    z = gen.integers(0, 2, n)
+    x0 = gen.standard_normal(n)
+    x1 = np.tanh(2 * x0) + 0.3 * gen.standard_normal(n)
+    x2 = x0**2 + 0.4 * gen.standard_normal(n)
+    x3 = np.sin(2 * x1) + 0.6 * x2 + 2.0 * z + 0.3 * gen.standard_normal(n)
+    x4 = 1.5 * np.tanh(x3) + 0.3 * gen.standard_normal(n)
+    x5 = x2**2 / 3 - np.sin(x4) + 0.3 * gen.standard_normal(n)
+    A = np.zeros((6, 6), dtype=np.int64)
+    for i, j in [(0, 1), (0, 2), (1, 3), (2, 3), (3, 4), (2, 5), (4, 5)]:
+        A[i, j] = 1
+    return np.column_stack([x0, x1, x2, x3, x4, x5]), A
+
+
+def _cases(shift_sem) -> list[tuple[str, np.ndarray, np.ndarray]]:
+    cases = [(f"user seed {s}", *user_sem(s)) for s in range(3)]
+    for s in range(2):
+        X, A, _, _ = nonlinear_sem(s, 2, (2.0, 4.0), n=1500)
+        cases.append((f"nonlinear seed {s}", X, A))
+    for s in range(2):
+        X, A = shift_sem(s, 2)[:2]
+        cases.append((f"linear seed {s}", X, A))
+    return cases
+
+
+def _timed_fit(X: np.ndarray, **options) -> tuple[CausalMixtureModel, float]:
+    start = time.process_time()
+    model = CausalMixtureModel(**options).fit(X)
+    return model, time.process_time() - start
+
+
+def bench_invariance(shift_sem) -> tuple[list[list], list[str]]:
+    """Rows per data set and the summary lines (overall share, time ratio, the acceptance checks)."""
+    rows, shares, ratios, distinct_all, user_f1 = [], [], [], [], []
+    for name, X, A in _cases(shift_sem):
+        perm = np.random.default_rng(99).permutation(X.shape[0])
+        fits, seconds = [], []
+        for data, seed in [(X, 0), (X, 1), (X, 2), (X, 3), (X[perm], 0)]:
+            model, took = _timed_fit(data, rng=seed)
+            fits.append(model)
+            seconds.append(took)
+        others = []
+        for salt in range(1, OTHER_KEYS + 1):
+            with mock.patch.object(estimator_module, "data_seed", lambda Y, s=salt: data_seed(Y) ^ s):
+                others.append(CausalMixtureModel(rng=0).fit(X).score_)
+        _, linear_time = _timed_fit(X, mechanism="linear", rng=0)
+        best = min([m.score_ for m in fits] + others)
+        reached = np.mean([m.score_ <= best + 1e-9 * abs(best) for m in fits])
+        answers = {(m.adjacency_.tobytes(), tuple(m.n_components_)) for m in fits}
+        f1 = sorted({round(edge_f1(A, m.adjacency_), 3) for m in fits})
+        ratio = float(np.mean(seconds)) / linear_time
+        rows.append([
+            name, X.shape[0], fits[0].mechanism_, len(answers), ", ".join(f"{v:.3f}" for v in f1),
+            f"{reached:.0%}", f"{min(others):.1f} / {fits[0].score_:.1f}", f"{np.mean(seconds):.1f}",
+            f"{ratio:.2f}",
+        ])
+        shares.append(reached)
+        ratios.append(ratio)
+        distinct_all.append(len(answers))
+        if name.startswith("user"):
+            user_f1 += [edge_f1(A, m.adjacency_) for m in fits]
+    verdict = {True: "PASS", False: "FAIL"}
+    lines = [
+        f"reached-best-BIC share over all data sets: {np.mean(shares):.0%}; default / linear fit time: "
+        f"mean {np.mean(ratios):.2f}x, max {max(ratios):.2f}x",
+        f"{verdict[max(distinct_all) == 1]} one (graph, K) per data set over rng 0-3 and a permutation "
+        f"(most distinct answers: {max(distinct_all)})",
+        f"{verdict[min(user_f1) >= 0.8]} edge F1 >= 0.8 on the user's data (lowest {min(user_f1):.3f})",
+        f"{verdict[max(ratios) <= 2.0]} at most 2x the time of the linear fit (the previous default)",
+    ]
+    return rows, lines
+
+
+HEADERS = [
+    "data", "n", "kept", "distinct (graph, K)", "edge F1", "reached best BIC",
+    "best other key / default BIC", "default CPU s", "default / linear time",
+]

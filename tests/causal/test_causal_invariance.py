@@ -1,0 +1,172 @@
+"""One answer for the same data: row order and rng do not change a fit; the default (``mechanism="auto"``)
+is the linear fit on linear data and the spline fit on nonlinear data; where identified orientations
+come from."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+
+from certkit.causal import CausalMixtureModel, ari, cpdag, edge_f1, make_mixture_sem
+from certkit.causal.data import canonical_order, data_seed
+from certkit.causal.equivalence import identified_orientations, orientation_sources
+from certkit.causal.estimator import AUTO_MARGIN
+
+
+def _user_data(seed: int, n: int = 1500):
+    """A new user's 6-variable nonlinear mixture (issue 37): an N(0, 1) source, curved mechanisms, and a
+    hidden Bernoulli Z moving the intercept of x3."""
+    gen = np.random.default_rng([seed, 37])
+    z = gen.integers(0, 2, n)
+    x0 = gen.standard_normal(n)
+    x1 = np.tanh(2 * x0) + 0.3 * gen.standard_normal(n)
+    x2 = x0**2 + 0.4 * gen.standard_normal(n)
+    x3 = np.sin(2 * x1) + 0.6 * x2 + 2.0 * z + 0.3 * gen.standard_normal(n)
+    x4 = 1.5 * np.tanh(x3) + 0.3 * gen.standard_normal(n)
+    x5 = x2**2 / 3 - np.sin(x4) + 0.3 * gen.standard_normal(n)
+    A = np.zeros((6, 6), dtype=np.int64)
+    for i, j in [(0, 1), (0, 2), (1, 3), (2, 3), (3, 4), (2, 5), (4, 5)]:
+        A[i, j] = 1
+    return np.column_stack([x0, x1, x2, x3, x4, x5]), A, z
+
+
+def _same(a: CausalMixtureModel, b: CausalMixtureModel, rows: np.ndarray) -> None:
+    """``b`` was fitted on ``X[rows]``: the same findings, its per-row outputs ``a``'s taken at ``rows``."""
+    np.testing.assert_array_equal(a.adjacency_, b.adjacency_)
+    np.testing.assert_array_equal(a.n_components_, b.n_components_)
+    np.testing.assert_array_equal(a.cpdag_, b.cpdag_)
+    assert a.mixing_sets_ == b.mixing_sets_ and a.mechanism_ == b.mechanism_
+    assert a.orientation_sources_ == b.orientation_sources_
+    assert a.score_ == b.score_  # the same rows in the same order: bit for bit on one machine
+    np.testing.assert_array_equal(a.labels_[rows], b.labels_)
+    np.testing.assert_array_equal(a.group_labels_[rows], b.group_labels_)
+    for ra, rb in zip(a.responsibilities_, b.responsibilities_):
+        np.testing.assert_array_equal(ra[rows], rb)
+    for va, vb in zip(a.mixing_variables_, b.mixing_variables_):
+        np.testing.assert_array_equal(va.labels[rows], vb.labels)
+        np.testing.assert_array_equal(va.responsibilities[rows], vb.responsibilities)
+
+
+@pytest.mark.slow
+def test_the_users_data_get_one_answer_over_seeds_and_a_permutation():
+    X, A, z = _user_data(0)
+    first = CausalMixtureModel(rng=0).fit(X)
+    identity = np.arange(X.shape[0])
+    for seed in (1, 2, 3):
+        _same(first, CausalMixtureModel(rng=seed).fit(X), identity)
+    rows = np.random.default_rng(99).permutation(X.shape[0])
+    _same(first, CausalMixtureModel(rng=0).fit(X[rows]), rows)
+    # the default is the spline fit here, and it is right
+    assert first.mechanism_ == "spline"
+    assert first.mechanism_scores_["linear"] > first.mechanism_scores_["spline"] + AUTO_MARGIN
+    assert edge_f1(A, first.adjacency_) >= 0.8
+    assert first.n_components_.tolist() == [1, 1, 1, 2, 1, 1]  # the source x0 does not change
+    assert ari(z, first.group_labels_[:, 0]) > 0.9
+    spline = CausalMixtureModel(mechanism="spline", rng=7).fit(X)
+    _same(first, spline, identity)
+
+
+def test_rows_are_sorted_by_value_and_the_seed_ignores_their_order():
+    gen = np.random.default_rng(0)
+    X = gen.integers(0, 3, size=(50, 3)).astype(float)
+    X[::7, 0] = -0.0
+    order = canonical_order(X)
+    keys = [tuple(r) for r in X[order]]
+    assert keys == sorted(keys)
+    rows = gen.permutation(50)
+    np.testing.assert_array_equal(X[order], X[rows][canonical_order(X[rows])])
+    assert data_seed(X[order] + 0.0) == data_seed(X[rows][canonical_order(X[rows])] + 0.0)
+    assert data_seed(X[order] + 0.0) != data_seed(X[order] + 1.0)
+    assert 0 <= data_seed(X) < 2**63
+
+
+@pytest.mark.parametrize("options", [{}, {"search_samples": 150, "rng": 3}, {"standardize": False}])
+def test_a_permutation_gives_the_same_fit_on_linear_mixtures(options):
+    X, _, _ = make_mixture_sem(5, 300, 0.4, 2, mixing_size=2, rng=2)
+    X[:20] = X[20:40]  # duplicate rows sort next to each other
+    rows = np.random.default_rng(1).permutation(X.shape[0])
+    a = CausalMixtureModel(max_components=3, **options).fit(X)
+    b = CausalMixtureModel(max_components=3, **options).fit(X[rows])
+    _same(a, b, rows)
+
+
+def test_auto_is_the_linear_fit_on_linear_data_exactly():
+    X, _, _ = make_mixture_sem(6, 400, 0.4, 2, mixing_size=3, rng=3)
+    auto = CausalMixtureModel(max_components=3, rng=0).fit(X)
+    linear = CausalMixtureModel(max_components=3, mechanism="linear", rng=0).fit(X)
+    spline = CausalMixtureModel(max_components=3, mechanism="spline", rng=0).fit(X)
+    assert auto.mechanism_ == "linear" and linear.mechanism_ == "linear"
+    assert auto.mechanism_scores_ == {"linear": linear.score_, "spline": spline.score_}
+    assert not spline.score_ < linear.score_ - AUTO_MARGIN
+    _same(linear, auto, np.arange(X.shape[0]))
+    assert linear.mechanism_scores_ == {"linear": linear.score_}
+    assert "mechanisms: linear (total BIC linear" in auto.summary()
+
+
+def test_auto_falls_back_to_linear_when_the_rows_are_too_few_for_splines():
+    X, _, _ = make_mixture_sem(4, 40, 0.5, 2, rng=0)
+    with pytest.raises(ValueError, match="mechanism='linear'"):
+        CausalMixtureModel(max_components=2, mechanism="spline").fit(X)
+    auto = CausalMixtureModel(max_components=2).fit(X)
+    assert auto.mechanism_ == "linear" and list(auto.mechanism_scores_) == ["linear"]
+
+
+@pytest.mark.parametrize("bad", ["Auto", "cubic", 1])
+def test_an_unknown_mechanism_is_named(bad):
+    X, _, _ = make_mixture_sem(3, 100, rng=0)
+    with pytest.raises((ValueError, TypeError), match="mechanism"):
+        CausalMixtureModel(mechanism=bad).fit(X)
+
+
+def _sources_by_hand(A, identified, sets, oriented):
+    """The documented rule, pair by pair: the first of v-structure, mixing variable, score, Meek."""
+    d = A.shape[0]
+    out = {}
+    for i, j in itertools.product(range(d), range(d)):
+        if not identified[i, j]:
+            continue
+        if any(A[k, j] and k != i and not A[i, k] and not A[k, i] for k in range(d)):
+            out[i, j] = "v-structure"
+        elif any(j in s and i not in s for s in sets):
+            out[i, j] = "mixing variable"
+        elif oriented is not None and oriented[i, j]:
+            out[i, j] = "spline score"
+        else:
+            out[i, j] = "Meek's rules"
+    return out
+
+
+def test_orientation_sources_by_hand():
+    # a -> c <- b (v-structure), c -> d (Meek R1 from the v-structure), e - f undirected, a mixing
+    # variable on f alone (orients e -> f), g -> h oriented by the score, h -> i then by Meek
+    names = "abcdefghi"
+    A = np.zeros((9, 9), dtype=np.int64)
+    for i, j in ["ac", "bc", "cd", "ef", "gh", "hi"]:
+        A[names.index(i), names.index(j)] = 1
+    oriented = np.zeros((9, 9), dtype=bool)
+    oriented[names.index("g"), names.index("h")] = True
+    sets = [frozenset({names.index("f")})]
+    identified = identified_orientations(A, cpdag(A, mixing_sets=sets, oriented=oriented))
+    sources = orientation_sources(A, identified, sets, oriented)
+    got = {(names[i], names[j]): s for (i, j), s in sources.items()}
+    assert got == {
+        ("a", "c"): "v-structure", ("b", "c"): "v-structure", ("c", "d"): "Meek's rules",
+        ("e", "f"): "mixing variable", ("g", "h"): "spline score", ("h", "i"): "Meek's rules",
+    }
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_orientation_sources_match_the_rule_on_random_graphs(seed):
+    gen = np.random.default_rng(seed)
+    d = int(gen.integers(3, 8))
+    A = np.triu(gen.random((d, d)) < 0.4, 1).astype(np.int64)
+    order = gen.permutation(d)
+    A = A[np.ix_(order, order)]
+    sets = [frozenset(int(v) for v in gen.choice(d, size=int(gen.integers(1, 3)), replace=False))]
+    oriented = (gen.random((d, d)) < 0.3) & (A == 1)
+    identified = identified_orientations(A, cpdag(A, mixing_sets=sets, oriented=oriented))
+    got = orientation_sources(A, identified, sets, oriented)
+    assert got == _sources_by_hand(A, identified, sets, oriented)
+    assert set(got) == {(int(i), int(j)) for i, j in zip(*np.nonzero(identified))}
