@@ -32,8 +32,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--mechanism",
         choices=("auto", "linear", "spline"),
         default="auto",
-        help="mechanisms linear in the parents, additive cubic splines of them, or auto: per (node, parent) "
-        "a spline only where it beats the linear term by the BIC (default auto)",
+        help="mechanisms linear in the parents, additive cubic splines of them, or auto: both fits (each "
+        "also on the other's graph), the spline one kept when its total BIC is lower by more than 10 "
+        "(default auto)",
     )
     parser.add_argument(
         "--n-knots",

@@ -26,6 +26,12 @@ def check_data(X: Any, name: str = "X") -> tuple[np.ndarray, tuple[str, ...] | N
                     f"{name} column {column!r} has non-numeric dtype {dtype}; encode it as numbers"
                 )
         names = tuple(str(c) for c in X.columns)
+        repeated = sorted({c for c in names if names.count(c) > 1})
+        if repeated:
+            raise ValueError(
+                f"{name} has repeated column name(s) {', '.join(map(repr, repeated))}; give every column "
+                "its own name (findings are reported by name)"
+            )
         X = X.to_numpy(dtype=np.float64)
     X = check_array(X, name, ndim=2)
     n, d = X.shape

@@ -21,7 +21,7 @@ from certkit._validation import (
     check_progress,
     check_rng,
 )
-from certkit.causal.data import check_data
+from certkit.causal.data import canonical_order, check_data, data_seed
 from certkit.causal.estimator import ESTIMATOR_MECHANISMS, CausalMixtureModel
 from certkit.causal.mixture_regression import n_mixture_parameters
 from certkit.causal.spline import check_n_knots, max_width
@@ -147,8 +147,9 @@ def _fit_findings(
     return model.adjacency_, model.n_components_, model.mixing_sets_
 
 
-def _check_fitted_on(estimator: CausalMixtureModel, n: int, d: int, names: tuple[str, ...] | None) -> None:
-    """Refuse a fitted ``estimator`` whose findings cannot be those of a fit on this ``X`` (n, d)."""
+def _check_fitted_on(estimator: CausalMixtureModel, X: np.ndarray, names: tuple[str, ...] | None) -> None:
+    """Refuse a fitted ``estimator`` whose findings cannot be those of a fit on this ``X``."""
+    n, d = X.shape
     if estimator.n_features_in_ != d:
         raise ValueError(
             f"estimator was fitted on {estimator.n_features_in_} variables but X has {d}; pass the X it "
@@ -159,9 +160,16 @@ def _check_fitted_on(estimator: CausalMixtureModel, n: int, d: int, names: tuple
             f"estimator was fitted on {estimator.labels_.shape[0]} samples but X has {n}; pass the X it "
             "was fitted on, or an unfitted estimator (edge_stability then fits it on X)"
         )
-    if names is not None and tuple(estimator.feature_names_in_) != names:
+    if estimator.data_key_ != data_seed(np.ascontiguousarray(X[canonical_order(X)]) + 0.0):
         raise ValueError(
-            f"estimator was fitted on the columns ({', '.join(estimator.feature_names_in_)}) but X has "
+            "estimator was fitted on other values than X (same shape, other data); pass the X it was "
+            "fitted on (any row order), or an unfitted estimator (edge_stability then fits it on X)"
+        )
+    default = tuple(f"x{j}" for j in range(d))
+    fitted_names = tuple(estimator.feature_names_in_)
+    if names is not None and fitted_names != default and fitted_names != names:
+        raise ValueError(
+            f"estimator was fitted on the columns ({', '.join(fitted_names)}) but X has "
             f"({', '.join(names)}); pass the X it was fitted on, or an unfitted estimator"
         )
 
@@ -245,7 +253,7 @@ def edge_stability(
         raise TypeError(f"estimator must be a CausalMixtureModel, got {type(estimator).__name__}")
     fitted = hasattr(estimator, "adjacency_")
     if fitted:
-        _check_fitted_on(estimator, n, d, names)
+        _check_fitted_on(estimator, X, names)
     progress = check_progress(progress)
     if not isinstance(replace, (bool, np.bool_)):
         raise TypeError(f"replace must be True or False, got {type(replace).__name__}")
@@ -266,7 +274,8 @@ def edge_stability(
         )
     gen = check_rng(rng)
     seeds: list[int | None] = [int(s) for s in gen.integers(0, 2**63 - 1, size=n_bootstrap)]
-    template = clone(estimator).set_params(executor=None, progress=False)
+    # the estimator's options, not a deep copy (an executor object, e.g. a Dask client, cannot be copied)
+    template = type(estimator)(**{**estimator.get_params(deep=False), "executor": None, "progress": False})
     if estimator.rng is None or isinstance(estimator.rng, np.random.Generator):
         template.set_params(rng=int(gen.integers(0, 2**63 - 1)))
     fits = parallel_map(

@@ -7,6 +7,7 @@ from __future__ import annotations
 import itertools
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from certkit.causal import CausalMixtureModel, ari, cpdag, edge_f1, make_mixture_sem
@@ -92,17 +93,48 @@ def test_a_permutation_gives_the_same_fit_on_linear_mixtures(options):
     _same(a, b, rows)
 
 
-def test_auto_is_the_linear_fit_on_linear_data_exactly():
+def _on_graph(X, mechanism, graph_of, **options):
+    """A fit with ``mechanism`` on the graph (adjacency, order) of the fitted model ``graph_of``."""
+    model = CausalMixtureModel(mechanism=mechanism, **options)
+    model._fit(X, None, mechanism, graph=(graph_of.adjacency_, graph_of.order_))
+    model.mechanism_ = mechanism
+    return model
+
+
+def test_auto_on_linear_data_is_the_best_linear_fit_of_either_search():
     X, _, _ = make_mixture_sem(6, 400, 0.4, 2, mixing_size=3, rng=3)
     auto = CausalMixtureModel(max_components=3, rng=0).fit(X)
     linear = CausalMixtureModel(max_components=3, mechanism="linear", rng=0).fit(X)
     spline = CausalMixtureModel(max_components=3, mechanism="spline", rng=0).fit(X)
+    assert not np.array_equal(linear.adjacency_, spline.adjacency_)  # the searches disagree here
+    # each mechanism on the other search's graph (the spline one too: the linear fit wins)
+    linear_there = _on_graph(X, "linear", spline, max_components=3, rng=0)
+    spline_there = _on_graph(X, "spline", linear, max_components=3, rng=0)
+    best_linear = min(linear, linear_there, key=lambda m: m.score_)
+    best_spline = min(spline, spline_there, key=lambda m: m.score_)
+    assert best_linear is linear_there and linear_there.score_ < linear.score_ - 1  # a better linear fit
     assert auto.mechanism_ == "linear" and linear.mechanism_ == "linear"
-    assert auto.mechanism_scores_ == {"linear": linear.score_, "spline": spline.score_}
-    assert not spline.score_ < linear.score_ - AUTO_MARGIN
-    _same(linear, auto, np.arange(X.shape[0]))
+    assert auto.mechanism_scores_ == {"linear": best_linear.score_, "spline": best_spline.score_}
+    assert not best_spline.score_ < best_linear.score_ - AUTO_MARGIN
+    _same(best_linear, auto, np.arange(X.shape[0]))
     assert linear.mechanism_scores_ == {"linear": linear.score_}
     assert "mechanisms: linear (total BIC linear" in auto.summary()
+
+
+def test_auto_on_nonlinear_data_refits_only_the_linear_mechanisms_on_the_spline_graph():
+    x = np.random.default_rng(0).standard_normal(600)
+    gen = np.random.default_rng(1)
+    X = np.column_stack([x, np.tanh(2 * x) + x**2 + 0.3 * gen.standard_normal(600), gen.standard_normal(600)])
+    X[:, 2] += np.sin(2 * X[:, 1])
+    auto = CausalMixtureModel(max_components=2, rng=0).fit(X)
+    linear = CausalMixtureModel(max_components=2, mechanism="linear", rng=0).fit(X)
+    spline = CausalMixtureModel(max_components=2, mechanism="spline", rng=0).fit(X)
+    linear_there = _on_graph(X, "linear", spline, max_components=2, rng=0)
+    assert auto.mechanism_ == "spline"
+    assert auto.mechanism_scores_ == {
+        "linear": min(linear.score_, linear_there.score_), "spline": spline.score_
+    }
+    _same(spline, auto, np.arange(X.shape[0]))
 
 
 def test_auto_falls_back_to_linear_when_the_rows_are_too_few_for_splines():
@@ -111,6 +143,33 @@ def test_auto_falls_back_to_linear_when_the_rows_are_too_few_for_splines():
         CausalMixtureModel(max_components=2, mechanism="spline").fit(X)
     auto = CausalMixtureModel(max_components=2).fit(X)
     assert auto.mechanism_ == "linear" and list(auto.mechanism_scores_) == ["linear"]
+
+
+def test_auto_falls_back_to_linear_when_search_samples_are_too_few_for_splines():
+    X, _, _ = make_mixture_sem(4, 200, 0.5, 2, rng=0)
+    # 30 rows: enough for the linear mixtures on all other variables (11 parameters), not the spline (41)
+    with pytest.raises(ValueError, match="search_samples must be >= 41"):
+        CausalMixtureModel(max_components=2, mechanism="spline", search_samples=30).fit(X)
+    auto = CausalMixtureModel(max_components=2, search_samples=30, rng=0).fit(X)
+    linear = CausalMixtureModel(max_components=2, search_samples=30, mechanism="linear", rng=0).fit(X)
+    assert auto.mechanism_ == "linear" and auto.mechanism_scores_ == {"linear": linear.score_}
+
+
+def test_a_fit_that_raises_leaves_the_estimator_as_it_was():
+    X, _, _ = make_mixture_sem(4, 200, 0.5, 2, rng=0)
+    model = CausalMixtureModel(max_components=2, rng=0).fit(X)
+    before = {k: v for k, v in vars(model).items() if k.endswith("_")}
+    model.set_params(search_samples=5)  # fewer than the linear mixtures' 11 parameters
+    with pytest.raises(ValueError, match="search_samples must be >= 11"):
+        model.fit(X)
+    after = {k: v for k, v in vars(model).items() if k.endswith("_")}
+    assert after.keys() == before.keys() and all(after[k] is before[k] for k in before)
+
+
+def test_repeated_column_names_are_refused():
+    X, _, _ = make_mixture_sem(3, 100, rng=0)
+    with pytest.raises(ValueError, match="X has repeated column name\\(s\\) 'a'"):
+        CausalMixtureModel().fit(pd.DataFrame(X, columns=["a", "b", "a"]))
 
 
 @pytest.mark.parametrize("bad", ["Auto", "cubic", 1])

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pandas as pd
@@ -93,6 +94,26 @@ def test_a_fitted_estimator_is_the_full_fit_and_executors_agree():
     assert edge_stability(X, n_bootstrap=1, estimator=fitted_model, rng=3).feature_names == ("a", "b", "c")
 
 
+def test_a_fitted_estimator_accepts_its_data_in_any_row_order_and_as_a_frame():
+    X = _shifted_chain(150, 2)
+    fitted = CausalMixtureModel(max_components=2, rng=0).fit(X)
+    perm = np.random.default_rng(0).permutation(X.shape[0])
+    frame = pd.DataFrame(X[perm], columns=["a", "b", "c"])  # fitted on an array: any names
+    result = edge_stability(frame, n_bootstrap=1, estimator=fitted, rng=0)
+    assert result.feature_names == ("a", "b", "c")
+    np.testing.assert_array_equal(result.full_adjacency, fitted.adjacency_)
+
+
+def test_an_estimator_holding_an_executor_object_is_refitted_with_its_options():
+    X = _shifted_chain(150, 2)
+    with ThreadPoolExecutor(2) as pool:  # not deep-copyable (it holds a queue)
+        estimator = CausalMixtureModel(max_components=2, executor=pool)
+        with_pool = edge_stability(X, n_bootstrap=2, estimator=estimator, rng=1)
+    plain = edge_stability(X, n_bootstrap=2, estimator=CausalMixtureModel(max_components=2), rng=1)
+    np.testing.assert_array_equal(with_pool.edge_frequency, plain.edge_frequency)
+    np.testing.assert_array_equal(with_pool.change_frequency, plain.change_frequency)
+
+
 def test_summary_leads_with_the_full_fits_findings():
     X = _shifted_chain(300, 0)
     result = edge_stability(X, n_bootstrap=3, estimator=CausalMixtureModel(max_components=2, rng=0), rng=0)
@@ -150,6 +171,8 @@ def test_bad_input_is_refused_naming_the_argument():
     named = CausalMixtureModel(max_components=1, rng=0).fit(pd.DataFrame(X, columns=["a", "b", "c"]))
     with pytest.raises(ValueError, match=r"fitted on the columns \(a, b, c\) but X has \(a, c, b\)"):
         edge_stability(pd.DataFrame(X, columns=["a", "c", "b"]), n_bootstrap=1, estimator=named)
+    with pytest.raises(ValueError, match="fitted on other values than X"):
+        edge_stability(X + 0.01, n_bootstrap=1, estimator=fitted)
     with pytest.raises(TypeError, match="estimator must be a CausalMixtureModel, got dict"):
         edge_stability(X, n_bootstrap=1, estimator={})
     with pytest.raises(TypeError, match="replace must be True or False"):
