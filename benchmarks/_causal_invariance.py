@@ -11,11 +11,13 @@ Data sets (written here, independently of ``certkit.causal.make_mixture_sem``):
 * ``linear``: ``shift_sem`` of ``causal.py`` (linear-Gaussian, K = 2), n = 1,000, two seeds.
 
 Per data set the default ``CausalMixtureModel()`` is fitted with rng 0-3 and on one row permutation:
-the number of distinct (graph, K) answers, their edge F1, and the reached-best-BIC share: the fraction
-of these five fits whose total BIC (``score_``) equals the best found by any of them or by four more fits
+the number of distinct (graph, K) answers, their edge F1, and two reached-best-BIC shares: the fraction
+of these five fits whose total BIC (``score_``) is the best of the five (the issue's measure), and the
+fraction whose total BIC is within ``TOLERANCE`` of the best found by any of them or by four more fits
 whose EM starts are drawn from other keys (``data_seed`` salted; the default keys its starts by the
-data). Time: the mean default fit against ``mechanism="linear"`` (the default before issue 37), CPU
-seconds in this process.
+data), a stricter measure of whether the starts and the greedy search find the best fit. Time: the
+mean default fit against ``mechanism="linear"`` (the default before issue 37), CPU seconds in this
+process.
 """
 
 from __future__ import annotations
@@ -32,6 +34,8 @@ from certkit.causal.data import data_seed
 
 #: Fits with other start keys, against which the default's BIC is compared.
 OTHER_KEYS = 4
+#: BIC units below which two totals count as the same optimum (EM stops at a relative tolerance).
+TOLERANCE = 0.5
 
 
 def user_sem(seed: int, n: int = 1500) -> tuple[np.ndarray, np.ndarray]:
@@ -82,34 +86,39 @@ def bench_invariance(shift_sem) -> tuple[list[list], list[str]]:
             with mock.patch.object(estimator_module, "data_seed", lambda Y, s=salt: data_seed(Y) ^ s):
                 others.append(CausalMixtureModel(rng=0).fit(X).score_)
         _, linear_time = _timed_fit(X, mechanism="linear", rng=0)
-        best = min([m.score_ for m in fits] + others)
-        reached = np.mean([m.score_ <= best + 1e-9 * abs(best) for m in fits])
+        own_best = min(m.score_ for m in fits)
+        best = min([own_best, *others])
+        reached_own = np.mean([m.score_ == own_best for m in fits])
+        reached = np.mean([m.score_ <= best + TOLERANCE for m in fits])
         answers = {(m.adjacency_.tobytes(), tuple(m.n_components_)) for m in fits}
         f1 = sorted({round(edge_f1(A, m.adjacency_), 3) for m in fits})
         ratio = float(np.mean(seconds)) / linear_time
         rows.append([
             name, X.shape[0], fits[0].mechanism_, len(answers), ", ".join(f"{v:.3f}" for v in f1),
-            f"{reached:.0%}", f"{min(others):.1f} / {fits[0].score_:.1f}", f"{np.mean(seconds):.1f}",
-            f"{ratio:.2f}",
+            f"{reached_own:.0%}", f"{reached:.0%}", f"{min(others):.1f} / {fits[0].score_:.1f}",
+            f"{np.mean(seconds):.1f}", f"{ratio:.2f}",
         ])
-        shares.append(reached)
+        shares.append((reached_own, reached))
         ratios.append(ratio)
         distinct_all.append(len(answers))
         if name.startswith("user"):
             user_f1 += [edge_f1(A, m.adjacency_) for m in fits]
     verdict = {True: "PASS", False: "FAIL"}
     lines = [
-        f"reached-best-BIC share over all data sets: {np.mean(shares):.0%}; default / linear fit time: "
+        f"reached-best-BIC share over all data sets: {np.mean([s[0] for s in shares]):.0%} of the five "
+        f"fits, {np.mean([s[1] for s in shares]):.0%} with {OTHER_KEYS} other start keys (within "
+        f"{TOLERANCE:g}); default / linear fit time: "
         f"mean {np.mean(ratios):.2f}x, max {max(ratios):.2f}x",
         f"{verdict[max(distinct_all) == 1]} one (graph, K) per data set over rng 0-3 and a permutation "
         f"(most distinct answers: {max(distinct_all)})",
         f"{verdict[min(user_f1) >= 0.8]} edge F1 >= 0.8 on the user's data (lowest {min(user_f1):.3f})",
-        f"{verdict[max(ratios) <= 2.0]} at most 2x the time of the linear fit (the previous default)",
+        f"{verdict[max(ratios) <= 2.0]} at most 2x the time of the linear fit (the previous default; "
+        "the issue's target)",
     ]
     return rows, lines
 
 
 HEADERS = [
-    "data", "n", "kept", "distinct (graph, K)", "edge F1", "reached best BIC",
+    "data", "n", "kept", "distinct (graph, K)", "edge F1", "best of the five", "best with other keys",
     "best other key / default BIC", "default CPU s", "default / linear time",
 ]
