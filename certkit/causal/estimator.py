@@ -59,7 +59,7 @@ class CausalMixtureModel(BaseEstimator):
     Directions between $K = 1$ nodes with no v-structure nearby are not identified by the
     linear-Gaussian BIC (score-equivalent graphs): ties are broken by column index, so those
     orientations are arbitrary (``identified_`` says which are not and ``orientation_sources_`` why;
-    with spline mechanisms the score itself orients nonlinear edges), and
+    with spline mechanisms the score itself orients nonlinear edges).
     The fit runs on the rows sorted by value and its EM starts are keyed by the data, so a permutation of
     the rows or another ``rng`` gives the same fit (per-row outputs follow the caller's row order).
     ``max_components=1`` is a greedy search, not a guaranteed BIC optimum. EM local optima, non-Gaussian
@@ -286,11 +286,12 @@ class CausalMixtureModel(BaseEstimator):
             # A search that missed a better graph for one mechanism must not decide the mechanism: the
             # linear mechanisms are also fitted on the spline search's graph, and the spline ones on the
             # linear search's graph unless the spline fit already wins; the lower total BIC is kept.
+            graphs = {option: (model.adjacency_, model.order_) for option, model in fits.items()}
             for option, other in (("linear", "spline"), ("spline", "linear")):
                 if option == "spline" and fits["spline"].score_ < fits["linear"].score_ - AUTO_MARGIN:
                     break
                 model = type(self)(**{**params, "mechanism": option})
-                model._fit(X, names, option, graph=(fits[other].adjacency_, fits[other].order_))
+                model._fit(X, names, option, graph=graphs[other])  # the other search's own graph
                 n_scores += model.n_scores_
                 # (lower beyond rounding: a score-equivalent graph's total differs in the last bits)
                 if model.score_ < fits[option].score_ - 1e-9 * abs(fits[option].score_):
@@ -484,7 +485,9 @@ class CausalMixtureModel(BaseEstimator):
             ),
             f"mechanisms: {self.mechanism_}"
             + (f" (total BIC {scores}; auto keeps spline when lower by > {AUTO_MARGIN:g})"
-               if len(self.mechanism_scores_) > 1 else ""),
+               if len(self.mechanism_scores_) > 1
+               else " (auto: spline not tried, too few rows or search_samples for its mixtures)"
+               if self.mechanism == "auto" else ""),
         ]
         for m, nodes in enumerate(self.mixing_sets_):
             sizes = np.bincount(self.group_labels_[:, m])

@@ -160,17 +160,24 @@ def _check_fitted_on(estimator: CausalMixtureModel, X: np.ndarray, names: tuple[
             f"estimator was fitted on {estimator.labels_.shape[0]} samples but X has {n}; pass the X it "
             "was fitted on, or an unfitted estimator (edge_stability then fits it on X)"
         )
-    if estimator.data_key_ != data_seed(np.ascontiguousarray(X[canonical_order(X)]) + 0.0):
-        raise ValueError(
-            "estimator was fitted on other values than X (same shape, other data); pass the X it was "
-            "fitted on (any row order), or an unfitted estimator (edge_stability then fits it on X)"
-        )
     default = tuple(f"x{j}" for j in range(d))
     fitted_names = tuple(estimator.feature_names_in_)
     if names is not None and fitted_names != default and fitted_names != names:
         raise ValueError(
             f"estimator was fitted on the columns ({', '.join(fitted_names)}) but X has "
             f"({', '.join(names)}); pass the X it was fitted on, or an unfitted estimator"
+        )
+    key = vars(estimator).get("data_key_")
+    if key is None:
+        raise ValueError(
+            "estimator was fitted by an older certkit (it has no data_key_ to check X against); refit it, "
+            "or pass an unfitted estimator (edge_stability then fits it on X)"
+        )
+    if key != data_seed(np.ascontiguousarray(X[canonical_order(X)]) + 0.0):
+        raise ValueError(
+            "estimator was fitted on other values than X (same shape, other data, or the columns in "
+            "another order); pass the X it was fitted on (any row order), or an unfitted estimator "
+            "(edge_stability then fits it on X)"
         )
 
 
@@ -214,8 +221,9 @@ def edge_stability(
     estimator : CausalMixtureModel, optional
         The model whose findings are checked; default ``CausalMixtureModel()``. Unfitted, a clone is
         fitted on all of ``X`` for the full fit. Fitted (it has ``adjacency_``), its findings are the
-        full fit's and nothing is refitted on all rows: it must have been fitted on this ``X`` (same
-        numbers of samples and variables, and the same column names when ``X`` is a DataFrame). Its
+        full fit's and nothing is refitted on all rows: it must have been fitted on this ``X``: the
+        same values in any row order (``data_key_``), and when ``X`` is a DataFrame and the estimator
+        was fitted on one, the same column names (an estimator fitted on an array takes ``X``'s). Its
         parameters are the refits' protocol; an ``rng`` of None or a Generator is replaced by one seed
         drawn from ``rng`` and shared by every fit, so the result is reproducible from ``rng``.
     executor : None, int or executor

@@ -215,6 +215,9 @@ def _csv(tmp_path):
         ("--jobs", "-1", "--jobs must be >= 1, got -1"),
         ("--stability", "-2", "--stability must be >= 0, got -2"),
         ("--stability", str(10**9), "--stability must be <= 10000, got 1000000000"),
+        # the estimator's errors name the command's options, not the Python arguments
+        ("--search-samples", "5", "--search-samples must be >= 24, got 5"),
+        ("--max-components", "0", "--max-components must be >= 1, got 0"),
     ],
 )
 def test_cli_rejects_bad_counts(tmp_path, capsys, option, value, message):
@@ -222,6 +225,14 @@ def test_cli_rejects_bad_counts(tmp_path, capsys, option, value, message):
     assert main(["causal", str(_csv(tmp_path)), option, value]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0] == f"certkit causal: error: {message}"
+
+
+def test_cli_names_a_bad_n_knots_in_one_line(tmp_path, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["causal", str(_csv(tmp_path)), "--n-knots", "abc"])
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert "argument --n-knots: expected 'bic' or an integer, got 'abc'" in err and "_n_knots" not in err
 
 
 @pytest.mark.parametrize("suffix", [".npy", ".npz"])

@@ -173,6 +173,12 @@ def test_bad_input_is_refused_naming_the_argument():
         edge_stability(pd.DataFrame(X, columns=["a", "c", "b"]), n_bootstrap=1, estimator=named)
     with pytest.raises(ValueError, match="fitted on other values than X"):
         edge_stability(X + 0.01, n_bootstrap=1, estimator=fitted)
+    with pytest.raises(ValueError, match="or the columns in another order"):
+        edge_stability(X[:, [0, 2, 1]], n_bootstrap=1, estimator=fitted)
+    old = clone(fitted).fit(X)
+    del old.data_key_  # as fitted by a certkit before data_key_
+    with pytest.raises(ValueError, match=r"fitted by an older certkit .* refit it"):
+        edge_stability(X, n_bootstrap=1, estimator=old)
     with pytest.raises(TypeError, match="estimator must be a CausalMixtureModel, got dict"):
         edge_stability(X, n_bootstrap=1, estimator={})
     with pytest.raises(TypeError, match="replace must be True or False"):
