@@ -98,8 +98,8 @@ class CausalMixtureModel(BaseEstimator):
         ones on the linear fit's graph (unless the spline fit already wins), each mechanism keeping its
         lower total BIC (``score_``). The spline fit is kept when its total BIC is lower by more than
         `AUTO_MARGIN` = 10, else the linear one (also when the rows or ``search_samples`` are too few for
-        the spline mixtures); ``mechanism_`` says which. The time is 2-3.5 times that of the linear fit
-        alone (docs/causal.md).
+        the spline mixtures); ``mechanism_`` says which. The time is about 2-4 times that of the linear
+        fit alone (docs/causal.md).
     n_knots : int or "bic"
         Interior knots of each parent's spline basis (not with ``"linear"``): an int (0 .. 50), or
         ``"bic"`` (default): per (node, parent), the linear term or 0 .. 3 knots, whichever gives the
