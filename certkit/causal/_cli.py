@@ -34,6 +34,7 @@ def _n_knots(value: str) -> int | str:
 
 def _as_options(message: str) -> str:
     """An error of the estimator with its argument names replaced by this command's options."""
+    message = re.sub(r"\bmechanism='(\w+)'", r"--mechanism \1", message)
     return re.sub(r"\b(" + "|".join(_OPTIONS) + r")\b", lambda m: _OPTIONS[m.group(1)], message)
 
 
