@@ -125,6 +125,26 @@ def _error_message(exc: BaseException, parser: argparse.ArgumentParser) -> str:
     return text
 
 
+def cli_words(exc: BaseException, parser: argparse.ArgumentParser) -> str:
+    """The library's message as one line in the command line's words (``parser``: the subcommand's
+    options): ``backend='milp'`` becomes ``--backend milp``, and an option's name with an underscore
+    (``batch_size``) its flag, wherever they appear in the message."""
+    if isinstance(exc, OSError):
+        return _error_message(exc, parser)
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    for action in parser._actions:
+        flags = [s for s in action.option_strings if s.startswith("--")]
+        if flags:
+            text = re.sub(
+                rf"(?<![-\w]){re.escape(action.dest)}=(['\"]?)([\w.+-]+)\1", rf"{flags[0]} \2", text
+            )
+            if isinstance(action, argparse._StoreTrueAction):
+                text = text.replace(f"{flags[0]} True", flags[0])
+            if "_" in action.dest:  # a plain word otherwise (loss, epochs): left as the library says it
+                text = re.sub(rf"(?<![-\w]){re.escape(action.dest)}(?![\w(])", flags[0], text)
+    return _error_message(ValueError(text), parser)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``certkit`` command."""
     argv = list(sys.argv[1:] if argv is None else argv)

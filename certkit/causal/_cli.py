@@ -3,23 +3,15 @@
 from __future__ import annotations
 
 import argparse
-import re
 import sys
 import time
 
 import numpy as np
 
+from certkit.cli import cli_words
+
 NAME = "causal"
 HELP = "causal mixture discovery: causal graph, changing mechanisms and hidden groups from pooled data"
-
-
-#: The estimator's argument names in its errors, as the options of this command.
-_OPTIONS = {
-    "max_components": "--max-components",
-    "search_samples": "--search-samples",
-    "n_knots": "--n-knots",
-    "n_bootstrap": "--stability",
-}
 
 
 def _n_knots(value: str) -> int | str:
@@ -30,12 +22,6 @@ def _n_knots(value: str) -> int | str:
         return int(value)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected 'bic' or an integer, got {value!r}") from None
-
-
-def _as_options(message: str) -> str:
-    """An error of the estimator with its argument names replaced by this command's options."""
-    message = re.sub(r"\bmechanism='(\w+)'", r"--mechanism \1", message)
-    return re.sub(r"\b(" + "|".join(_OPTIONS) + r")\b", lambda m: _OPTIONS[m.group(1)], message)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -144,7 +130,9 @@ def run(args: argparse.Namespace) -> int:
                 progress=True,
             )
     except (ValueError, TypeError, OSError, ImportError) as exc:
-        print(f"certkit causal: error: {_as_options(str(exc))}", file=sys.stderr)
+        parser = argparse.ArgumentParser()
+        add_arguments(parser)  # to write the estimator's argument names as their flags
+        print(f"certkit causal: error: {cli_words(exc, parser)}", file=sys.stderr)
         return 2
     print(model.summary())
     print(f"\n{X.shape[0]} samples x {X.shape[1]} variables in {elapsed:.1f} s")

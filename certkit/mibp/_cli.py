@@ -4,12 +4,12 @@ section."""
 from __future__ import annotations
 
 import argparse
-import re
 import sys
 import time
 
 import numpy as np
 
+from certkit.cli import cli_words
 from certkit.mibp._cli_data import DATASETS, _builtin, _encode, load_data, load_file, load_weights
 from certkit.mibp._demo import demo
 
@@ -263,27 +263,6 @@ def _recipe_words(args: argparse.Namespace, rate: str) -> str:
     return ", ".join(words)
 
 
-def _cli_words(exc: BaseException, parser: argparse.ArgumentParser) -> str:
-    """The library's message as one line in the command line's words: ``backend='milp'`` becomes
-    ``--backend milp``, and an option's name with an underscore (``batch_size``) its flag."""
-    from certkit.cli import _error_message
-
-    if isinstance(exc, OSError):
-        return _error_message(exc, parser)
-    text = " ".join(str(exc).split()) or type(exc).__name__
-    for action in parser._actions:
-        flags = [s for s in action.option_strings if s.startswith("--")]
-        if flags:
-            text = re.sub(
-                rf"(?<![-\w]){re.escape(action.dest)}=(['\"]?)([\w.+-]+)\1", rf"{flags[0]} \2", text
-            )
-            if isinstance(action, argparse._StoreTrueAction):
-                text = text.replace(f"{flags[0]} True", flags[0])
-            if "_" in action.dest:  # a plain word otherwise (loss, epochs): left as the library says it
-                text = re.sub(rf"(?<![-\w]){re.escape(action.dest)}(?![\w(])", flags[0], text)
-    return _error_message(ValueError(text), parser)
-
-
 def _majority_rate(y_test: np.ndarray) -> float:
     return float(np.max(np.unique(y_test, return_counts=True)[1]) / len(y_test))
 
@@ -351,7 +330,7 @@ def run(args: argparse.Namespace) -> int:
         return 2
     except (ValueError, TypeError, OSError, ImportError) as exc:
         sys.stdout.flush()
-        print(f"certkit mibp: error: {_cli_words(exc, parser)}", file=sys.stderr)
+        print(f"certkit mibp: error: {cli_words(exc, parser)}", file=sys.stderr)
         return 2
     data, y_test, about = setup[0], setup[2], setup[-1]
     print(res.summary())
@@ -378,7 +357,7 @@ def run(args: argparse.Namespace) -> int:
             _write_output(args, data, y_test, res, cert, about, chance, remark)
         except (ValueError, OSError) as exc:
             sys.stdout.flush()
-            print(f"certkit mibp: error: {_cli_words(exc, parser)}", file=sys.stderr)
+            print(f"certkit mibp: error: {cli_words(exc, parser)}", file=sys.stderr)
             return 2
         print(f"  results written to      {args.output}")
     print(f"  total time              {time.perf_counter() - start:.1f} s")
