@@ -10,7 +10,7 @@ import numpy as np
 
 from certkit._validation import check_array, check_squares_fit
 
-__all__ = ["canonical_order", "check_data", "data_seed"]
+__all__ = ["canonical_data", "canonical_order", "check_data", "data_seed"]
 
 
 def check_data(X: Any, name: str = "X") -> tuple[np.ndarray, tuple[str, ...] | None]:
@@ -62,6 +62,13 @@ def canonical_order(X: np.ndarray) -> np.ndarray:
     in the same order too).
     """
     return np.lexsort(X.T[::-1])
+
+
+def canonical_data(X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(rows, X[rows])``: the ``canonical_order`` and the rows in it, contiguous, with ``-0.0`` made
+    ``0.0`` (equal rows are then equal bit for bit): what a causal fit runs on and ``data_seed`` hashes."""
+    rows = canonical_order(X)
+    return rows, np.ascontiguousarray(X[rows]) + 0.0
 
 
 def data_seed(X: np.ndarray) -> int:

@@ -19,7 +19,7 @@ from certkit._validation import (
     check_progress,
     check_rng,
 )
-from certkit.causal.data import canonical_order, check_data, data_seed
+from certkit.causal.data import canonical_data, check_data, data_seed
 from certkit.causal.equivalence import cpdag, identified_orientations, orientation_sources
 from certkit.causal.joint import JointMixtureResult, node_mechanism
 from certkit.causal.mixing import _link_sets, form_mixing_variables
@@ -309,14 +309,18 @@ class CausalMixtureModel(BaseEstimator):
         """Whether ``n`` rows (and ``search_samples`` of them for the search) fit this mechanism's
         mixtures on all other variables."""
         try:
-            settings = self._settings(n, d, 0, self.mechanism)
+            self._search_size(self._settings(n, d, 0, self.mechanism), d)
         except ValueError:
             return False
+        return True
+
+    def _search_size(self, settings: ScoreSettings, d: int) -> int | None:
+        """``search_samples``, checked: at least the parameters of the mixtures on all other variables."""
+        if self.search_samples is None:
+            return None
         width = max_width(d, settings.mechanism, settings.n_knots)
         need = n_mixture_parameters(settings.max_components, width)
-        return self.search_samples is None or not isinstance(self.search_samples, (int, np.integer)) or (
-            self.search_samples >= need
-        )
+        return check_integer(self.search_samples, "search_samples", minimum=need)
 
     def _fit(
         self,
@@ -330,10 +334,8 @@ class CausalMixtureModel(BaseEstimator):
         gen = check_rng(self.rng)
         n, d = X.shape
         # Every fit runs on the rows sorted by value, with EM starts keyed by the sorted data: a
-        # permutation of the rows, or another rng, gives the same fit (-0.0 + 0.0 is 0.0: equal rows
-        # are equal bit for bit).
-        rows = canonical_order(X)
-        X = np.ascontiguousarray(X[rows]) + 0.0
+        # permutation of the rows, or another rng, gives the same fit.
+        rows, X = canonical_data(X)
         self.data_key_ = data_seed(X)
         settings = self._settings(n, d, self.data_key_, mechanism)
         search = check_in_options(self.search, "search", ("topic", "ges"))
@@ -354,17 +356,10 @@ class CausalMixtureModel(BaseEstimator):
         if self.standardize:
             X = (X - X.mean(axis=0)) / X.std(axis=0)
         X_search = X
-        if self.search_samples is not None:
-            m = check_integer(
-                self.search_samples,
-                "search_samples",
-                minimum=n_mixture_parameters(
-                    settings.max_components, max_width(d, settings.mechanism, settings.n_knots)
-                ),
-            )
-            if m < n:
-                subsample = gen.choice(n, size=m, replace=False)
-                X_search = np.ascontiguousarray(X[np.sort(subsample)])
+        m = self._search_size(settings, d)
+        if m is not None and m < n:
+            subsample = gen.choice(n, size=m, replace=False)
+            X_search = np.ascontiguousarray(X[np.sort(subsample)])
 
         # One native thread here as in the workers: a score never depends on where it was computed.
         with single_threaded(), resolve_executor(self.executor) as executor:

@@ -21,7 +21,7 @@ from certkit._validation import (
     check_progress,
     check_rng,
 )
-from certkit.causal.data import canonical_order, check_data, data_seed
+from certkit.causal.data import canonical_data, check_data, data_seed
 from certkit.causal.estimator import ESTIMATOR_MECHANISMS, CausalMixtureModel
 from certkit.causal.mixture_regression import n_mixture_parameters
 from certkit.causal.spline import check_n_knots, max_width
@@ -173,7 +173,7 @@ def _check_fitted_on(estimator: CausalMixtureModel, X: np.ndarray, names: tuple[
             "estimator was fitted by an older certkit (it has no data_key_ to check X against); refit it, "
             "or pass an unfitted estimator (edge_stability then fits it on X)"
         )
-    if key != data_seed(np.ascontiguousarray(X[canonical_order(X)]) + 0.0):
+    if key != data_seed(canonical_data(X)[1]):
         raise ValueError(
             "estimator was fitted on other values than X (same shape, other data, or the columns in "
             "another order); pass the X it was fitted on (any row order), or an unfitted estimator "
