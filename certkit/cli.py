@@ -22,6 +22,7 @@ import sys
 import textwrap
 import time
 from collections.abc import Sequence
+from typing import NoReturn
 
 import certkit
 
@@ -44,12 +45,25 @@ def _load_commands() -> list:
     return [importlib.import_module(name) for name in _COMMANDS]
 
 
+class _Parser(argparse.ArgumentParser):
+    """An argument parser whose errors are one line ``<prog>: error: <message>`` on stderr (no usage
+    block; ``--help`` shows it) and exit status 2. Its subparsers are of this class too."""
+
+    def error(self, message: str) -> NoReturn:
+        """Print ``message`` as the one error line and exit with status 2.
+
+        Parameters
+        ----------
+        message : str
+            argparse's message.
+        """
+        self.exit(2, f"{self.prog}: error: {' '.join(message.split())}\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser (exposed for the docs and the tests)."""
     commands = _load_commands()
-    parser = argparse.ArgumentParser(
-        prog="certkit", description="Statistical guarantees for machine learning."
-    )
+    parser = _Parser(prog="certkit", description="Statistical guarantees for machine learning.")
     parser.add_argument("--version", action="version", version=f"certkit {certkit.__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     demo = sub.add_parser(
@@ -126,23 +140,51 @@ def _error_message(exc: BaseException, parser: argparse.ArgumentParser) -> str:
 
 
 def cli_words(exc: BaseException, parser: argparse.ArgumentParser) -> str:
-    """The library's message as one line in the command line's words (``parser``: the subcommand's
-    options): ``backend='milp'`` becomes ``--backend milp``, and an option's name with an underscore
-    (``batch_size``) its flag, wherever they appear in the message."""
+    """The library's message as one line in the command line's words.
+
+    ``backend='milp'`` becomes ``--backend milp``, and an option's name with an underscore
+    (``batch_size``) its flag, wherever they appear in the message, except in the user's data: quoted
+    text (``'search_samples'``, a column name) and paths (``./max_components.csv``) are left as they are.
+
+    Parameters
+    ----------
+    exc : BaseException
+        The library's error.
+    parser : argparse.ArgumentParser
+        The subcommand's options.
+
+    Returns
+    -------
+    str
+        The message, on one line.
+    """
     if isinstance(exc, OSError):
         return _error_message(exc, parser)
     text = " ".join(str(exc).split()) or type(exc).__name__
+    flags = {}  # dest -> (its first long flag, whether it is a switch)
     for action in parser._actions:
-        flags = [s for s in action.option_strings if s.startswith("--")]
-        if flags:
-            text = re.sub(
-                rf"(?<![-\w]){re.escape(action.dest)}=(['\"]?)([\w.+-]+)\1", rf"{flags[0]} \2", text
-            )
-            if isinstance(action, argparse._StoreTrueAction):
-                text = text.replace(f"{flags[0]} True", flags[0])
-            if "_" in action.dest:  # a plain word otherwise (loss, epochs): left as the library says it
-                text = re.sub(rf"(?<![-\w]){re.escape(action.dest)}(?![\w(])", flags[0], text)
-    return _error_message(ValueError(text), parser)
+        long = [s for s in action.option_strings if s.startswith("--")]
+        if long:
+            flags[action.dest] = (long[0], isinstance(action, argparse._StoreTrueAction))
+    # longest first (max_components before max); no options: a pattern that never matches
+    names = "|".join(re.escape(dest) for dest in sorted(flags, key=len, reverse=True)) or "(?!)"
+    words = re.compile(
+        r"(?<!\w)(?P<quote>['\"]).*?(?P=quote)(?!\w)"  # quoted text (not an apostrophe): kept
+        rf"|(?<![-\w./\\])(?P<dest>{names})"  # an argument name, not inside a path
+        r"(?:=(?P<q>['\"]?)(?P<value>[\w.+-]+)(?P=q)|(?![\w(/\\]|\.\w))"  # =value, or not a call/file
+    )
+
+    def rewrite(match: re.Match) -> str:
+        dest, value = match["dest"], match["value"]
+        if dest is None:
+            return match[0]
+        flag, switch = flags[dest]
+        if value is not None:
+            return flag if switch and value == "True" else f"{flag} {value}"
+        # a plain word otherwise (loss, epochs): left as the library says it
+        return flag if "_" in dest else match[0]
+
+    return _error_message(ValueError(words.sub(rewrite, text)), parser)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -152,7 +194,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"certkit {certkit.__version__}")
         return 0
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)
+    if extra:  # reported by the subcommand, as its other errors are
+        (_subparser(parser, args.command) if args.command else parser).error(
+            f"unrecognized arguments: {' '.join(extra)}"
+        )
     if args.command is None:
         parser.print_help()
         return 0

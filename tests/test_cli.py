@@ -234,3 +234,70 @@ sys.exit(cli.main(["demo"]))
     assert "nan" not in proc.stdout and "skipped" not in proc.stdout
     assert 'pip install "certkit[gurobi]" or "certkit[scip]" adds the exact certificate' in proc.stdout
     assert 'pip install "certkit[torch]" adds the attacked columns' in proc.stdout
+
+
+@pytest.mark.parametrize(
+    ("argv", "command", "message"),
+    [
+        (["frobnicate"], "certkit", "argument COMMAND: invalid choice: 'frobnicate'"),
+        (["--bogus"], "certkit", "unrecognized arguments: --bogus"),
+        (["demo", "--seed", "abc"], "certkit demo", "argument --seed: invalid int value: 'abc'"),
+        (
+            ["causal", "x.csv", "--n-knots", "foo"],
+            "certkit causal",
+            "argument --n-knots: expected 'bic' or an integer, got 'foo'",
+        ),
+        (
+            ["causal", "x.csv", "--dataset", "sachs"],
+            "certkit causal",
+            "argument --dataset: not allowed with argument csv",
+        ),
+        (["causal"], "certkit causal", "one of the arguments csv --dataset is required"),
+        (["causal", "x.csv", "--bogus", "3"], "certkit causal", "unrecognized arguments: --bogus 3"),
+        (["mibp", "--epochs", "x"], "certkit mibp", "argument --epochs: invalid int value: 'x'"),
+        (["conformal", "--sigma", "x"], "certkit conformal", "argument --sigma: invalid float value: 'x'"),
+        (["circuits", "--radius", "x"], "certkit circuits", "argument --radius: invalid int value: 'x'"),
+        (["performative", "--p", "x"], "certkit performative", "argument --p: invalid float value: 'x'"),
+        (["ope", "--n", "x"], "certkit ope", "argument --n: invalid int value: 'x'"),
+    ],
+)
+def test_parser_errors_are_one_line_with_status_2(capsys, argv, command, message):
+    # the usage block came before the error line
+    with pytest.raises(SystemExit) as exc:
+        cli.main(argv)
+    assert exc.value.code == 2
+    captured = capsys.readouterr()
+    assert captured.err.startswith(f"{command}: error: {message}") and captured.err.count("\n") == 1
+    assert captured.out == ""
+
+
+def test_help_still_shows_the_usage(capsys):
+    with pytest.raises(SystemExit) as exc:
+        cli.main(["causal", "--help"])
+    assert exc.value.code == 0
+    assert capsys.readouterr().out.startswith("usage: certkit causal [-h]")
+
+
+def test_cli_words_rewrites_option_names_but_not_user_data():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--backend")
+    parser.add_argument("--batch-size")
+    parser.add_argument("--max-components")
+    parser.add_argument("--log", action="store_true")
+    for message, expected in [
+        # the options' names, as before
+        ("backend='milp' needs batch_size", "--backend milp needs --batch-size"),
+        ('use backend="scip" or batch_size=3', "use --backend scip or --batch-size 3"),
+        ("log=True needs values > 0", "--log needs values > 0"),
+        (
+            "the estimator's mixture; use a smaller max_components.",
+            "the estimator's mixture; use a smaller --max-components.",
+        ),
+        # user data, left as they are: quoted text and paths (a column or file named like an option)
+        ("X has constant column(s) 'batch_size', \"max_components\"; drop them", None),
+        ("./max_components.csv line 2, column 'b': 'x' is not a number", None),
+        ("max_components.csv line 2", None),
+        ("data/max_components/x.csv and C:\\max_components\\y.csv", None),
+        ("batch_size(x) is a call", None),
+    ]:
+        assert cli.cli_words(ValueError(message), parser) == (expected or message)

@@ -46,7 +46,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--n-knots",
         type=_n_knots,
-        default="bic",
+        default=None,  # None: not given (refused with --mechanism linear), the estimator's default bic
         help="interior knots of each parent's spline basis, 0-50, or bic: per (node, parent) the linear "
         "term or 0-3 knots by the BIC (default bic; not with --mechanism linear)",
     )
@@ -58,8 +58,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=int,
         default=0,
         metavar="B",
-        help="also refit with the same settings on B subsamples (80%%) and report the fraction of refits "
-        "that reproduce each finding of the fit, then edge / mechanism frequencies (default 0: off)",
+        help="also refit with the same settings on B subsamples (--sample-fraction of the rows) and report "
+        "the fraction of refits that reproduce each finding of the fit, then edge / mechanism frequencies "
+        "(default 0: off)",
+    )
+    parser.add_argument(
+        "--sample-fraction",
+        type=float,
+        default=0.8,
+        metavar="F",
+        help="with --stability: the fraction of the rows in each refit, drawn without replacement "
+        "(default 0.8)",
     )
     parser.add_argument(
         "--search-samples",
@@ -98,24 +107,32 @@ def run(args: argparse.Namespace) -> int:
     """Fit the model and print its summary (and the stability table with ``--stability``)."""
     from certkit._validation import check_integer
     from certkit.causal import CausalMixtureModel, ami, edge_f1, edge_stability, shd
-    from certkit.causal.stability import MAX_BOOTSTRAP
+    from certkit.causal.stability import MAX_BOOTSTRAP, resample_size
     from certkit.parallel import MAX_LOCAL_WORKERS
 
     # checked before any work; main() reports these naming the option (--jobs, --stability)
     check_integer(args.jobs, "jobs", minimum=1, maximum=MAX_LOCAL_WORKERS)
     check_integer(args.stability, "stability", minimum=0, maximum=MAX_BOOTSTRAP)
+    if args.n_knots is not None and args.mechanism == "linear":
+        raise ValueError(
+            "--n-knots does not apply to --mechanism linear (it sets the knots of spline mechanisms): drop "
+            "--n-knots, or use --mechanism spline or auto"
+        )
+    knots = {} if args.n_knots is None else {"n_knots": args.n_knots}  # not given: the estimator's default
     try:
         X, names, truth = _load(args)
         model = CausalMixtureModel(
             args.max_components,
             search=args.search,
             mechanism=args.mechanism,
-            n_knots=args.n_knots,
+            **knots,
             search_samples=args.search_samples or None,
             rng=args.seed,
             executor=args.jobs if args.jobs > 1 else None,
             progress=True,
         )
+        if args.stability:  # before the full fit: a --sample-fraction too small for the refits
+            resample_size(model, X.shape[0], X.shape[1], args.sample_fraction, False)
         start = time.perf_counter()
         model.fit(_named(X, names))
         elapsed = time.perf_counter() - start
@@ -124,6 +141,7 @@ def run(args: argparse.Namespace) -> int:
             stability = edge_stability(
                 _named(X, names),
                 n_bootstrap=args.stability,
+                sample_fraction=args.sample_fraction,
                 estimator=model,  # fitted: its findings are the ones checked, its settings refitted
                 executor=args.jobs if args.jobs > 1 else None,
                 rng=args.seed,

@@ -10,7 +10,7 @@ import numpy as np
 
 from certkit._validation import check_array, check_squares_fit
 
-__all__ = ["canonical_data", "canonical_order", "check_data", "data_seed"]
+__all__ = ["canonical_data", "canonical_order", "check_data", "constant_columns", "data_seed"]
 
 
 def check_data(X: Any, name: str = "X") -> tuple[np.ndarray, tuple[str, ...] | None]:
@@ -43,15 +43,19 @@ def check_data(X: Any, name: str = "X") -> tuple[np.ndarray, tuple[str, ...] | N
             "regressions on the other variables many more)"
         )
     check_squares_fit(X, name, range(d))
-    spread = X.std(axis=0)
-    # Relative tolerance: a spread at rounding level of the column's magnitude is a constant.
-    constant = np.flatnonzero(~(spread > 1e-10 * np.abs(X).max(axis=0)))
+    constant = constant_columns(X)
     if constant.size:
-        which = ", ".join(names[j] if names else str(j) for j in constant)
+        which = ", ".join(repr(names[j]) if names else str(j) for j in constant)  # names quoted: user data
         raise ValueError(
             f"{name} has constant column(s) {which}; drop them (a constant has no causal mechanism)"
         )
     return X, names
+
+
+def constant_columns(X: np.ndarray) -> np.ndarray:
+    """Indices of the columns of ``X`` (n, d) that are constant: a spread at rounding level of the
+    column's magnitude (standard deviation at most ``1e-10`` times its largest absolute value)."""
+    return np.flatnonzero(~(X.std(axis=0) > 1e-10 * np.abs(X).max(axis=0)))
 
 
 def canonical_order(X: np.ndarray) -> np.ndarray:

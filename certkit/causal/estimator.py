@@ -117,9 +117,10 @@ class CausalMixtureModel(BaseEstimator):
         Scale every column to mean 0 and variance 1 before fitting (the coefficients are then in
         standard units).
     rng : None, int or numpy.random.Generator
-        Seeds the ``search_samples`` subsample, the only random draw of the fit: the EM starts are keyed
-        by a fingerprint of the sorted data, (fingerprint, node, K, parents) per local score, so the same
-        data give the same fit whatever ``rng``.
+        Seeds the ``search_samples`` subsample, the only random draw of the fit (one subsample, shared by
+        every fit of ``"auto"``): the EM starts are keyed by a fingerprint of the sorted data,
+        (fingerprint, node, K, parents) per local score, so the same data give the same fit whatever
+        ``rng``.
     executor : None, int or executor
         Where candidate scores and candidate joint fits are computed (``certkit.parallel``); same results.
     progress : bool or str
@@ -275,6 +276,12 @@ class CausalMixtureModel(BaseEstimator):
         # Each mechanism is fitted into a fresh copy (the executor shared, not copied: a Dask client
         # cannot be deep-copied), so a fit that raises leaves this estimator as it was.
         params = self.get_params(deep=False)
+        fitted_params = dict(params)
+        if self.search_samples is not None and (
+            self.rng is None or isinstance(self.rng, np.random.Generator)
+        ):
+            # one subsample for every fit of "auto" (an int rng gives each fit the same one already)
+            params["rng"] = int(check_rng(self.rng).integers(0, 2**63 - 1))
         fits, n_scores = {}, 0
         for option in ("linear", "spline") if mechanism == "auto" else (mechanism,):
             model = type(self)(**{**params, "mechanism": option})
@@ -303,6 +310,9 @@ class CausalMixtureModel(BaseEstimator):
         self.__dict__.update({k: v for k, v in vars(fits[chosen]).items() if k.endswith("_")})
         self.mechanism_ = chosen
         self.mechanism_scores_, self.n_scores_ = scores, n_scores
+        # the parameters of this fit (edge_stability refits with them; summary() reports the mechanism
+        # asked for) and whether X named its columns
+        self._fit_params, self._named_columns = fitted_params, names is not None
         return self
 
     def _enough_rows(self, n: int, d: int) -> bool:
@@ -482,7 +492,7 @@ class CausalMixtureModel(BaseEstimator):
             + (f" (total BIC {scores}; auto keeps spline when lower by > {AUTO_MARGIN:g})"
                if len(self.mechanism_scores_) > 1
                else " (auto: spline not tried, too few rows or search_samples for its mixtures)"
-               if self.mechanism == "auto" else ""),
+               if vars(self).get("_fit_params", {}).get("mechanism") == "auto" else ""),
         ]
         for m, nodes in enumerate(self.mixing_sets_):
             sizes = np.bincount(self.group_labels_[:, m])

@@ -21,16 +21,19 @@ from certkit._validation import (
     check_progress,
     check_rng,
 )
-from certkit.causal.data import canonical_data, check_data, data_seed
+from certkit.causal.data import canonical_data, check_data, constant_columns, data_seed
 from certkit.causal.estimator import ESTIMATOR_MECHANISMS, CausalMixtureModel
 from certkit.causal.mixture_regression import n_mixture_parameters
 from certkit.causal.spline import check_n_knots, max_width
 from certkit.parallel import parallel_map
 
-__all__ = ["MAX_BOOTSTRAP", "StabilityResult", "edge_stability"]
+__all__ = ["MAX_BOOTSTRAP", "MAX_REDRAWS", "StabilityResult", "edge_stability", "resample_size"]
 
 #: Most resampled fits: each is a whole model fit (seconds), and 10,000 resolve frequencies to 1e-4.
 MAX_BOOTSTRAP = 10_000
+
+#: Most draws of one resample (a draw that leaves a column constant is drawn again).
+MAX_REDRAWS = 100
 
 
 @dataclass(frozen=True)
@@ -60,6 +63,8 @@ class StabilityResult(ResultMixin):
     change_agreement : ndarray (d,)
         Fraction of refits in which node ``j`` is changing exactly when the fit on all rows says so:
         ``change_frequency`` for a changing node, ``1 - change_frequency`` for an invariant one.
+    n_redrawn : int
+        Draws refused because they left a column constant (each such resample was drawn again).
     """
 
     edge_frequency: np.ndarray
@@ -72,6 +77,7 @@ class StabilityResult(ResultMixin):
     full_changing: np.ndarray
     full_mixing_sets: list[frozenset[int]]
     change_agreement: np.ndarray
+    n_redrawn: int = 0
 
     def stable_edges(self, threshold: float = 0.5) -> list[tuple[str, str, float]]:
         """Edges found in more than ``threshold`` of the refits, most stable first: (cause, effect, freq)."""
@@ -134,17 +140,43 @@ class StabilityResult(ResultMixin):
                     title="Mixing sets",
                 ),
             ]
+        if self.n_redrawn:
+            lines += ["", f"{self.n_redrawn} draw(s) left a column constant and were drawn again"]
         return "\n".join(lines)
 
 
+def _resample(
+    X: np.ndarray, size: int, replace: bool, seed: int, names: tuple[str, ...]
+) -> tuple[np.ndarray, int]:
+    """The resample ``seed`` draws, and how many draws were refused first: a draw that leaves a column
+    constant (a rare value missed) is drawn again, as a fit needs every column to vary."""
+    gen = np.random.default_rng(seed)
+    for redraws in range(MAX_REDRAWS):
+        sample = X[gen.choice(X.shape[0], size=size, replace=replace)]
+        constant = constant_columns(sample)
+        if not constant.size:
+            return sample, redraws
+    raise ValueError(
+        f"{MAX_REDRAWS} draws of {size} rows in a row left column {names[constant[0]]!r} constant (it takes "
+        "one value in almost every row); use a larger sample_fraction, or drop the column"
+    )
+
+
 def _fit_findings(
-    X: np.ndarray, template: CausalMixtureModel, size: int, replace: bool, seed: int | None
+    X: np.ndarray,
+    template: CausalMixtureModel,
+    size: int,
+    replace: bool,
+    names: tuple[str, ...],
+    seed: int | None,
 ) -> tuple[Any, ...]:
-    """Fit a clone of ``template`` on all rows (``seed`` None) or on the resample ``seed`` draws."""
+    """Fit a clone of ``template`` on all rows (``seed`` None) or on the resample ``seed`` draws:
+    its findings and the number of draws refused."""
+    redraws = 0
     if seed is not None:
-        X = X[np.random.default_rng(seed).choice(X.shape[0], size=size, replace=replace)]
+        X, redraws = _resample(X, size, replace, seed, names)
     model = clone(template).fit(X)
-    return model.adjacency_, model.n_components_, model.mixing_sets_
+    return model.adjacency_, model.n_components_, model.mixing_sets_, redraws
 
 
 def _check_fitted_on(estimator: CausalMixtureModel, X: np.ndarray, names: tuple[str, ...] | None) -> None:
@@ -160,9 +192,8 @@ def _check_fitted_on(estimator: CausalMixtureModel, X: np.ndarray, names: tuple[
             f"estimator was fitted on {estimator.labels_.shape[0]} samples but X has {n}; pass the X it "
             "was fitted on, or an unfitted estimator (edge_stability then fits it on X)"
         )
-    default = tuple(f"x{j}" for j in range(d))
     fitted_names = tuple(estimator.feature_names_in_)
-    if names is not None and fitted_names != default and fitted_names != names:
+    if names is not None and vars(estimator).get("_named_columns", True) and fitted_names != names:
         raise ValueError(
             f"estimator was fitted on the columns ({', '.join(fitted_names)}) but X has "
             f"({', '.join(names)}); pass the X it was fitted on, or an unfitted estimator"
@@ -179,6 +210,69 @@ def _check_fitted_on(estimator: CausalMixtureModel, X: np.ndarray, names: tuple[
             "another order); pass the X it was fitted on (any row order), or an unfitted estimator "
             "(edge_stability then fits it on X)"
         )
+    fitted_params = vars(estimator).get("_fit_params")
+    if fitted_params is None:
+        raise ValueError(
+            "estimator was fitted by an older certkit (it does not record its fit's parameters); refit it, "
+            "or pass an unfitted estimator (edge_stability then fits it on X)"
+        )
+    params = estimator.get_params(deep=False)
+    changed = [  # the executor and the progress bar do not change a fit
+        f"{name}: {fitted_params.get(name)!r} -> {value!r}"
+        for name, value in params.items()
+        if name not in ("executor", "progress") and not _same_value(fitted_params.get(name), value)
+    ]
+    if changed:
+        raise ValueError(
+            f"estimator's parameters were changed after its fit ({'; '.join(changed)}): its findings are not "
+            "those of the refits' protocol; refit it, or pass an unfitted estimator"
+        )
+
+
+def _same_value(a: Any, b: Any) -> bool:
+    """``a`` and ``b`` are the same parameter value (the same object, or equal)."""
+    if a is b:
+        return True
+    try:
+        return bool(a == b)
+    except (TypeError, ValueError):  # no truth value: not the same
+        return False
+
+
+def resample_size(
+    estimator: CausalMixtureModel, n: int, d: int, sample_fraction: float, replace: bool
+) -> int:
+    """Rows of each refit's resample, ``round(sample_fraction * n)``, checked against the estimator's
+    mixtures: with ``mechanism="auto"`` the spline ones whenever the full fit tries splines (fitted: it
+    did, unfitted: ``n`` rows allow them), so every refit runs the full fit's protocol.
+
+    Raises
+    ------
+    ValueError
+        ``sample_fraction`` is out of range or draws fewer rows than those mixtures have parameters.
+    """
+    sample_fraction = check_positive(sample_fraction, "sample_fraction")
+    if not replace and sample_fraction > 1:
+        raise ValueError(f"sample_fraction must be <= 1 without replacement, got {sample_fraction}")
+    size = max(2, round(sample_fraction * n))
+    k = check_integer(estimator.max_components, "max_components", minimum=1)
+    mechanism = check_in_options(estimator.mechanism, "mechanism", ESTIMATOR_MECHANISMS)
+    if mechanism == "auto":
+        if hasattr(estimator, "mechanism_scores_"):
+            splines = "spline" in estimator.mechanism_scores_
+        else:
+            params = estimator.get_params(deep=False)
+            splines = type(estimator)(**{**params, "mechanism": "spline"})._enough_rows(n, d)
+        mechanism = "spline" if splines else "linear"
+    need = n_mixture_parameters(k, max_width(d, mechanism, check_n_knots(estimator.n_knots)))
+    if size < need <= n:  # (too few rows in X itself: the fit says so, naming X)
+        kind = " spline" if mechanism == "spline" else ""
+        raise ValueError(
+            f"sample_fraction={sample_fraction:g} draws {size} of the {n} rows per fit, fewer than "
+            f"the {need} parameters of the estimator's {k}-component{kind} mixture on all other {d - 1} "
+            f"variables; use sample_fraction >= {need / n:.3g} (or more samples, or a smaller max_components)"
+        )
+    return size
 
 
 def edge_stability(
@@ -215,7 +309,11 @@ def edge_stability(
     n_bootstrap : int
         Number of refits on resamples (1 to `MAX_BOOTSTRAP` = 10,000).
     sample_fraction : float
-        Size of each resample as a fraction of ``n``, in (0, 1] without replacement (> 0 with).
+        Size of each resample as a fraction of ``n``, in (0, 1] without replacement (> 0 with); at
+        least the parameters of the estimator's mixtures on all other variables: with
+        ``mechanism="auto"`` the spline ones when the full fit tries splines, so that every refit does
+        too. A draw that leaves a column constant (a value that most rows share) is drawn again, up to
+        `MAX_REDRAWS` = 100 times per resample (``n_redrawn`` counts them).
     replace : bool
         Draw rows with replacement (bootstrap) instead of without (subsampling).
     estimator : CausalMixtureModel, optional
@@ -223,8 +321,9 @@ def edge_stability(
         fitted on all of ``X`` for the full fit. Fitted (it has ``adjacency_``), its findings are the
         full fit's and nothing is refitted on all rows: it must have been fitted on this ``X``: the
         same values in any row order (``data_key_``), and when ``X`` is a DataFrame and the estimator
-        was fitted on one, the same column names (an estimator fitted on an array takes ``X``'s). Its
-        parameters are the refits' protocol; an ``rng`` of None or a Generator is replaced by one seed
+        was fitted on one, the same column names (an estimator fitted on an array takes ``X``'s), with
+        the parameters of that fit (not changed by ``set_params`` since). Its parameters are the
+        refits' protocol; an ``rng`` of None or a Generator is replaced by one seed
         drawn from ``rng`` and shared by every fit, so the result is reproducible from ``rng``.
     executor : None, int or executor
         Where the fits run (see ``certkit.parallel``).
@@ -247,7 +346,8 @@ def edge_stability(
         has the wrong type.
     ValueError
         ``n_bootstrap`` or ``sample_fraction`` is out of range, a resample has fewer rows than the
-        estimator's mixture has parameters, or a fitted ``estimator`` was fitted on other data.
+        estimator's mixture has parameters, a fitted ``estimator`` was fitted on other data or its
+        parameters were changed since, or 100 draws of a resample in a row left a column constant.
     """
     X, names = check_data(X)
     n, d = X.shape
@@ -265,29 +365,20 @@ def edge_stability(
     progress = check_progress(progress)
     if not isinstance(replace, (bool, np.bool_)):
         raise TypeError(f"replace must be True or False, got {type(replace).__name__}")
-    sample_fraction = check_positive(sample_fraction, "sample_fraction")
-    if not replace and sample_fraction > 1:
-        raise ValueError(f"sample_fraction must be <= 1 without replacement, got {sample_fraction}")
-    size = max(2, round(sample_fraction * n))
-    k = check_integer(estimator.max_components, "max_components", minimum=1)
-    mechanism = check_in_options(estimator.mechanism, "mechanism", ESTIMATOR_MECHANISMS)
-    # "auto" falls back to the linear fit where the spline mixtures have too few rows
-    mechanism = "linear" if mechanism == "auto" else mechanism
-    need = n_mixture_parameters(k, max_width(d, mechanism, check_n_knots(estimator.n_knots)))
-    if size < need <= n:  # (too few rows in X itself: the fit says so, naming X)
-        raise ValueError(
-            f"sample_fraction={sample_fraction:g} draws {size} of the {n} rows per fit, fewer than "
-            f"the {need} parameters of the estimator's {k}-component mixture on all other {d - 1} variables; "
-            f"use sample_fraction >= {need / n:.3g} (or more samples, or a smaller max_components)"
-        )
+    size = resample_size(estimator, n, d, sample_fraction, replace)
     gen = check_rng(rng)
     seeds: list[int | None] = [int(s) for s in gen.integers(0, 2**63 - 1, size=n_bootstrap)]
     # the estimator's options, not a deep copy (an executor object, e.g. a Dask client, cannot be copied)
     template = type(estimator)(**{**estimator.get_params(deep=False), "executor": None, "progress": False})
     if estimator.rng is None or isinstance(estimator.rng, np.random.Generator):
         template.set_params(rng=int(gen.integers(0, 2**63 - 1)))
+    feature_names = (
+        names if names is not None
+        else tuple(estimator.feature_names_in_) if fitted
+        else tuple(f"x{j}" for j in range(d))
+    )
     fits = parallel_map(
-        functools.partial(_fit_findings, X, template, size, bool(replace)),
+        functools.partial(_fit_findings, X, template, size, bool(replace), feature_names),
         seeds if fitted else [None, *seeds],
         executor=executor,
         progress="bootstrap" if progress is True else progress,
@@ -305,11 +396,10 @@ def edge_stability(
         change_frequency=changing.mean(axis=0),
         mixing_set_frequency={s: c / n_bootstrap for s, c in sets.items()},
         n_bootstrap=n_bootstrap,
-        feature_names=names if names is not None
-        else tuple(estimator.feature_names_in_) if fitted
-        else tuple(f"x{j}" for j in range(d)),
+        feature_names=feature_names,
         full_adjacency=np.array(full[0], dtype=np.int64),
         full_changing=full_changing,
         full_mixing_sets=[frozenset(int(v) for v in s) for s in full[2]],
         change_agreement=(changing == full_changing).mean(axis=0),
+        n_redrawn=sum(f[3] for f in fits),
     )

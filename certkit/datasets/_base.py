@@ -270,7 +270,7 @@ def read_numeric_csv(path: str, *, how: str) -> tuple[np.ndarray, list[str]]:
 
     UTF-8 with or without a byte-order mark is read; any other file raises a ``ValueError`` that says what
     the file is (a NumPy file, UTF-16 or other non-UTF-8 text, binary) and ends with ``how`` (the format the
-    caller reads).
+    caller reads). Blank lines at the end of the file are ignored; one before a data row is an error.
     """
     with open(path, "rb") as handle:
         raw = handle.read()
@@ -279,6 +279,8 @@ def read_numeric_csv(path: str, *, how: str) -> tuple[np.ndarray, list[str]]:
         rows = list(csv.reader(io.StringIO(text, newline="")))
     except (UnicodeDecodeError, csv.Error) as exc:
         raise ValueError(f"{path} is not a UTF-8 text CSV file ({_file_kind(raw)}); {how}") from exc
+    while rows and len(rows[-1]) <= 1 and not "".join(rows[-1]).strip():  # only the last lines may be blank
+        rows.pop()
     if len(rows) < 2:
         raise ValueError(f"{path} needs a header row and at least one data row")
     header, body = rows[0], rows[1:]

@@ -72,7 +72,8 @@ def test_unknown_mechanism_is_one_error_line(tmp_path, capsys):
     [
         ("a,b\n1,2\n3,x\n", [], "line 3, column 'b': 'x' is not a number"),
         ("a,b\n1,2\n3\n", [], "line 3 has 1 fields"),
-        ("a,b\n1,2\n1,3\n1,4\n", ["--max-components", "1"], "constant column"),
+        ("a,b\n1,2\n1,3\n1,4\n", ["--max-components", "1"], "X has constant column(s) 'a'; drop them"),
+        ("a,b\n1,2\n\n3,5\n", [], "line 3 has 0 fields"),  # a blank line before data is still one
         ("a,b\n1,2\n-1,3\n2,4\n", ["--log"], "--log needs strictly positive values"),
         ("a,b\n1,2\n2,3\n3,5\n", ["--max-components", "0"], "--max-components must be >= 1"),
     ],
@@ -83,6 +84,86 @@ def test_bad_input_is_one_error_line_with_status_2(tmp_path, capsys, content, ar
     assert main(["causal", str(path), *args]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("certkit causal: error: ") and message in err[0]
+
+
+def test_user_data_named_like_an_option_are_not_rewritten(tmp_path, capsys):
+    # a column named search_samples was reported as "constant column(s) --search-samples", a file
+    # ./max_components.csv as "./--max-components.csv"
+    path = tmp_path / "max_components.csv"
+    path.write_text("search_samples,b\n1,2\n1,3\n1,4\n")
+    assert main(["causal", str(path), "--max-components", "1"]) == 2
+    assert "X has constant column(s) 'search_samples'; drop them" in capsys.readouterr().err
+    path.write_text("a,b\n1,x\n")
+    assert main(["causal", str(path)]) == 2
+    assert (
+        capsys.readouterr().err == f"certkit causal: error: {path} line 2, column 'b': 'x' is not a number\n"
+    )
+
+
+def test_trailing_blank_lines_are_ignored(tmp_path, capsys):
+    # "line 62 has 0 fields"
+    path = tmp_path / "data.csv"
+    _write_csv(path, np.arange(20.0).reshape(10, 2) ** 1.5, ["a", "b"])
+    path.write_text(path.read_text() + "\n\n  \n")
+    assert main(["causal", str(path), "--max-components", "1", "--mechanism", "linear"]) == 0
+    assert "10 samples x 2 variables" in capsys.readouterr().out
+
+
+def test_sample_fraction_is_checked_before_the_fit_and_passed_on(tmp_path, capsys, monkeypatch):
+    from certkit import causal
+
+    path = tmp_path / "small.csv"
+    _write_csv(path, np.random.default_rng(0).standard_normal((40, 4)), ["a", "b", "c", "d"])
+    args = ["causal", str(path), "--max-components", "2", "--mechanism", "spline", "--n-knots", "0"]
+    fit = causal.CausalMixtureModel.fit
+
+    def no_fit(*args, **kwargs):
+        raise AssertionError("fitted before --sample-fraction was checked")
+
+    monkeypatch.setattr(causal.CausalMixtureModel, "fit", no_fit)
+    # 2 * (1 + 3 * 3) + 3 = 23 parameters: 0.5 * 40 = 20 rows are too few
+    assert main([*args, "--stability", "2", "--sample-fraction", "0.5"]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 1 and err[0].startswith(
+        "certkit causal: error: --sample-fraction 0.5 draws 20 of the 40"
+    )
+    assert "use --sample-fraction >= 0.575" in err[0]
+    assert main([*args, "--stability", "2", "--sample-fraction", "1.5"]) == 2
+    assert "--sample-fraction must be <= 1 without replacement" in capsys.readouterr().err
+    monkeypatch.setattr(causal.CausalMixtureModel, "fit", fit)
+    seen = {}
+    stability = causal.edge_stability
+
+    def spy(*args, **kwargs):
+        seen.update(kwargs)
+        return stability(*args, **kwargs)
+
+    monkeypatch.setattr(causal, "edge_stability", spy)
+    assert main([*args, "--stability", "2", "--sample-fraction", "0.9"]) == 0
+    assert seen["sample_fraction"] == 0.9
+    assert "Edge stability over 2 bootstrap fits" in capsys.readouterr().out
+
+
+def test_n_knots_with_a_linear_mechanism_is_refused(tmp_path, capsys, monkeypatch):
+    from certkit import causal
+
+    path = tmp_path / "data.csv"
+    _write_csv(path, np.arange(20.0).reshape(10, 2) ** 1.5, ["a", "b"])
+    for knots in ("3", "bic"):  # accepted silently though the help says "not with --mechanism linear"
+        assert main(["causal", str(path), "--mechanism", "linear", "--n-knots", knots]) == 2
+        err = capsys.readouterr().err.splitlines()
+        assert len(err) == 1 and err[0].startswith("certkit causal: error: --n-knots does not apply to ")
+        assert "--mechanism linear" in err[0]
+    seen = []
+    fit = causal.CausalMixtureModel.fit
+
+    def spy(self, *args, **kwargs):
+        seen.append(self.n_knots)
+        return fit(self, *args, **kwargs)
+
+    monkeypatch.setattr(causal.CausalMixtureModel, "fit", spy)
+    assert main(["causal", str(path), "--max-components", "1", "--mechanism", "linear"]) == 0
+    assert seen == ["bic"]  # not given: the estimator's default
 
 
 def test_missing_file_is_an_error_line(tmp_path, capsys):

@@ -4,6 +4,7 @@ come from."""
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 
 import numpy as np
@@ -33,21 +34,39 @@ def _user_data(seed: int, n: int = 1500):
     return np.column_stack([x0, x1, x2, x3, x4, x5]), A, z
 
 
-def _same(a: CausalMixtureModel, b: CausalMixtureModel, rows: np.ndarray) -> None:
-    """``b`` was fitted on ``X[rows]``: the same findings, its per-row outputs ``a``'s taken at ``rows``."""
-    np.testing.assert_array_equal(a.adjacency_, b.adjacency_)
-    np.testing.assert_array_equal(a.n_components_, b.n_components_)
-    np.testing.assert_array_equal(a.cpdag_, b.cpdag_)
-    assert a.mixing_sets_ == b.mixing_sets_ and a.mechanism_ == b.mechanism_
-    assert a.orientation_sources_ == b.orientation_sources_
-    assert a.score_ == b.score_  # the same rows in the same order: bit for bit on one machine
-    np.testing.assert_array_equal(a.labels_[rows], b.labels_)
-    np.testing.assert_array_equal(a.group_labels_[rows], b.group_labels_)
-    for ra, rb in zip(a.responsibilities_, b.responsibilities_):
-        np.testing.assert_array_equal(ra[rows], rb)
-    for va, vb in zip(a.mixing_variables_, b.mixing_variables_):
-        np.testing.assert_array_equal(va.labels[rows], vb.labels)
-        np.testing.assert_array_equal(va.responsibilities[rows], vb.responsibilities)
+def _equal(a, b, rows: np.ndarray, where: str) -> None:
+    """``b`` is ``a`` with every per-row array (first axis of length n) taken at ``rows``, bit for bit."""
+    if dataclasses.is_dataclass(a):
+        assert type(a) is type(b), where
+        for field in dataclasses.fields(a):
+            _equal(getattr(a, field.name), getattr(b, field.name), rows, f"{where}.{field.name}")
+    elif isinstance(a, dict):
+        assert a.keys() == b.keys(), where
+        for key in a:
+            _equal(a[key], b[key], rows, f"{where}[{key!r}]")
+    elif isinstance(a, (list, tuple)):
+        assert type(a) is type(b) and len(a) == len(b), where
+        for i, (x, y) in enumerate(zip(a, b)):
+            _equal(x, y, rows, f"{where}[{i}]")
+    elif isinstance(a, np.ndarray):
+        assert isinstance(b, np.ndarray) and a.dtype == b.dtype, where
+        expected = a[rows] if a.ndim and a.shape[0] == rows.size else a
+        np.testing.assert_array_equal(expected, b, err_msg=where)
+    else:
+        assert type(a) is type(b) and a == b, where
+
+
+def _same(
+    a: CausalMixtureModel, b: CausalMixtureModel, rows: np.ndarray, *, but: tuple[str, ...] = ()
+) -> None:
+    """``b`` was fitted on ``X[rows]``: every fitted attribute of ``a`` but those named in ``but`` (the same
+    scores, bit for bit on one machine: the same rows in the same order), its per-row outputs taken at
+    ``rows``."""
+    fitted = sorted(k for k in vars(a) if k.endswith("_") and not k.startswith("_") and k not in but)
+    assert fitted == sorted(k for k in vars(b) if k.endswith("_") and not k.startswith("_") and k not in but)
+    assert {"labels_", "mechanisms_", "mixing_variables_", "score_", "data_key_"} <= set(fitted)
+    for name in fitted:
+        _equal(getattr(a, name), getattr(b, name), rows, name)
 
 
 @pytest.mark.slow
@@ -66,7 +85,7 @@ def test_the_users_data_get_one_answer_over_seeds_and_a_permutation():
     assert first.n_components_.tolist() == [1, 1, 1, 2, 1, 1]  # the source x0 does not change
     assert ari(z, first.group_labels_[:, 0]) > 0.9
     spline = CausalMixtureModel(mechanism="spline", rng=7).fit(X)
-    _same(first, spline, identity)
+    _same(first, spline, identity, but=("mechanism_scores_", "n_scores_"))  # auto fitted both
 
 
 def test_rows_are_sorted_by_value_and_the_seed_ignores_their_order():
@@ -126,7 +145,7 @@ def test_auto_on_linear_data_is_the_best_fit_of_either_search(n, seed, options, 
     assert auto.mechanism_ == "linear" and linear.mechanism_ == "linear"
     assert auto.mechanism_scores_ == {"linear": best_linear.score_, "spline": best_spline.score_}
     assert not best_spline.score_ < best_linear.score_ - AUTO_MARGIN
-    _same(best_linear, auto, np.arange(X.shape[0]))
+    _same(best_linear, auto, np.arange(X.shape[0]), but=("mechanism_scores_", "n_scores_"))
     assert linear.mechanism_scores_ == {"linear": linear.score_}
     assert "mechanisms: linear (total BIC linear" in auto.summary()
 
@@ -144,7 +163,7 @@ def test_auto_on_nonlinear_data_refits_only_the_linear_mechanisms_on_the_spline_
     assert auto.mechanism_scores_ == {
         "linear": min(linear.score_, linear_there.score_), "spline": spline.score_
     }
-    _same(spline, auto, np.arange(X.shape[0]))
+    _same(spline, auto, np.arange(X.shape[0]), but=("mechanism_scores_", "n_scores_"))
 
 
 def test_auto_falls_back_to_linear_when_the_rows_are_too_few_for_splines():
@@ -175,6 +194,54 @@ def test_a_fit_that_raises_leaves_the_estimator_as_it_was():
         model.fit(X)
     after = {k: v for k, v in vars(model).items() if k.endswith("_")}
     assert after.keys() == before.keys() and all(after[k] is before[k] for k in before)
+
+
+@pytest.mark.parametrize("failing_fit", [2, 3])  # the spline fit, the first cross fit
+def test_a_fit_that_raises_late_leaves_the_estimator_as_it_was(monkeypatch, failing_fit):
+    X, _, _ = make_mixture_sem(6, 400, 0.4, 2, mixing_size=3, rng=3)
+    model = CausalMixtureModel(max_components=3, rng=0).fit(X)
+    before = {k: v for k, v in vars(model).items() if k.endswith("_") or k.startswith("_fit")}
+    fit_one, calls = CausalMixtureModel._fit, []
+
+    def failing(self, *args, **kwargs):
+        calls.append(args[2])
+        if len(calls) == failing_fit:
+            raise RuntimeError("stop")
+        return fit_one(self, *args, **kwargs)
+
+    monkeypatch.setattr(CausalMixtureModel, "_fit", failing)
+    with pytest.raises(RuntimeError, match="stop"):
+        model.set_params(n_init=2).fit(X)
+    assert calls[-1] == ("spline" if failing_fit == 2 else "linear")
+    after = {k: v for k, v in vars(model).items() if k.endswith("_") or k.startswith("_fit")}
+    assert after.keys() == before.keys() and all(after[k] is before[k] for k in before)
+
+
+def test_auto_draws_one_search_subsample_for_all_its_fits(monkeypatch):
+    X, _, _ = make_mixture_sem(4, 300, 0.5, 2, rng=1)
+    fit_one, seeds = CausalMixtureModel._fit, []
+
+    def recording(self, *args, **kwargs):
+        seeds.append(self.rng)
+        return fit_one(self, *args, **kwargs)
+
+    monkeypatch.setattr(CausalMixtureModel, "_fit", recording)
+    gen = np.random.default_rng(5)
+    CausalMixtureModel(max_components=2, search_samples=200, rng=gen).fit(X)
+    assert len(seeds) >= 2 and len(set(seeds)) == 1 and isinstance(seeds[0], int)
+    seeds.clear()
+    CausalMixtureModel(max_components=2, search_samples=200, rng=None).fit(X)
+    assert len(seeds) >= 2 and len(set(seeds)) == 1 and isinstance(seeds[0], int)
+    seeds.clear()
+    CausalMixtureModel(max_components=2, search_samples=200, rng=3).fit(X)
+    assert seeds == [3] * len(seeds)  # an int rng is every fit's own seed
+
+
+def test_summary_reports_the_mechanism_the_fit_was_asked_for():
+    X, _, _ = make_mixture_sem(4, 200, 0.5, 2, rng=0)
+    model = CausalMixtureModel(max_components=2, mechanism="linear", rng=0).fit(X)
+    model.set_params(mechanism="auto")
+    assert "mechanisms: linear\n" in model.summary() + "\n" and "auto" not in model.summary()
 
 
 def test_repeated_column_names_are_refused():

@@ -154,8 +154,10 @@ def test_latent_bic_checks_x_up_front(sem):
 def test_edge_stability_names_a_too_small_sample_fraction(sem):
     from certkit.causal import edge_stability
 
-    with pytest.raises(ValueError, match=r"^sample_fraction=0.001 draws 2 of the 200 rows per fit, fewer "
-                                         r"than the 29 parameters .*use sample_fraction >= 0.145"):
+    # the default ("auto") tries splines on 200 rows: its refits must hold their 5 x 19 + 9 parameters
+    with pytest.raises(ValueError, match=r"^sample_fraction=0.001 draws 2 of the 200 rows per fit, "
+                                         r"fewer than the 104 parameters .* spline mixture .*"
+                                         r"use sample_fraction >= 0.52"):
         edge_stability(sem, sample_fraction=0.001, n_bootstrap=2)
 
 

@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 from sklearn.base import clone
 
-from certkit.causal import CausalMixtureModel, edge_stability
+from certkit.causal import CausalMixtureModel, edge_stability, stability
 
 
 def _shifted_chain(n: int, seed: int) -> np.ndarray:
@@ -28,7 +28,7 @@ def _by_hand(X, estimator, n_bootstrap, rng, sample_fraction=0.8, replace=False)
     gen = np.random.default_rng(rng)
     seeds = gen.integers(0, 2**63 - 1, size=n_bootstrap)
     template = clone(estimator)
-    if estimator.rng is None:
+    if estimator.rng is None or isinstance(estimator.rng, np.random.Generator):
         template.set_params(rng=int(gen.integers(0, 2**63 - 1)))
     n = X.shape[0]
     full = clone(template).fit(X)
@@ -49,10 +49,13 @@ def _by_hand(X, estimator, n_bootstrap, rng, sample_fraction=0.8, replace=False)
     }
 
 
-@pytest.mark.parametrize("estimator_rng", [0, None])
+@pytest.mark.parametrize("estimator_rng", [0, None, "generator"])
 def test_frequencies_equal_plain_refits_on_the_same_resamples(estimator_rng):
     X = _shifted_chain(150, 1)  # the refits differ in edges, changing nodes and mixing sets
-    estimator = CausalMixtureModel(max_components=2, rng=estimator_rng)
+    if estimator_rng == "generator":
+        estimator_rng = np.random.default_rng(4)
+    # a search subsample: the estimator's rng decides the fits, so it must be one seed for all of them
+    estimator = CausalMixtureModel(max_components=2, search_samples=100, rng=estimator_rng)
     result = edge_stability(X, n_bootstrap=4, estimator=estimator, rng=7)
     full, expected = _by_hand(X, estimator, 4, 7)
     for field in ("edge_frequency", "adjacency_frequency", "change_frequency", "change_agreement"):
@@ -202,3 +205,60 @@ def test_cli_prints_the_findings_table_first(tmp_path, capsys):
     table = out.index("Findings of the fit on all rows and the fraction of 2 refits that reproduce each")
     assert table < out.index("Edge stability over 2 bootstrap fits") < out.index("Changing mechanisms")
     assert "invariant a" in out[table:]
+
+
+def test_auto_resamples_must_allow_the_spline_mixtures_the_full_fit_tried():
+    X = _shifted_chain(35, 0)  # 35 rows: splines need 29 parameters (K = 2), 0.8 x 35 = 28 rows
+    estimator = CausalMixtureModel(max_components=2, rng=0)
+    fitted = clone(estimator).fit(X)
+    assert "spline" in fitted.mechanism_scores_  # the full fit tried splines
+    for model in (estimator, fitted):
+        with pytest.raises(ValueError, match=r"28 of the 35 rows .* 29 parameters .* spline mixture"):
+            edge_stability(X, n_bootstrap=1, estimator=model, rng=0)
+    result = edge_stability(X, n_bootstrap=1, sample_fraction=0.83, estimator=fitted, rng=0)
+    assert result.n_bootstrap == 1
+    few = _shifted_chain(25, 0)  # too few rows for splines in the full fit: linear refits of 20 rows
+    fitted_few = clone(estimator).fit(few)
+    assert list(fitted_few.mechanism_scores_) == ["linear"]
+    assert edge_stability(few, n_bootstrap=1, estimator=fitted_few, rng=0).n_bootstrap == 1
+
+
+def test_a_draw_that_leaves_a_column_constant_is_drawn_again(monkeypatch):
+    X = _shifted_chain(120, 3)
+    X[:, 2] = 0.0
+    X[7, 2] = 1.0  # one row holds the only other value
+    estimator = CausalMixtureModel(max_components=1, mechanism="linear", rng=0)
+    result = edge_stability(X, n_bootstrap=6, estimator=estimator, rng=1)
+    # by hand: each resample's draws until one holds row 7
+    seeds = np.random.default_rng(1).integers(0, 2**63 - 1, size=6)
+    redrawn = 0
+    for seed in seeds:
+        gen = np.random.default_rng(int(seed))
+        while 7 not in gen.choice(120, size=96, replace=False):
+            redrawn += 1
+    assert redrawn > 0 and result.n_redrawn == redrawn
+    assert f"{redrawn} draw(s) left a column constant" in result.summary()
+    # resamples of 4 rows hold row 7 in 3 % of draws: with 5 draws allowed the first resample gives up
+    monkeypatch.setattr(stability, "MAX_REDRAWS", 5)
+    frame = pd.DataFrame(X, columns=["a", "b", "flag"])
+    with pytest.raises(ValueError, match="5 draws of 4 rows in a row left column 'flag' constant"):
+        edge_stability(
+            frame, n_bootstrap=1, sample_fraction=4 / 120, replace=True, estimator=estimator, rng=0
+        )
+
+
+def test_an_estimator_changed_after_its_fit_is_refused():
+    X = _shifted_chain(150, 0)
+    fitted = CausalMixtureModel(max_components=2, rng=0).fit(X)
+    fitted.set_params(max_components=1, mechanism="linear")
+    with pytest.raises(ValueError, match=r"after its fit .*max_components: 2 -> 1; mechanism: 'auto'"):
+        edge_stability(X, n_bootstrap=1, estimator=fitted, rng=0)
+    fitted.set_params(max_components=2, mechanism="auto", progress=False, executor=None)  # as fitted
+    assert edge_stability(X, n_bootstrap=1, estimator=fitted, rng=0).n_bootstrap == 1
+
+
+def test_columns_named_like_the_defaults_are_names():
+    X = _shifted_chain(150, 0)
+    fitted = CausalMixtureModel(max_components=1, rng=0).fit(pd.DataFrame(X, columns=["x0", "x1", "x2"]))
+    with pytest.raises(ValueError, match="fitted on the columns \\(x0, x1, x2\\) but X has \\(a, b, c\\)"):
+        edge_stability(pd.DataFrame(X, columns=["a", "b", "c"]), n_bootstrap=1, estimator=fitted)
