@@ -195,8 +195,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     parser = build_parser()
     args, extra = parser.parse_known_args(argv)
-    if extra:  # reported by the subcommand, as its other errors are
-        (_subparser(parser, args.command) if args.command else parser).error(
+    if extra:  # reported by the parser they were given to: the subcommand's after its name
+        after = args.command is not None and argv.index(args.command) < argv.index(extra[0])
+        (_subparser(parser, args.command) if after else parser).error(
             f"unrecognized arguments: {' '.join(extra)}"
         )
     if args.command is None:

@@ -241,6 +241,7 @@ sys.exit(cli.main(["demo"]))
     [
         (["frobnicate"], "certkit", "argument COMMAND: invalid choice: 'frobnicate'"),
         (["--bogus"], "certkit", "unrecognized arguments: --bogus"),
+        (["--bogus", "demo"], "certkit", "unrecognized arguments: --bogus"),  # before the command: its own
         (["demo", "--seed", "abc"], "certkit demo", "argument --seed: invalid int value: 'abc'"),
         (
             ["causal", "x.csv", "--n-knots", "foo"],

@@ -65,7 +65,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--sample-fraction",
         type=float,
-        default=0.8,
+        default=None,  # None: not given (refused without --stability), 0.8
         metavar="F",
         help="with --stability: the fraction of the rows in each refit, drawn without replacement "
         "(default 0.8)",
@@ -119,6 +119,11 @@ def run(args: argparse.Namespace) -> int:
             "--n-knots, or use --mechanism spline or auto"
         )
     knots = {} if args.n_knots is None else {"n_knots": args.n_knots}  # not given: the estimator's default
+    if args.sample_fraction is not None and not args.stability:
+        raise ValueError(
+            "--sample-fraction applies to the refits of --stability B; drop it, or add --stability"
+        )
+    sample_fraction = 0.8 if args.sample_fraction is None else args.sample_fraction
     try:
         X, names, truth = _load(args)
         model = CausalMixtureModel(
@@ -132,7 +137,7 @@ def run(args: argparse.Namespace) -> int:
             progress=True,
         )
         if args.stability:  # before the full fit: a --sample-fraction too small for the refits
-            resample_size(model, X.shape[0], X.shape[1], args.sample_fraction, False)
+            resample_size(model, X.shape[0], X.shape[1], sample_fraction, False)
         start = time.perf_counter()
         model.fit(_named(X, names))
         elapsed = time.perf_counter() - start
@@ -141,7 +146,7 @@ def run(args: argparse.Namespace) -> int:
             stability = edge_stability(
                 _named(X, names),
                 n_bootstrap=args.stability,
-                sample_fraction=args.sample_fraction,
+                sample_fraction=sample_fraction,
                 estimator=model,  # fitted: its findings are the ones checked, its settings refitted
                 executor=args.jobs if args.jobs > 1 else None,
                 rng=args.seed,

@@ -276,7 +276,8 @@ class CausalMixtureModel(BaseEstimator):
         # Each mechanism is fitted into a fresh copy (the executor shared, not copied: a Dask client
         # cannot be deep-copied), so a fit that raises leaves this estimator as it was.
         params = self.get_params(deep=False)
-        fitted_params = dict(params)
+        # what decides the fit (the executor and the progress bar do not; a pool is not kept alive)
+        fitted_params = {k: v for k, v in params.items() if k not in ("executor", "progress")}
         if self.search_samples is not None and (
             self.rng is None or isinstance(self.rng, np.random.Generator)
         ):

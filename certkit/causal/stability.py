@@ -182,6 +182,12 @@ def _fit_findings(
 def _check_fitted_on(estimator: CausalMixtureModel, X: np.ndarray, names: tuple[str, ...] | None) -> None:
     """Refuse a fitted ``estimator`` whose findings cannot be those of a fit on this ``X``."""
     n, d = X.shape
+    key, fitted_params = vars(estimator).get("data_key_"), vars(estimator).get("_fit_params")
+    if key is None or fitted_params is None:
+        raise ValueError(
+            "estimator was fitted by an older certkit (it does not record the data and parameters of its "
+            "fit); refit it, or pass an unfitted estimator (edge_stability then fits it on X)"
+        )
     if estimator.n_features_in_ != d:
         raise ValueError(
             f"estimator was fitted on {estimator.n_features_in_} variables but X has {d}; pass the X it "
@@ -198,29 +204,21 @@ def _check_fitted_on(estimator: CausalMixtureModel, X: np.ndarray, names: tuple[
             f"estimator was fitted on the columns ({', '.join(fitted_names)}) but X has "
             f"({', '.join(names)}); pass the X it was fitted on, or an unfitted estimator"
         )
-    key = vars(estimator).get("data_key_")
-    if key is None:
-        raise ValueError(
-            "estimator was fitted by an older certkit (it has no data_key_ to check X against); refit it, "
-            "or pass an unfitted estimator (edge_stability then fits it on X)"
-        )
     if key != data_seed(canonical_data(X)[1]):
         raise ValueError(
             "estimator was fitted on other values than X (same shape, other data, or the columns in "
             "another order); pass the X it was fitted on (any row order), or an unfitted estimator "
             "(edge_stability then fits it on X)"
         )
-    fitted_params = vars(estimator).get("_fit_params")
-    if fitted_params is None:
-        raise ValueError(
-            "estimator was fitted by an older certkit (it does not record its fit's parameters); refit it, "
-            "or pass an unfitted estimator (edge_stability then fits it on X)"
-        )
     params = estimator.get_params(deep=False)
-    changed = [  # the executor and the progress bar do not change a fit
+    # the executor and the progress bar do not change a fit, nor does rng without a search subsample
+    ignored = {"executor", "progress"} | (
+        {"rng"} if params["search_samples"] is None and fitted_params.get("search_samples") is None else set()
+    )
+    changed = [
         f"{name}: {fitted_params.get(name)!r} -> {value!r}"
         for name, value in params.items()
-        if name not in ("executor", "progress") and not _same_value(fitted_params.get(name), value)
+        if name not in ignored and not _same_value(fitted_params.get(name), value)
     ]
     if changed:
         raise ValueError(
@@ -322,7 +320,8 @@ def edge_stability(
         full fit's and nothing is refitted on all rows: it must have been fitted on this ``X``: the
         same values in any row order (``data_key_``), and when ``X`` is a DataFrame and the estimator
         was fitted on one, the same column names (an estimator fitted on an array takes ``X``'s), with
-        the parameters of that fit (not changed by ``set_params`` since). Its parameters are the
+        the parameters of that fit (not changed by ``set_params`` since; ``executor``, ``progress``
+        and, without ``search_samples``, ``rng`` may change: they do not change a fit). Its parameters are the
         refits' protocol; an ``rng`` of None or a Generator is replaced by one seed
         drawn from ``rng`` and shared by every fit, so the result is reproducible from ``rng``.
     executor : None, int or executor

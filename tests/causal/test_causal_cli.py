@@ -130,6 +130,11 @@ def test_sample_fraction_is_checked_before_the_fit_and_passed_on(tmp_path, capsy
     assert "use --sample-fraction >= 0.575" in err[0]
     assert main([*args, "--stability", "2", "--sample-fraction", "1.5"]) == 2
     assert "--sample-fraction must be <= 1 without replacement" in capsys.readouterr().err
+    assert main([*args, "--sample-fraction", "0.9"]) == 2  # no refits to apply it to
+    assert capsys.readouterr().err == (
+        "certkit causal: error: --sample-fraction applies to the refits of --stability B; drop it, or add "
+        "--stability\n"
+    )
     monkeypatch.setattr(causal.CausalMixtureModel, "fit", fit)
     seen = {}
     stability = causal.edge_stability

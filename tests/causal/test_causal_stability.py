@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pickle
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 
@@ -253,8 +254,22 @@ def test_an_estimator_changed_after_its_fit_is_refused():
     fitted.set_params(max_components=1, mechanism="linear")
     with pytest.raises(ValueError, match=r"after its fit .*max_components: 2 -> 1; mechanism: 'auto'"):
         edge_stability(X, n_bootstrap=1, estimator=fitted, rng=0)
-    fitted.set_params(max_components=2, mechanism="auto", progress=False, executor=None)  # as fitted
+    # as fitted; rng decides nothing without a search subsample, the executor and progress bar nothing
+    fitted.set_params(max_components=2, mechanism="auto", rng=5, progress=True, executor=2)
     assert edge_stability(X, n_bootstrap=1, estimator=fitted, rng=0).n_bootstrap == 1
+    fitted = CausalMixtureModel(max_components=2, search_samples=100, rng=0).fit(X)
+    with pytest.raises(ValueError, match=r"after its fit \(rng: 0 -> 5\)"):
+        edge_stability(X, n_bootstrap=1, estimator=fitted.set_params(rng=5), rng=0)
+
+
+def test_a_fitted_estimator_does_not_keep_its_executor():
+    X = _shifted_chain(150, 0)
+    with ThreadPoolExecutor(2) as pool:
+        fitted = CausalMixtureModel(max_components=2, executor=pool, rng=0).fit(X)
+    fitted.set_params(executor=None)
+    copy = pickle.loads(pickle.dumps(fitted))  # a pool held by the fit would not pickle
+    np.testing.assert_array_equal(copy.adjacency_, fitted.adjacency_)
+    assert edge_stability(X, n_bootstrap=1, estimator=copy, rng=0).n_bootstrap == 1
 
 
 def test_columns_named_like_the_defaults_are_names():
