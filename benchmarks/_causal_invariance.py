@@ -17,7 +17,8 @@ fraction whose total BIC is within ``TOLERANCE`` of the best found by any of the
 whose EM starts are drawn from other keys (``data_seed`` salted; the default keys its starts by the
 data), a stricter measure of whether the starts and the greedy search find the best fit. Time: the
 mean default fit against ``mechanism="linear"`` (the default before issue 37), CPU seconds in this
-process.
+process. A second table splits one more default fit per data set (rng 0) by the fits of ``"auto"``
+(linear, spline, each on the other search's graph), each into its graph search and mixing-set search.
 """
 
 from __future__ import annotations
@@ -71,9 +72,51 @@ def _timed_fit(X: np.ndarray, **options) -> tuple[CausalMixtureModel, float]:
     return model, time.process_time() - start
 
 
-def bench_invariance(shift_sem) -> tuple[list[list], list[str]]:
-    """Rows per data set and the summary lines (overall share, time ratio, the acceptance checks)."""
-    rows, shares, ratios, distinct_all, user_f1 = [], [], [], [], []
+def _time_split(X: np.ndarray) -> list[str]:
+    """One default fit (rng 0), its CPU seconds split by the fits of ``"auto"`` (linear, spline, each
+    mechanism on the other search's graph) and, within each, the graph search and the mixing-set search."""
+    spent: dict[tuple[str, str], float] = {}
+    current = ["?"]
+
+    def timed(part, fn):
+        def run(*args, **kwargs):
+            start = time.process_time()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                key = (current[0], part)
+                spent[key] = spent.get(key, 0.0) + time.process_time() - start
+        return run
+
+    fit_one = CausalMixtureModel._fit
+
+    def one_fit(self, X, names, mechanism, graph=None):
+        current[0] = mechanism + (" on the other graph" if graph is not None else "")
+        return timed("total", fit_one)(self, X, names, mechanism, graph=graph)
+
+    with (
+        mock.patch.object(CausalMixtureModel, "_fit", one_fit),
+        mock.patch.object(estimator_module, "topic_search", timed("search", estimator_module.topic_search)),
+        mock.patch.object(
+            estimator_module, "form_mixing_variables",
+            timed("mixing", estimator_module.form_mixing_variables),
+        ),
+    ):
+        CausalMixtureModel(rng=0).fit(X)
+    cells = []
+    for fit in ("linear", "spline", "linear on the other graph", "spline on the other graph"):
+        if (fit, "total") not in spent:
+            cells.append("-")
+            continue
+        search = f"{spent[fit, 'search']:.2f}" if (fit, "search") in spent else "-"
+        cells.append(f"{spent[fit, 'total']:.2f} ({search} / {spent.get((fit, 'mixing'), 0.0):.2f})")
+    return cells
+
+
+def bench_invariance(shift_sem) -> tuple[list[list], list[str], list[list]]:
+    """Rows per data set, the summary lines (overall share, time ratio, the acceptance checks) and the
+    rows of the time split (``SPLIT_HEADERS``)."""
+    rows, shares, ratios, distinct_all, user_f1, split = [], [], [], [], [], []
     for name, X, A in _cases(shift_sem):
         perm = np.random.default_rng(99).permutation(X.shape[0])
         fits, seconds = [], []
@@ -103,6 +146,7 @@ def bench_invariance(shift_sem) -> tuple[list[list], list[str]]:
         distinct_all.append(len(answers))
         if name.startswith("user"):
             user_f1 += [edge_f1(A, m.adjacency_) for m in fits]
+        split.append([name, *_time_split(X)])
     verdict = {True: "PASS", False: "FAIL"}
     lines = [
         f"reached-best-BIC share over all data sets: {np.mean([s[0] for s in shares]):.0%} of the five "
@@ -115,10 +159,14 @@ def bench_invariance(shift_sem) -> tuple[list[list], list[str]]:
         f"{verdict[max(ratios) <= 2.0]} at most 2x the time of the linear fit (the previous default; "
         "the issue's target)",
     ]
-    return rows, lines
+    return rows, lines, split
 
 
 HEADERS = [
     "data", "n", "kept", "distinct (graph, K)", "edge F1", "best of the five", "best with other keys",
     "best other key / default BIC", "default CPU s", "default / linear time",
+]
+
+SPLIT_HEADERS = [
+    "data", "linear fit", "spline fit", "linear on the spline graph", "spline on the linear graph",
 ]

@@ -57,7 +57,7 @@ from pathlib import Path
 
 import numpy as np
 from _causal_invariance import HEADERS as INVARIANCE_HEADERS
-from _causal_invariance import bench_invariance
+from _causal_invariance import SPLIT_HEADERS, bench_invariance
 from _causal_nonlinear import GRAPH_METHODS, GROUP_METHODS, bench_nonlinear
 from _causal_sachs import bench_leaderboard
 from _timing import best_time
@@ -566,7 +566,7 @@ def main() -> None:
         print("\n".join([times, *checks]))
         print()
     if "invariance" in only:
-        rows, lines = bench_invariance(shift_sem)
+        rows, lines, split = bench_invariance(shift_sem)
         print(
             format_table(
                 INVARIANCE_HEADERS,
@@ -575,6 +575,15 @@ def main() -> None:
             )
         )
         print("\n".join(lines))
+        print()
+        print(
+            format_table(
+                SPLIT_HEADERS,
+                split,
+                title="2d. Where the default fit's time goes: CPU s of each fit of auto (graph search / "
+                "mixing-set search), rng 0",
+            )
+        )
         print()
     if "sachs" in only:
         rows, note = bench_sachs()
