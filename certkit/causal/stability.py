@@ -244,6 +244,22 @@ def resample_size(
     mixtures: with ``mechanism="auto"`` the spline ones whenever the full fit tries splines (fitted: it
     did, unfitted: ``n`` rows allow them), so every refit runs the full fit's protocol.
 
+    Parameters
+    ----------
+    estimator : CausalMixtureModel
+        The model of the full fit, fitted or not.
+    n, d : int
+        Rows and variables of ``X``.
+    sample_fraction : float
+        Size of each resample as a fraction of ``n`` (see ``edge_stability``).
+    replace : bool
+        Whether rows are drawn with replacement.
+
+    Returns
+    -------
+    int
+        Rows per resample (at least 2).
+
     Raises
     ------
     ValueError
@@ -321,8 +337,8 @@ def edge_stability(
         same values in any row order (``data_key_``), and when ``X`` is a DataFrame and the estimator
         was fitted on one, the same column names (an estimator fitted on an array takes ``X``'s), with
         the parameters of that fit (not changed by ``set_params`` since; ``executor``, ``progress``
-        and, without ``search_samples``, ``rng`` may change: they do not change a fit). Its parameters are the
-        refits' protocol; an ``rng`` of None or a Generator is replaced by one seed
+        and, without ``search_samples``, ``rng`` may change: they do not change a fit). Its
+        parameters are the refits' protocol; an ``rng`` of None or a Generator is replaced by one seed
         drawn from ``rng`` and shared by every fit, so the result is reproducible from ``rng``.
     executor : None, int or executor
         Where the fits run (see ``certkit.parallel``).
