@@ -7,7 +7,9 @@ Sections (each timed in this process; the machine may be shared, so wall times a
    same starting responsibilities and the same number of iterations, BLAS limited to one thread.
    Also the joint EM of one latent over several nodes (``certkit._core.mixreg.joint_em``) against its
    NumPy reference (``tests/causal/_reference_joint_em.py``: one BLAS product per node for the Gram
-   matrices of all groups).
+   matrices of all groups). 1b: the Gaussian-mixture starts of the joint EM
+   (``certkit._core.mixreg.gaussian_mixture``) against scikit-learn's ``GaussianMixture``, whose EM it
+   takes over, and its NumPy reference (``tests/causal/_reference_gmm.py``).
 2. Synthetic: ``make_mixture_sem`` defaults (d = 10, n = 500, edge probability 0.4, one latent Z with
    two groups switching 3 nodes), ``--seeds`` seeds: SHD, edge F1 and group ARI (CMM's mixing-set
    labels with the largest overlap with the true set; GMM: scikit-learn GaussianMixture on all
@@ -23,7 +25,9 @@ Sections (each timed in this process; the machine may be shared, so wall times a
    against GES + 0.1.
 2d. Invariance (``--only invariance``, in ``_causal_invariance.py``): the default fit under rng 0-3 and a
    row permutation on a user's nonlinear data, nonlinear and linear generators: distinct answers, edge
-   F1, the reached-best-BIC share (against fits with other start keys) and the time against the linear fit.
+   F1, the reached-best-BIC share (against fits with other start keys) and the time against the linear fit;
+   with ``--baseline-python`` (an install of the commit before issue 37) the time against that install's
+   default, the issue's target (each fit in a fresh process, alternating, best of ``--repeats``).
 3. Sachs (log data, 7466 x 11): directed and skeleton edge F1 / SHD against the 18-edge consensus graph
    (cdt 0.6.0), AMI / ARI of CMM's group labels (best mixing variable, and all of them jointly) and of
    GMM clusters (K = 9, K by BIC) with the 9 experimental conditions, and the search objective of CMM's
@@ -56,8 +60,8 @@ import time
 from pathlib import Path
 
 import numpy as np
+from _causal_invariance import BASELINE_HEADERS, SPLIT_HEADERS, bench_baseline, bench_invariance
 from _causal_invariance import HEADERS as INVARIANCE_HEADERS
-from _causal_invariance import SPLIT_HEADERS, bench_invariance
 from _causal_nonlinear import GRAPH_METHODS, GROUP_METHODS, bench_nonlinear
 from _causal_sachs import bench_leaderboard
 from _timing import best_time
@@ -145,6 +149,58 @@ def _joint_row(n: int, m: int, K: int, repeats: int) -> list:
 def bench_em(repeats: int) -> list[list]:
     rows = [_em_row(n, q, K, repeats) for n, q, K in [(2000, 2, 3), (7466, 3, 5)]]
     return rows + [_joint_row(n, m, K, repeats) for n, m, K in [(1000, 4, 3), (7466, 10, 9)]]
+
+
+def _gmm_row(n: int, d: int, K: int, covariance: str, repeats: int) -> list:
+    """One Gaussian-mixture start of the joint EM: the kernel (with scikit-learn's k-means++ centres)
+    against scikit-learn's ``GaussianMixture`` it replaces and the kernel's NumPy reference."""
+    import warnings
+
+    from sklearn.exceptions import ConvergenceWarning
+    from sklearn.mixture import GaussianMixture
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "causal"))
+    from _reference_gmm import reference_gaussian_mixture
+
+    from certkit.causal.starts import (
+        GMM_MAX_ITER,
+        GMM_REG_COVAR,
+        GMM_TOL,
+        _kmeans_plusplus_centres,
+        gaussian_mixture_proba,
+    )
+
+    gen = np.random.default_rng(2)
+    X = 2.0 * gen.integers(0, K, n)[:, None] + gen.normal(size=(n, d)) @ gen.uniform(0.3, 1.0, (d, d))
+    X = (X - X.mean(axis=0)) / X.std(axis=0)
+
+    def sklearn_fit():
+        gmm = GaussianMixture(K, covariance_type=covariance, init_params="k-means++", random_state=0)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            return gmm.fit(X).predict_proba(X)
+
+    def reference_fit():
+        centres = _kmeans_plusplus_centres(X, K, 0)
+        options = {"max_iter": GMM_MAX_ITER, "tol": GMM_TOL, "reg_covar": GMM_REG_COVAR}
+        return reference_gaussian_mixture(X, centres, X, full=covariance == "full", **options)
+
+    with threadpool_limits(1):
+        t_cpp, ours = best_time(lambda: gaussian_mixture_proba(X, slice(None), K, covariance, 0), repeats)
+        t_sk, theirs = best_time(sklearn_fit, repeats)
+        t_np, ref = best_time(reference_fit, repeats)
+    return [
+        f"n={n}, d={d}, K={K}, {covariance}", ref["n_iter"], t_cpp * 1e3, t_sk * 1e3, t_np * 1e3,
+        f"{t_sk / t_cpp:.1f}x", f"{np.abs(ours - theirs).max():.1e}",
+    ]
+
+
+def bench_gmm(repeats: int) -> list[list]:
+    return [
+        _gmm_row(n, d, K, covariance, repeats)
+        for n, d, K in [(600, 2, 2), (1500, 6, 3), (2000, 10, 5)]
+        for covariance in ("diag", "full")
+    ]
 
 
 # --- 2. synthetic ---
@@ -487,14 +543,18 @@ SECTIONS = (
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=10, help="synthetic seeds (default 10)")
-    parser.add_argument("--repeats", type=int, default=3, help="timing repeats of the EM kernels (default 3)")
+    parser.add_argument(
+        "--repeats", type=int, default=3, help="timing repeats of sections 1, 2d and 5 (default 3)"
+    )
     parser.add_argument(
         "--quick", action="store_true", help="3 nonlinear seeds per setting; no d = 20, n = 2000 scaling run"
     )
     parser.add_argument(
         "--only", default=",".join(SECTIONS), help=f"comma-separated sections out of {', '.join(SECTIONS)}"
     )
-    parser.add_argument("--baseline-python", help="Python of another certkit install, for section 5")
+    parser.add_argument(
+        "--baseline-python", help="Python of another certkit install, for sections 2d (its default) and 5"
+    )
     args = parser.parse_args()
     only = set(args.only.split(","))
     if only - set(SECTIONS):
@@ -510,6 +570,16 @@ def main() -> None:
                 ["setting", "iterations", "C++ ms", "NumPy Gram ms", "NumPy lstsq ms", "best NumPy / C++"],
                 bench_em(args.repeats),
                 title="1. EM kernel (one thread)",
+            )
+        )
+        print()
+        print(
+            format_table(
+                ["setting", "iterations", "C++ ms", "scikit-learn ms", "NumPy reference ms",
+                 "scikit-learn / C++", "largest difference"],
+                bench_gmm(args.repeats),
+                title="1b. Gaussian-mixture start of the joint EM (one thread; C++ and NumPy with "
+                "scikit-learn's k-means++ centres)",
             )
         )
         print()
@@ -584,6 +654,20 @@ def main() -> None:
                 "mixing-set search), rng 0",
             )
         )
+        print()
+        if args.baseline_python is None:
+            print("the time against the previous default (the issue's target) needs --baseline-python")
+        else:
+            rows, lines = bench_baseline(shift_sem, args.baseline_python, args.repeats)
+            print(
+                format_table(
+                    BASELINE_HEADERS,
+                    rows,
+                    title=f"2d. The default against the default of {args.baseline_python} (fresh process "
+                    f"each, alternating, best of {args.repeats})",
+                )
+            )
+            print("\n".join(lines))
         print()
     if "sachs" in only:
         rows, note = bench_sachs()

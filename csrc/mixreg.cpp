@@ -9,6 +9,7 @@
 #include <string>
 
 #include "checks.hpp"
+#include "gmm.hpp"
 #include "mixjoint.hpp"
 #include "mixreg.hpp"
 
@@ -176,6 +177,59 @@ py::dict joint_em(const py::object& Y_in, const py::list& designs_in, const py::
     return result;
 }
 
+py::dict gaussian_mixture(const py::object& X_in, const py::object& centres_in, const py::object& predict_in,
+                          bool full, const py::object& max_iter_in, const py::object& tol_in,
+                          const py::object& reg_covar_in) {
+    const DoubleArray X = real_array_arg(X_in, "X");
+    const auto centres = py::array_t<std::int64_t, py::array::c_style | py::array::forcecast>::ensure(
+        integer_array_arg(centres_in, "centres"));
+    const DoubleArray predict = real_array_arg(predict_in, "predict");
+    const std::int64_t max_iter = int_arg(max_iter_in, "max_iter", 1, std::numeric_limits<std::int64_t>::max());
+    const double tol = real_arg(tol_in, "tol");
+    const double reg = real_arg(reg_covar_in, "reg_covar");
+    require(X.ndim() == 2, "X must be 2-D (n, d), got " + show(X.ndim()) + " dimensions");
+    const std::int64_t n = X.shape(0), d = X.shape(1), K = centres.shape(0);
+    require(n >= 1 && d >= 1, "X must not be empty");
+    require(K >= 1, "centres must hold at least one row index (one per component)");
+    for (std::int64_t k = 0; k < K; ++k) {
+        const std::int64_t row = centres.data()[k];
+        require(row >= 0 && row < n, "centres must hold row indices of X in [0, " + show(n) + "), got " + show(row));
+    }
+    require(predict.ndim() == 2 && predict.shape(1) == d,
+            "predict must be 2-D with the d = " + show(d) + " columns of X");
+    require(std::isfinite(tol) && tol >= 0.0, "tol must be finite and >= 0, got " + show(tol));
+    require(std::isfinite(reg) && reg >= 0.0, "reg_covar must be finite and >= 0, got " + show(reg));
+    require(all_bounded(X), "X must be finite with magnitudes <= 1e100 (found NaN, inf or a larger value)");
+    require(all_bounded(predict), "predict must be finite with magnitudes <= 1e100 (found NaN, inf or a larger value)");
+
+    const std::int64_t m = predict.shape(0);
+    py::array_t<double> resp({static_cast<py::ssize_t>(m), static_cast<py::ssize_t>(K)});
+    gmm::GmmOutput out;
+    {
+        py::gil_scoped_release release;
+        out = gmm::fit(X.data(), n, d, centres.data(), K, full, max_iter, tol, reg);
+        if (out.ok) {
+            gmm::predict(predict.data(), m, d, K, full, out, resp.mutable_data());
+        }
+    }
+    require(out.ok, "a Gaussian mixture component has an ill-defined covariance (not positive definite: too "
+                    "few distinct rows for its components); use fewer components or a larger reg_covar");
+    py::array_t<double> means({static_cast<py::ssize_t>(K), static_cast<py::ssize_t>(d)});
+    std::copy(out.mean.begin(), out.mean.end(), means.mutable_data());
+    py::array_t<double> precisions =
+        full ? py::array_t<double>({static_cast<py::ssize_t>(K), static_cast<py::ssize_t>(d), static_cast<py::ssize_t>(d)})
+             : py::array_t<double>({static_cast<py::ssize_t>(K), static_cast<py::ssize_t>(d)});
+    std::copy(out.precision.begin(), out.precision.end(), precisions.mutable_data());
+    py::dict result;
+    result["weights"] = py::array_t<double>(static_cast<py::ssize_t>(K), out.weight.data());
+    result["means"] = means;
+    result["precisions_cholesky"] = precisions;
+    result["responsibilities"] = resp;
+    result["n_iter"] = out.n_iter;
+    result["converged"] = out.converged;
+    return result;
+}
+
 }  // namespace
 
 void register_mixreg(py::module_& parent) {
@@ -192,6 +246,13 @@ void register_mixreg(py::module_& parent) {
           "floors; tiled=True accumulates the Gram matrices in register tiles (faster for wide designs, "
           "the same steps up to rounding). Returns a dict with coef (list of (K, p_j)), variance (m, K), weights "
           "(K,) (0 for a retired group), responsibilities (n, K), loglik_trace and converged.");
+    m.def("gaussian_mixture", &gaussian_mixture, py::arg("X"), py::arg("centres"), py::arg("predict"), py::kw_only(),
+          py::arg("full"), py::arg("max_iter"), py::arg("tol"), py::arg("reg_covar"),
+          "EM of a Gaussian mixture (scikit-learn GaussianMixture's steps) on X (n, d) started at the "
+          "rows centres (K,) (each component's one row, as after k-means++), full (True) or diagonal covariances; returns a dict with weights "
+          "(K,), means (K, d), precisions_cholesky ((K, d, d) upper-triangular factors or (K, d)), the "
+          "responsibilities of the rows of predict (m, d), n_iter and converged. Raises ValueError when a "
+          "covariance is not positive definite.");
 }
 
 }  // namespace certkit

@@ -119,3 +119,59 @@ def joint_em(
     ValueError
         If an argument is out of range or shapes disagree, or if every group was retired.
     """
+
+class GaussianMixtureResult(TypedDict):
+    weights: npt.NDArray[np.float64]
+    means: npt.NDArray[np.float64]
+    precisions_cholesky: npt.NDArray[np.float64]
+    responsibilities: npt.NDArray[np.float64]
+    n_iter: int
+    converged: bool
+
+def gaussian_mixture(
+    X: npt.ArrayLike,
+    centres: npt.ArrayLike,
+    predict: npt.ArrayLike,
+    *,
+    full: bool,
+    max_iter: int,
+    tol: float,
+    reg_covar: float,
+) -> GaussianMixtureResult:
+    """EM of a Gaussian mixture (kernel: csrc/gmm.hpp; the starts of ``certkit.causal``'s joint EM).
+
+    scikit-learn's ``GaussianMixture`` EM: an M-step from the one-hot responsibilities of the rows
+    ``centres`` (weights ``N_k / n``), then per iteration the E-step (bound: mean log-likelihood per row)
+    and the M-step (``N_k = sum_i r_ik + 10 eps``, means, covariances plus ``reg_covar`` on the diagonal,
+    weights ``N_k / sum_j N_j``), stopping when the bound changed by less than ``tol``.
+    Single-threaded, deterministic, GIL released.
+
+    Parameters
+    ----------
+    X : array_like of float64, shape (n, d)
+        Rows the mixture is fitted on (finite).
+    centres : array_like of int, shape (K,)
+        One starting row of X per component (e.g. scikit-learn's ``kmeans_plusplus`` indices).
+    predict : array_like of float64, shape (m, d)
+        Rows whose responsibilities are returned (finite).
+    full : bool
+        Full covariances (True) or diagonal ones.
+    max_iter : int
+        Most EM iterations (>= 1).
+    tol : float
+        Stop when the mean log-likelihood changed by less than ``tol`` (>= 0).
+    reg_covar : float
+        Added to the diagonal of every covariance (>= 0).
+
+    Returns
+    -------
+    dict
+        ``weights`` (K,), ``means`` (K, d), ``precisions_cholesky`` (full: (K, d, d) upper-triangular
+        ``P_k`` with ``P_k P_k' = S_k^{-1}``; diagonal: (K, d) ``1 / sqrt(s_k)``), ``responsibilities``
+        (m, K) of ``predict``, ``n_iter``, ``converged``.
+
+    Raises
+    ------
+    ValueError
+        If an argument is out of range or shapes disagree, or if a covariance is not positive definite.
+    """

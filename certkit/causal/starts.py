@@ -2,17 +2,48 @@
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Sequence
 
 import numpy as np
 
 from certkit.causal.mixture_regression import anchor_partitions
 
-__all__ = ["GMM_START_ROWS", "default_starts"]
+__all__ = ["GMM_START_ROWS", "default_starts", "gaussian_mixture_proba"]
 
 #: Rows the Gaussian-mixture starts are fitted on (a random subsample when there are more).
 GMM_START_ROWS = 2000
+#: EM of the Gaussian-mixture starts: scikit-learn's ``GaussianMixture`` defaults.
+GMM_TOL, GMM_MAX_ITER, GMM_REG_COVAR = 1e-3, 100, 1e-6
+
+
+def _kmeans_plusplus_centres(X: np.ndarray, n_components: int, seed: int) -> np.ndarray:
+    """Rows of scikit-learn's k-means++ centres (``GaussianMixture``'s start)."""
+    from sklearn.cluster import kmeans_plusplus
+
+    if X.shape[0] < n_components:
+        raise ValueError(f"a Gaussian-mixture start needs at least {n_components} rows, got {X.shape[0]}")
+    return kmeans_plusplus(X, n_components, random_state=np.random.RandomState(seed))[1]
+
+
+def gaussian_mixture_proba(
+    data: np.ndarray, rows: np.ndarray | slice, n_components: int, covariance: str, seed: int
+) -> np.ndarray:
+    """Responsibilities of every row of ``data`` under a Gaussian mixture fitted on ``data[rows]``.
+
+    The EM of scikit-learn's ``GaussianMixture(n_components, covariance_type=covariance,
+    init_params="k-means++", random_state=seed)`` (same initialisation, updates, tolerance and
+    ``max_iter``; equal up to rounding) in C++ (``certkit._core.mixreg.gaussian_mixture``), without its
+    per-call overhead: the starts fit thousands of small mixtures. An unconverged fit is returned as it
+    stands (it is only a start). Raises ``ValueError`` when a component's covariance is ill-defined.
+    """
+    from certkit._core import mixreg
+
+    X = data[rows]
+    out = mixreg.gaussian_mixture(
+        X, _kmeans_plusplus_centres(X, n_components, seed), data, full=covariance == "full",
+        max_iter=GMM_MAX_ITER, tol=GMM_TOL, reg_covar=GMM_REG_COVAR,
+    )
+    return out["responsibilities"]
 
 
 def _residual_points(Y: np.ndarray, designs: Sequence[np.ndarray]) -> np.ndarray:
@@ -41,9 +72,6 @@ def default_starts(
     ``GMM_START_ROWS`` random rows), then ``n_init - 1`` random anchor partitions of the residuals.
     The parents' columns are ``regressors`` (per node, (n, |pa|)) when given (behind spline designs),
     else the designs' columns after the first."""
-    from sklearn.exceptions import ConvergenceWarning
-    from sklearn.mixture import GaussianMixture
-
     points = _residual_points(Y, designs)
     # The set's and its parents' columns, each once (a parent shared by two nodes, or a node that is
     # another's parent), in order of first appearance.
@@ -58,13 +86,6 @@ def default_starts(
     rows = np.sort(rng.choice(n, size=GMM_START_ROWS, replace=False)) if n > GMM_START_ROWS else slice(None)
     starts = [np.asarray(s, dtype=np.float64) for s in extra]
     for data, covariance in ((points, "diag"), (columns, "full")):
-        gmm = GaussianMixture(
-            n_components,
-            covariance_type=covariance,
-            init_params="k-means++",
-            random_state=int(rng.integers(2**31 - 1)),
-        )
-        with warnings.catch_warnings():  # an unconverged start is still a start: EM continues from it
-            warnings.simplefilter("ignore", ConvergenceWarning)
-            starts.append(gmm.fit(data[rows]).predict_proba(data))
+        seed = int(rng.integers(2**31 - 1))
+        starts.append(gaussian_mixture_proba(data, rows, n_components, covariance, seed))
     return starts + anchor_partitions(points, n_components, n_init - 1, rng)
