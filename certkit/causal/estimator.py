@@ -181,7 +181,8 @@ class CausalMixtureModel(BaseEstimator):
         Total BIC of the model: the joint BIC of every mixing variable plus the ``K = 1`` BIC of
         every other node.
     n_scores_ : int
-        Number of distinct local scores computed (summed over the fits of ``"auto"``).
+        Number of distinct local scores computed (summed over the fits of ``"auto"``, which share their
+        scores: see ``LatentBIC``'s ``shared_scores``).
     feature_names_in_ : tuple of str
         Column names (``x0, x1, ...`` for arrays).
     data_key_ : int
@@ -283,12 +284,14 @@ class CausalMixtureModel(BaseEstimator):
         ):
             # one subsample for every fit of "auto" (an int rng gives each fit the same one already)
             params["rng"] = int(check_rng(self.rng).integers(0, 2**63 - 1))
-        fits, n_scores = {}, 0
+        # the local scores are shared between the fits below (the same search rows; a spline score whose
+        # parents all enter linearly is the linear score)
+        fits, n_scores, shared_scores = {}, 0, {}
         for option in ("linear", "spline") if mechanism == "auto" else (mechanism,):
             model = type(self)(**{**params, "mechanism": option})
             if mechanism == "auto" and option == "spline" and not model._enough_rows(*X.shape):
                 break  # too few rows (or search_samples) for the spline mixtures: the linear fit alone
-            model._fit(X, names, option)
+            model._fit(X, names, option, shared_scores=shared_scores)
             fits[option], n_scores = model, n_scores + model.n_scores_
         if len(fits) == 2 and not np.array_equal(fits["linear"].adjacency_, fits["spline"].adjacency_):
             # A search that missed a better graph for one mechanism must not decide the mechanism: the
@@ -299,7 +302,8 @@ class CausalMixtureModel(BaseEstimator):
                 if option == "spline" and fits["spline"].score_ < fits["linear"].score_ - AUTO_MARGIN:
                     break
                 model = type(self)(**{**params, "mechanism": option})
-                model._fit(X, names, option, graph=graphs[other])  # the other search's own graph
+                # on the other search's own graph
+                model._fit(X, names, option, graph=graphs[other], shared_scores=shared_scores)
                 n_scores += model.n_scores_
                 # (lower beyond rounding: a score-equivalent graph's total differs in the last bits)
                 if model.score_ < fits[option].score_ - 1e-9 * abs(fits[option].score_):
@@ -339,9 +343,11 @@ class CausalMixtureModel(BaseEstimator):
         names: tuple[str, ...] | None,
         mechanism: str,
         graph: tuple[np.ndarray, tuple[int, ...]] | None = None,
+        shared_scores: dict | None = None,
     ) -> None:
         """``fit`` with one mechanism on validated ``X``: sets every fitted attribute but ``mechanism_``.
-        ``graph`` (adjacency, topological order) replaces the search."""
+        ``graph`` (adjacency, topological order) replaces the search; ``shared_scores`` is
+        ``LatentBIC``'s."""
         gen = check_rng(self.rng)
         n, d = X.shape
         # Every fit runs on the rows sorted by value, with EM starts keyed by the sorted data: a
@@ -374,7 +380,7 @@ class CausalMixtureModel(BaseEstimator):
 
         # One native thread here as in the workers: a score never depends on where it was computed.
         with single_threaded(), resolve_executor(self.executor) as executor:
-            score = LatentBIC(X_search, settings, executor=executor)
+            score = LatentBIC(X_search, settings, executor=executor, shared_scores=shared_scores)
             if graph is not None:
                 adjacency, order = graph
             elif search == "topic":

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
+import hashlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -23,7 +25,7 @@ from certkit.causal.mixture_regression import (
     fit_mixture,
     n_mixture_parameters,
 )
-from certkit.causal.spline import MECHANISMS, NodeDesigns, check_n_knots
+from certkit.causal.spline import LINEAR, MECHANISMS, NodeDesigns, check_n_knots
 from certkit.parallel import parallel_map, single_threaded
 
 __all__ = ["LatentBIC", "ScoreSettings", "fit_node"]
@@ -141,17 +143,51 @@ class LatentBIC:
 
     Scores are cached on ``(j, sorted parents)``; ``prefetch`` computes the missing ones of a batch
     through ``executor`` (in chunks, in input order), so parallel and serial runs give the same scores.
+
+    ``shared_scores`` (a dict, empty at first) shares scores between ``LatentBIC`` objects on the same
+    ``X``: each reads the scores the others computed with equal settings and writes its own. A spline
+    score also reads the linear score of the same ``(j, parents)`` when the knot rule enters every parent
+    linearly in ``j``'s mechanism: the design, the starts and the EM are then the linear ones, so the
+    score is the same number. ``CausalMixtureModel`` shares them between the fits of ``"auto"``.
     """
 
-    def __init__(self, X: np.ndarray, settings: ScoreSettings, *, executor: ExecutorArg = None) -> None:
+    def __init__(
+        self,
+        X: np.ndarray,
+        settings: ScoreSettings,
+        *,
+        executor: ExecutorArg = None,
+        shared_scores: dict | None = None,
+    ) -> None:
         self.X = check_array(X, "X", ndim=2)
         check_squares_fit(self.X, "X", range(self.X.shape[1]))
         if not isinstance(settings, ScoreSettings):
             raise TypeError(f"settings must be a ScoreSettings, got {type(settings).__name__}")
+        if shared_scores is not None and not isinstance(shared_scores, dict):
+            raise TypeError(f"shared_scores must be a dict or None, got {type(shared_scores).__name__}")
         self.settings = settings
         self.executor = executor
         self.designs = NodeDesigns(self.X, settings.mechanism, settings.n_knots)
         self._cache: dict[Key, tuple[float, int]] = {}
+        self._shared = shared_scores
+        self._reused = 0  # scores of _cache read from shared_scores
+        # the data's fingerprint keys the shared scores: only scores of the same X are read
+        self._data_key = (
+            None if shared_scores is None
+            else hashlib.blake2b(self.X.tobytes() + repr(self.X.shape).encode(), digest_size=16).digest()
+        )
+
+    def _from_shared(self, key: Key) -> tuple[float, int] | None:
+        """The shared score of ``key``: computed with these settings, or, for a spline score whose
+        parents all enter linearly, with the same settings and linear mechanisms."""
+        found = self._shared.get((self._data_key, self.settings, key))
+        node, parents = key
+        if found is None and self.settings.mechanism == "spline" and all(
+            self.designs.knots(p)[node] == LINEAR for p in parents
+        ):
+            linear = dataclasses.replace(self.settings, mechanism="linear")
+            found = self._shared.get((self._data_key, linear, key))
+        return found
 
     @property
     def n_nodes(self) -> int:
@@ -160,8 +196,9 @@ class LatentBIC:
 
     @property
     def n_evaluations(self) -> int:
-        """Number of distinct local scores computed so far."""
-        return len(self._cache)
+        """Number of distinct local scores computed so far (not counting those read from
+        ``shared_scores``)."""
+        return len(self._cache) - self._reused
 
     @staticmethod
     def key(node: int, parents: Iterable[int]) -> Key:
@@ -173,6 +210,13 @@ class LatentBIC:
         if not missing:
             return
         self.designs.prepare(p for _, parents in missing for p in parents)  # knots fixed before workers
+        if self._shared is not None:
+            found = {k: hit for k in missing if (hit := self._from_shared(k)) is not None}
+            self._cache.update(found)
+            self._reused += len(found)
+            missing = [k for k in missing if k not in found]
+            if not missing:
+                return
         fn = functools.partial(_score_batch, self.designs, self.settings)
         if self.executor is None or len(missing) == 1:
             results = fn(missing)
@@ -183,6 +227,8 @@ class LatentBIC:
             by_key = {k: r for chunk, res in zip(chunks, per_chunk) for k, r in zip(chunk, res)}
             results = [by_key[k] for k in missing]
         self._cache.update(zip(missing, results))
+        if self._shared is not None:
+            self._shared.update(((self._data_key, self.settings, k), r) for k, r in zip(missing, results))
 
     def __call__(self, node: int, parents: Iterable[int]) -> float:
         key = self.key(node, parents)

@@ -60,6 +60,54 @@ def test_k1_score_is_the_plain_gaussian_bic():
         assert latent(node, parents) == pytest.approx(plain(node, parents), rel=1e-10)
 
 
+def test_a_spline_score_whose_parents_enter_linearly_is_the_linear_score():
+    """Where the knot rule enters every parent linearly the spline design is the linear one, and so are
+    the EM starts and fits: the same BIC and K bit for bit, which is what lets LatentBIC share them."""
+    from certkit.causal.score import fit_node
+    from certkit.causal.spline import LINEAR, NodeDesigns
+
+    X, _, _ = make_mixture_sem(5, 400, 0.5, 2, mixing_size=2, rng=4)
+    linear, spline = ScoreSettings(seed=5), ScoreSettings(seed=5, mechanism="spline")
+    designs = NodeDesigns(X, "spline", "bic")
+    compared = 0
+    for node in range(5):
+        for parents in itertools.chain.from_iterable(
+            itertools.combinations([v for v in range(5) if v != node], r) for r in range(3)
+        ):
+            if all(designs.knots(p)[node] == LINEAR for p in parents):
+                a = fit_node(X, node, parents, linear)
+                b = fit_node(X, node, parents, spline, designs=designs)
+                assert (a.bic, a.n_components) == (b.bic, b.n_components)
+                np.testing.assert_array_equal(a.responsibilities, b.responsibilities)
+                compared += 1
+    assert compared >= 20
+
+
+def test_latent_bic_shares_scores_of_the_same_data_and_settings():
+    X, _, _ = make_mixture_sem(5, 300, 0.5, 2, mixing_size=2, rng=4)
+    linear, spline = ScoreSettings(max_components=2), ScoreSettings(max_components=2, mechanism="spline")
+    store: dict = {}
+    first = LatentBIC(X, linear, shared_scores=store)
+    keys = [(0, ()), (1, (0,)), (2, (0, 1)), (3, (1, 2))]
+    first.prefetch(keys)
+    assert first.n_evaluations == 4 and len(store) == 4
+    again = LatentBIC(X, linear, shared_scores=store)  # read, not computed
+    assert [again(*k) for k in keys] == [first(*k) for k in keys] and again.n_evaluations == 0
+    other = LatentBIC(X + 1e-3 * np.arange(5), linear, shared_scores=store)  # other data: computed
+    other.prefetch(keys)
+    assert other.n_evaluations == 4
+    # a spline score reads the linear one only where every parent enters linearly
+    curved = LatentBIC(X, spline, shared_scores=store)
+    read = [k for k in keys if all(curved.designs.knots(p)[k[0]] == -1 for p in k[1])]
+    assert (0, ()) in read and len(read) < len(keys)  # no parents: linear; some parent curved here
+    curved.prefetch(keys)
+    assert curved.n_evaluations == len(keys) - len(read)
+    alone = LatentBIC(X, spline)
+    assert [curved(*k) for k in keys] == [alone(*k) for k in keys]
+    with pytest.raises(TypeError, match="shared_scores must be a dict or None"):
+        LatentBIC(X, linear, shared_scores=[])
+
+
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_k1_model_equals_plain_linear_gaussian_bic_search(seed):
     X, _, _ = make_mixture_sem(6, 400, rng=seed)
