@@ -12,7 +12,8 @@
 //   E-step: log p_ik = log w_k - (d log 2 pi + |(x_i - mu_k)' P_k|^2) / 2 + sum_a log P_k[a][a],
 //     L = mean_i logsumexp_k log p_ik, r_ik = exp(log p_ik - logsumexp).
 //   Iteration t: E-step (bound L_t), M-step; stop when |L_t - L_{t-1}| < tol or after max_iter.
-// A covariance that is not positive definite (full) or a variance <= 0 (diag) stops the fit (ok = false).
+// A covariance that is not positive definite (full) or a variance <= 0 (diag) stops the fit (ok = false),
+// and so does a row whose log-densities are all -inf or NaN (its squared distances overflow; underflow).
 // The NumPy reference is tests/causal/_reference_gmm.py; results agree up to rounding.
 //
 // Speed: the rows are held transposed (one array of n values per column, and per component one array of
@@ -38,6 +39,7 @@ struct GmmOutput {
     std::int64_t n_iter = 0;
     bool converged = false;
     bool ok = true;
+    bool underflow = false;  // a row with no finite log-density (ok is false too)
 };
 
 namespace detail {
@@ -173,7 +175,7 @@ CERTKIT_MIXREG_CLONES inline bool m_step(Work& w, bool full, double reg, GmmOutp
 }
 
 // E-step on w.cols under `model`: w.resp receives the responsibilities; returns the mean
-// log-likelihood per row.
+// log-likelihood per row, NaN when a row has no finite log-density.
 CERTKIT_MIXREG_CLONES inline double e_step(Work& w, bool full, const GmmOutput& model) {
     const std::int64_t n = w.n, d = w.d, K = w.K;
     double* sq = w.weighted.data();
@@ -251,6 +253,9 @@ CERTKIT_MIXREG_CLONES inline double e_step(Work& w, bool full, const GmmOutput& 
     }
     double total = 0.0;
     for (std::int64_t i = 0; i < n; ++i) {
+        if (!std::isfinite(top[i])) {
+            return std::numeric_limits<double>::quiet_NaN();
+        }
         norm[i] = top[i] + std::log(norm[i]);
         total += norm[i];
     }
@@ -289,6 +294,11 @@ inline GmmOutput fit(const double* X, std::int64_t n, std::int64_t d, const std:
     for (std::int64_t t = 1; t <= max_iter; ++t) {
         const double previous = bound;
         bound = detail::e_step(w, full, out);
+        if (std::isnan(bound)) {
+            out.ok = false;
+            out.underflow = true;
+            return out;
+        }
         if (!detail::m_step(w, full, reg, out)) {
             out.ok = false;
             return out;
@@ -309,17 +319,24 @@ inline GmmOutput fit(const double* X, std::int64_t n, std::int64_t d, const std:
     return out;
 }
 
-// Responsibilities (m, K), row-major, of the rows of `rows` (m, d) under `model`.
-inline void predict(const double* rows, std::int64_t m, std::int64_t d, std::int64_t K, bool full,
+// Responsibilities (m, K), row-major, of the rows of `rows` (m, d) under `model`; false when a row has
+// no finite log-density.
+inline bool predict(const double* rows, std::int64_t m, std::int64_t d, std::int64_t K, bool full,
                     const GmmOutput& model, double* resp) {
+    if (m == 0) {
+        return true;
+    }
     detail::Work w(rows, m, d, K);
-    detail::e_step(w, full, model);
+    if (std::isnan(detail::e_step(w, full, model))) {
+        return false;
+    }
     for (std::int64_t k = 0; k < K; ++k) {
         const double* r = w.r(k);
         for (std::int64_t i = 0; i < m; ++i) {
             resp[i * K + k] = r[i];
         }
     }
+    return true;
 }
 
 }  // namespace certkit::gmm

@@ -110,7 +110,8 @@ py::dict em(const py::object& y_in, const py::object& design_in, const py::objec
 
 py::dict joint_em(const py::object& Y_in, const py::list& designs_in, const py::object& resp0_in,
                   const py::object& max_iter_in, const py::object& tol_in, const py::object& ridge_in,
-                  const py::object& min_variance_in, bool tiled) {
+                  const py::object& min_variance_in, const py::object& tiled_in) {
+    const bool tiled = bool_arg(tiled_in, "tiled");
     const DoubleArray Y = real_array_arg(Y_in, "Y");
     const DoubleArray resp0 = real_array_arg(resp0_in, "resp0");
     const DoubleArray floors = real_array_arg(min_variance_in, "min_variance");
@@ -178,8 +179,9 @@ py::dict joint_em(const py::object& Y_in, const py::list& designs_in, const py::
 }
 
 py::dict gaussian_mixture(const py::object& X_in, const py::object& centres_in, const py::object& predict_in,
-                          bool full, const py::object& max_iter_in, const py::object& tol_in,
+                          const py::object& full_in, const py::object& max_iter_in, const py::object& tol_in,
                           const py::object& reg_covar_in) {
+    const bool full = bool_arg(full_in, "full");
     const DoubleArray X = real_array_arg(X_in, "X");
     const auto centres = py::array_t<std::int64_t, py::array::c_style | py::array::forcecast>::ensure(
         integer_array_arg(centres_in, "centres"));
@@ -203,15 +205,23 @@ py::dict gaussian_mixture(const py::object& X_in, const py::object& centres_in, 
     require(all_bounded(predict), "predict must be finite with magnitudes <= 1e100 (found NaN, inf or a larger value)");
 
     const std::int64_t m = predict.shape(0);
+    // the fit's buffers: the rows transposed and centred, responsibilities and log-densities, per row scratch
+    const double rows = static_cast<double>(std::max(n, m));
+    require_memory(8.0 * rows * (2.0 * static_cast<double>(d) + 2.0 * static_cast<double>(K) + 3.0) +
+                       8.0 * static_cast<double>(K) * static_cast<double>(d) * static_cast<double>(d),
+                   "X", "the Gaussian mixture's buffers");
     py::array_t<double> resp({static_cast<py::ssize_t>(m), static_cast<py::ssize_t>(K)});
     gmm::GmmOutput out;
     {
         py::gil_scoped_release release;
         out = gmm::fit(X.data(), n, d, centres.data(), K, full, max_iter, tol, reg);
-        if (out.ok) {
-            gmm::predict(predict.data(), m, d, K, full, out, resp.mutable_data());
+        if (out.ok && !gmm::predict(predict.data(), m, d, K, full, out, resp.mutable_data())) {
+            out.ok = false;
+            out.underflow = true;
         }
     }
+    require(!out.underflow, "a row of X or predict has no finite log-density under any component (its "
+                            "squared distance overflows); rescale the data or use a larger reg_covar");
     require(out.ok, "a Gaussian mixture component has an ill-defined covariance (not positive definite: too "
                     "few distinct rows for its components); use fewer components or a larger reg_covar");
     py::array_t<double> means({static_cast<py::ssize_t>(K), static_cast<py::ssize_t>(d)});
@@ -240,7 +250,7 @@ void register_mixreg(py::module_& parent) {
           "dict with coef (K, p), variance (K,), weights (K,), responsibilities (n, K), loglik_trace and "
           "converged.");
     m.def("joint_em", &joint_em, py::arg("Y"), py::arg("designs"), py::arg("resp0"), py::kw_only(),
-          py::arg("max_iter"), py::arg("tol"), py::arg("ridge"), py::arg("min_variance"), py::arg("tiled") = false,
+          py::arg("max_iter"), py::arg("tol"), py::arg("ridge"), py::arg("min_variance"), py::arg("tiled") = py::bool_(false),
           "Joint EM of one latent with K groups over the m columns of Y (n, m), node j regressed on "
           "designs[j] (n, p_j), from responsibilities resp0 (n, K); min_variance (m,) per-node variance "
           "floors; tiled=True accumulates the Gram matrices in register tiles (faster for wide designs, "

@@ -149,11 +149,11 @@ def gaussian_mixture(
     Parameters
     ----------
     X : array_like of float64, shape (n, d)
-        Rows the mixture is fitted on (finite).
+        Rows the mixture is fitted on (finite, magnitudes <= 1e100).
     centres : array_like of int, shape (K,)
         One starting row of X per component (e.g. scikit-learn's ``kmeans_plusplus`` indices).
     predict : array_like of float64, shape (m, d)
-        Rows whose responsibilities are returned (finite).
+        Rows whose responsibilities are returned (finite, magnitudes <= 1e100).
     full : bool
         Full covariances (True) or diagonal ones.
     max_iter : int
@@ -172,6 +172,9 @@ def gaussian_mixture(
 
     Raises
     ------
+    TypeError
+        If ``centres`` is not an integer array, ``full`` not a bool or an array not real-valued.
     ValueError
-        If an argument is out of range or shapes disagree, or if a covariance is not positive definite.
+        If an argument is out of range or shapes disagree, if a covariance is not positive definite, or
+        if a row has no finite log-density under any component.
     """

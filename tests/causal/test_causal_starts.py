@@ -79,6 +79,7 @@ def test_gaussian_mixture_proba_equals_scikit_learn(seed, n, d, K, covariance):
 def test_default_starts_are_the_scikit_learn_starts(n):
     """``default_starts`` with the kernel gives the starts it gave with scikit-learn's mixtures (the same
     seeds and rows drawn from the same rng), and the random partitions after them unchanged."""
+    from certkit.causal.mixture_regression import anchor_partitions
     from certkit.causal.starts import _residual_points
 
     gen = np.random.default_rng(8)
@@ -99,6 +100,8 @@ def test_default_starts_are_the_scikit_learn_starts(n):
     assert len(starts) == 4
     for got, want in zip(starts[:2], expected):
         np.testing.assert_allclose(got, want, atol=1e-8)
+    for got, want in zip(starts[2:], anchor_partitions(points, 3, 2, rng)):  # the rng where it was
+        np.testing.assert_array_equal(got, want)
 
 
 def test_gmm_kernel_by_hand_two_tight_clusters():
@@ -146,6 +149,19 @@ def test_an_ill_defined_covariance_raises_like_scikit_learn():
         gaussian_mixture_proba(X, slice(None), 2, "full", 0)
     with pytest.raises(ValueError, match="at least 3 rows"):
         gaussian_mixture_proba(X[:2], slice(None), 3, "diag", 0)
+    with pytest.raises(ValueError, match="covariance must be 'diag' or 'full', got 'tied'"):
+        gaussian_mixture_proba(X, slice(None), 2, "tied", 0)
+
+
+def test_a_row_without_a_finite_log_density_raises():
+    """Squared distances that overflow (reg_covar 0, tiny spreads, a far row): every log-density of the
+    row is -inf; scikit-learn returns NaN, the kernel refuses."""
+    X = np.random.default_rng(0).standard_normal((100, 2)) * 1e-100
+    X[50:] += 1e-99
+    with pytest.raises(ValueError, match="no finite log-density"):
+        mixreg.gaussian_mixture(
+            X, np.array([0, 60]), np.array([[1e100, 1e100]]), full=True, max_iter=100, tol=1e-3, reg_covar=0.0
+        )
 
 
 @pytest.mark.parametrize(
@@ -161,6 +177,8 @@ def test_an_ill_defined_covariance_raises_like_scikit_learn():
         ("reg", ValueError, "reg_covar must be finite and >= 0"),
         ("max_iter", ValueError, "max_iter must be >= 1"),
         ("empty", ValueError, "X must not be empty"),
+        ("full_none", TypeError, "full must be True or False"),
+        ("full_int", TypeError, "full must be True or False"),
     ],
 )
 def test_gmm_kernel_rejects_bad_arguments(change, error, match):
@@ -189,5 +207,9 @@ def test_gmm_kernel_rejects_bad_arguments(change, error, match):
         options["max_iter"] = 0
     elif change == "empty":
         X = X[:0]
+    elif change == "full_none":
+        options["full"] = None
+    elif change == "full_int":
+        options["full"] = 1
     with pytest.raises(error, match=match):
         mixreg.gaussian_mixture(X, centres, predict, **options)
