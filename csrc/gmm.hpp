@@ -73,6 +73,18 @@ struct Work {
     }
     double* col(std::int64_t a) { return cols.data() + a * n; }
     double* cen(std::int64_t a) { return centred.data() + a * n; }
+    // centred <- the columns minus mu (d,)
+    void centre(const double* mu) {
+        for (std::int64_t a = 0; a < d; ++a) {
+            const double* x = col(a);
+            double* c = cen(a);
+            const double m = mu[a];
+#pragma omp simd
+            for (std::int64_t i = 0; i < n; ++i) {
+                c[i] = x[i] - m;
+            }
+        }
+    }
     double* r(std::int64_t k) { return resp.data() + k * n; }
     double* lp(std::int64_t k) { return logp.data() + k * n; }
 };
@@ -146,15 +158,7 @@ CERTKIT_MIXREG_CLONES inline bool m_step(Work& w, bool full, double reg, GmmOutp
             }
             continue;
         }
-        for (std::int64_t a = 0; a < d; ++a) {
-            const double* x = w.col(a);
-            double* c = w.cen(a);
-            const double m = mu[a];
-#pragma omp simd
-            for (std::int64_t i = 0; i < n; ++i) {
-                c[i] = x[i] - m;
-            }
-        }
+        w.centre(mu);
         double* wa = w.weighted.data();
         for (std::int64_t a = 0; a < d; ++a) {
             const double* ca = w.cen(a);
@@ -187,14 +191,8 @@ CERTKIT_MIXREG_CLONES inline double e_step(Work& w, bool full, const GmmOutput& 
             const double* P = model.precision.data() + k * d * d;
             for (std::int64_t a = 0; a < d; ++a) {
                 log_det += std::log(P[a * d + a]);
-                const double* x = w.col(a);
-                double* c = w.cen(a);
-                const double m = mu[a];
-#pragma omp simd
-                for (std::int64_t i = 0; i < n; ++i) {
-                    c[i] = x[i] - m;
-                }
             }
+            w.centre(mu);
             // y_c = sum_{a <= c} (x_a - mu_a) P[a][c] (P upper-triangular), sq = sum_c y_c^2
             double* y = w.top.data();
             for (std::int64_t c = 0; c < d; ++c) {
