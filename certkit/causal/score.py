@@ -56,8 +56,10 @@ class ScoreSettings:
         check_integer(self.max_components, "max_components", minimum=1)
         check_integer(self.n_init, "n_init", minimum=1, maximum=MAX_STARTS)
         check_integer(self.max_iter, "max_iter", minimum=1)
-        check_positive(self.tol, "tol")
-        check_positive(self.min_variance, "min_variance")
+        # Python floats: settings that compare equal hash equal and fit with the same numbers (a
+        # float32 1e-5 equals 1e-5 under NumPy's comparison but is another number)
+        object.__setattr__(self, "tol", float(check_positive(self.tol, "tol")))
+        object.__setattr__(self, "min_variance", float(check_positive(self.min_variance, "min_variance")))
         check_integer(self.seed, "seed", minimum=0)
         check_bool(self.greedy_components, "greedy_components")
         check_in_options(self.mechanism, "mechanism", MECHANISMS)
@@ -165,17 +167,20 @@ class LatentBIC:
             raise TypeError(f"settings must be a ScoreSettings, got {type(settings).__name__}")
         if shared_scores is not None and not isinstance(shared_scores, dict):
             raise TypeError(f"shared_scores must be a dict or None, got {type(shared_scores).__name__}")
+        self._shared = shared_scores
+        self._reused = 0  # scores of _cache read from shared_scores
+        self._data_key = self._linear = None
+        if shared_scores is not None:
+            # a private copy, fingerprinted: only scores of these values are read or written, whatever the
+            # caller does to its array later
+            self.X = self.X.copy()
+            fingerprint = hashlib.blake2b(self.X.tobytes() + repr(self.X.shape).encode(), digest_size=16)
+            self._data_key = fingerprint.digest()
+            self._linear = dataclasses.replace(settings, mechanism="linear")
         self.settings = settings
         self.executor = executor
         self.designs = NodeDesigns(self.X, settings.mechanism, settings.n_knots)
         self._cache: dict[Key, tuple[float, int]] = {}
-        self._shared = shared_scores
-        self._reused = 0  # scores of _cache read from shared_scores
-        # the data's fingerprint keys the shared scores: only scores of the same X are read
-        self._data_key = (
-            None if shared_scores is None
-            else hashlib.blake2b(self.X.tobytes() + repr(self.X.shape).encode(), digest_size=16).digest()
-        )
 
     def _from_shared(self, key: Key) -> tuple[float, int] | None:
         """The shared score of ``key``: computed with these settings, or, for a spline score whose
@@ -185,8 +190,7 @@ class LatentBIC:
         if found is None and self.settings.mechanism == "spline" and all(
             self.designs.knots(p)[node] == LINEAR for p in parents
         ):
-            linear = dataclasses.replace(self.settings, mechanism="linear")
-            found = self._shared.get((self._data_key, linear, key))
+            found = self._shared.get((self._data_key, self._linear, key))
         return found
 
     @property

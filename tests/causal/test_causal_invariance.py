@@ -112,8 +112,16 @@ def test_a_permutation_gives_the_same_fit_on_linear_mixtures(options):
     _same(a, b, rows)
 
 
-@pytest.mark.parametrize("data", ["linear", "nonlinear"])
-def test_shared_local_scores_change_no_fitted_attribute(monkeypatch, data):
+@pytest.mark.parametrize(
+    ("data", "options"),
+    [
+        ("linear", {}),
+        ("nonlinear", {}),
+        ("linear", {"search": "ges"}),
+        ("linear", {"search_samples": 250, "rng": 1, "n_knots": 3}),
+    ],
+)
+def test_shared_local_scores_change_no_fitted_attribute(monkeypatch, data, options):
     """The fits of "auto" share their local scores (a spline score whose parents all enter linearly is
     the linear one): the fit is the one each fit gives with its own scores, with fewer scores computed."""
     from certkit.causal import estimator as estimator_module
@@ -123,14 +131,15 @@ def test_shared_local_scores_change_no_fitted_attribute(monkeypatch, data):
         X, _, _ = make_mixture_sem(5, 400, 0.5, 2, mixing_size=2, rng=4)
     else:
         X = _user_data(1, n=500)[0]
-    shared = CausalMixtureModel(max_components=3, rng=0).fit(X)
+    options = {"rng": 0, **options}
+    shared = CausalMixtureModel(max_components=3, **options).fit(X)
 
     class OwnScores(LatentBIC):
         def __init__(self, X, settings, *, executor=None, shared_scores=None):
             super().__init__(X, settings, executor=executor)
 
     monkeypatch.setattr(estimator_module, "LatentBIC", OwnScores)
-    own = CausalMixtureModel(max_components=3, rng=0).fit(X)
+    own = CausalMixtureModel(max_components=3, **options).fit(X)
     _same(shared, own, np.arange(X.shape[0]), but=("n_scores_",))
     assert shared.n_scores_ < own.n_scores_
 

@@ -104,8 +104,26 @@ def test_latent_bic_shares_scores_of_the_same_data_and_settings():
     assert curved.n_evaluations == len(keys) - len(read)
     alone = LatentBIC(X, spline)
     assert [curved(*k) for k in keys] == [alone(*k) for k in keys]
+    reseeded = LatentBIC(X, ScoreSettings(max_components=2, seed=1), shared_scores=store)  # other starts
+    reseeded.prefetch(keys)
+    assert reseeded.n_evaluations == 4
+    # the scores are those of the values given: a later change to the caller's array reads nothing
+    changed = X.copy()
+    late = LatentBIC(changed, linear, shared_scores=store)
+    changed[:, 1] **= 3
+    assert late(1, (0,)) == first(1, (0,)) and late.n_evaluations == 0
     with pytest.raises(TypeError, match="shared_scores must be a dict or None"):
         LatentBIC(X, linear, shared_scores=[])
+
+
+def test_score_settings_hold_python_floats():
+    """A float32 tolerance equals the float64 one under NumPy's comparison but is another number: the
+    settings keep Python floats, so equal settings fit with equal numbers (and hash alike)."""
+    a, b = ScoreSettings(tol=np.float32(1e-5)), ScoreSettings(tol=1e-5)
+    assert type(a.tol) is float and a.tol == float(np.float32(1e-5)) and a != b
+    assert ScoreSettings(min_variance=np.float64(1e-3)) == ScoreSettings() and hash(
+        ScoreSettings(min_variance=np.float64(1e-3))
+    ) == hash(ScoreSettings())
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
