@@ -85,6 +85,7 @@ def joint_em(
     tol: float,
     ridge: float,
     min_variance: npt.ArrayLike,
+    tiled: bool = False,
 ) -> JointEmResult:
     """Joint EM of one latent over m nodes (kernel: csrc/mixjoint.hpp; ``certkit.causal.fit_joint_mixture``).
 
@@ -107,6 +108,9 @@ def joint_em(
         As in ``em``.
     min_variance : array_like of float64, shape (m,)
         Per-node variance floors (> 0).
+    tiled : bool
+        Accumulate the Gram matrices in register tiles (faster for wide spline designs; the same steps up
+        to rounding). True or False only.
 
     Returns
     -------
