@@ -91,22 +91,9 @@ struct Work {
 
 // Lower Cholesky factor of S (d, d; lower triangle read) and P = (L^{-1})' into P (upper-triangular).
 inline bool precision_factor(const double* S, std::int64_t d, std::vector<double>& L, double* P) {
-    std::fill(L.begin(), L.end(), 0.0);
-    for (std::int64_t a = 0; a < d; ++a) {
-        for (std::int64_t c = 0; c <= a; ++c) {
-            double s = S[a * d + c];
-            for (std::int64_t e = 0; e < c; ++e) {
-                s -= L[static_cast<std::size_t>(a * d + e)] * L[static_cast<std::size_t>(c * d + e)];
-            }
-            if (a == c) {
-                if (!(s > 0.0)) {
-                    return false;
-                }
-                L[static_cast<std::size_t>(a * d + a)] = std::sqrt(s);
-            } else {
-                L[static_cast<std::size_t>(a * d + c)] = s / L[static_cast<std::size_t>(c * d + c)];
-            }
-        }
+    if (!mixreg::detail::cholesky_lower([S, d](std::int64_t a, std::int64_t c) { return S[a * d + c]; }, d,
+                                        L.data())) {
+        return false;
     }
     // Column c of L^{-1} by forward substitution, stored as row c of P.
     std::fill(P, P + d * d, 0.0);

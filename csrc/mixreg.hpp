@@ -332,30 +332,45 @@ struct BlockPass {
     }
 };
 
-// Solve (G + diag(ridge * G_aa)) beta = b by Cholesky (G given by its upper triangle).
-// Returns false if the matrix is not numerically positive definite.
-inline bool ridge_solve(const double* g, const double* b, std::int64_t p, double ridge, double* beta,
-                        std::vector<double>& work) {
-    work.assign(static_cast<std::size_t>(p * p), 0.0);
-    // Lower Cholesky factor L (row-major), A = L L'.
+// Lower Cholesky factor L (row-major, p x p, zero above the diagonal) of the symmetric matrix A whose
+// entries entry(a, c) (c <= a) gives: A = L L'.  Returns false if A is not numerically positive definite.
+// Shared by the M-steps (ridge_solve) and the Gaussian-mixture starts (csrc/gmm.hpp).
+template <class Entry>
+inline bool cholesky_lower(Entry entry, std::int64_t p, double* L) {
+    std::fill(L, L + p * p, 0.0);
     for (std::int64_t a = 0; a < p; ++a) {
         for (std::int64_t c = 0; c <= a; ++c) {
-            double s = g[c * p + a];  // A[a][c] = A[c][a] = upper (c, a)
-            if (a == c) {
-                s += g[a * p + a] > 0.0 ? ridge * g[a * p + a] : ridge;
-            }
+            double s = entry(a, c);
             for (std::int64_t m = 0; m < c; ++m) {
-                s -= work[a * p + m] * work[c * p + m];
+                s -= L[a * p + m] * L[c * p + m];
             }
             if (a == c) {
                 if (!(s > 0.0) || !std::isfinite(s)) {
                     return false;
                 }
-                work[a * p + a] = std::sqrt(s);
+                L[a * p + a] = std::sqrt(s);
             } else {
-                work[a * p + c] = s / work[c * p + c];
+                L[a * p + c] = s / L[c * p + c];
             }
         }
+    }
+    return true;
+}
+
+// Solve (G + diag(ridge * G_aa)) beta = b by Cholesky (G given by its upper triangle).
+// Returns false if the matrix is not numerically positive definite.
+inline bool ridge_solve(const double* g, const double* b, std::int64_t p, double ridge, double* beta,
+                        std::vector<double>& work) {
+    work.resize(static_cast<std::size_t>(p * p));
+    const auto entry = [g, p, ridge](std::int64_t a, std::int64_t c) {
+        double s = g[c * p + a];  // A[a][c] = A[c][a] = upper (c, a)
+        if (a == c) {
+            s += g[a * p + a] > 0.0 ? ridge * g[a * p + a] : ridge;
+        }
+        return s;
+    };
+    if (!cholesky_lower(entry, p, work.data())) {
+        return false;
     }
     for (std::int64_t a = 0; a < p; ++a) {  // forward: L z = b
         double s = b[a];
