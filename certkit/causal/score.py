@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import hashlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -19,6 +18,7 @@ from certkit._validation import (
     check_positive,
     check_squares_fit,
 )
+from certkit.causal.data import data_seed
 from certkit.causal.mixture_regression import (
     MAX_STARTS,
     MixtureRegressionResult,
@@ -174,8 +174,7 @@ class LatentBIC:
             # a private copy, fingerprinted: only scores of these values are read or written, whatever the
             # caller does to its array later
             self.X = self.X.copy()
-            fingerprint = hashlib.blake2b(self.X.tobytes() + repr(self.X.shape).encode(), digest_size=16)
-            self._data_key = fingerprint.digest()
+            self._data_key = (self.X.shape, data_seed(self.X))
             self._linear = dataclasses.replace(settings, mechanism="linear")
         self.settings = settings
         self.executor = executor
