@@ -32,6 +32,9 @@ from certkit.parallel import resolve_executor, single_threaded
 
 __all__ = ["AUTO_MARGIN", "CausalMixtureModel"]
 
+#: Parameters that change how a fit runs, not what it finds (not recorded with the fit).
+RUN_ONLY_PARAMS = ("executor", "progress")
+
 #: The mechanisms ``CausalMixtureModel`` takes: ``"auto"`` fits both others and keeps one.
 ESTIMATOR_MECHANISMS = ("auto", *MECHANISMS)
 
@@ -277,8 +280,8 @@ class CausalMixtureModel(BaseEstimator):
         # Each mechanism is fitted into a fresh copy (the executor shared, not copied: a Dask client
         # cannot be deep-copied), so a fit that raises leaves this estimator as it was.
         params = self.get_params(deep=False)
-        # what decides the fit (the executor and the progress bar do not; a pool is not kept alive)
-        fitted_params = {k: v for k, v in params.items() if k not in ("executor", "progress")}
+        # what decides the fit (a pool is not kept alive)
+        fitted_params = {k: v for k, v in params.items() if k not in RUN_ONLY_PARAMS}
         if self.search_samples is not None and (
             self.rng is None or isinstance(self.rng, np.random.Generator)
         ):

@@ -22,7 +22,7 @@ from certkit._validation import (
     check_rng,
 )
 from certkit.causal.data import canonical_data, check_data, constant_columns, data_seed
-from certkit.causal.estimator import ESTIMATOR_MECHANISMS, CausalMixtureModel
+from certkit.causal.estimator import ESTIMATOR_MECHANISMS, RUN_ONLY_PARAMS, CausalMixtureModel
 from certkit.causal.mixture_regression import n_mixture_parameters
 from certkit.causal.spline import check_n_knots, max_width
 from certkit.parallel import parallel_map
@@ -212,7 +212,7 @@ def _check_fitted_on(estimator: CausalMixtureModel, X: np.ndarray, names: tuple[
         )
     params = estimator.get_params(deep=False)
     # the executor and the progress bar do not change a fit, nor does rng without a search subsample
-    ignored = {"executor", "progress"} | (
+    ignored = set(RUN_ONLY_PARAMS) | (
         {"rng"} if params["search_samples"] is None and fitted_params.get("search_samples") is None else set()
     )
     changed = [
