@@ -30,7 +30,6 @@ either side).
 
 from __future__ import annotations
 
-import subprocess
 import sys
 import tempfile
 import time
@@ -39,6 +38,7 @@ from unittest import mock
 
 import numpy as np
 from _causal_nonlinear import nonlinear_sem
+from _timing import run_fresh
 
 from certkit.causal import CausalMixtureModel, edge_f1
 from certkit.causal import estimator as estimator_module
@@ -205,10 +205,7 @@ def bench_baseline(shift_sem, baseline: str, repeats: int) -> tuple[list[list], 
         script.write_text(_BASELINE_FIT)
 
         def run(python: str, data: Path) -> tuple[float, str]:
-            done = subprocess.run([python, str(script), str(data)], cwd=tmp, capture_output=True, text=True)
-            if done.returncode != 0:
-                raise RuntimeError(f"{python} failed on the fit:\n{done.stderr}")
-            seconds, kept = done.stdout.split()[-2:]
+            seconds, kept = run_fresh(python, str(script), str(data), cwd=tmp).split()[-2:]
             return float(seconds), kept
 
         for name, X, _ in _cases(shift_sem):

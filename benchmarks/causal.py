@@ -53,7 +53,6 @@ which NOTEARS on the two Sachs data sets 10 min and the nonlinear section 3 min;
 from __future__ import annotations
 
 import argparse
-import subprocess
 import sys
 import tempfile
 import time
@@ -64,7 +63,7 @@ from _causal_invariance import BASELINE_HEADERS, SPLIT_HEADERS, bench_baseline, 
 from _causal_invariance import HEADERS as INVARIANCE_HEADERS
 from _causal_nonlinear import GRAPH_METHODS, GROUP_METHODS, bench_nonlinear
 from _causal_sachs import bench_leaderboard
-from _timing import best_time
+from _timing import best_time, run_fresh
 from scipy.special import logsumexp
 from threadpoolctl import threadpool_limits
 
@@ -513,10 +512,7 @@ def bench_speed(baseline: str, repeats: int) -> list[list]:
         script.write_text(_SACHS_FIT)
 
         def run(python: str, workers: int) -> float:
-            done = subprocess.run(
-                [python, str(script), str(workers)], cwd=tmp, capture_output=True, text=True, check=True
-            )
-            return float(done.stdout.split()[-1])
+            return float(run_fresh(python, str(script), str(workers), cwd=tmp).split()[-1])
 
         rows = []
         for workers in (2, 1):
