@@ -270,7 +270,11 @@ def test_extractor_refuses_what_it_cannot_bound():
         certified_training(head, IMAGES, LABELS, features=torch.nn.Linear(36, 5), **kwargs)
     with pytest.raises(ValueError, match="features outputs 8 values per row but the model expects 5"):
         certified_training(head, IMAGES, LABELS, features=_extractor()[:-1], **kwargs)
-    with pytest.raises(ValueError, match="features cannot take inputs of shape"):
+    with pytest.raises(
+        ValueError,
+        match=r"features\[0\] \(Conv2d.*takes rows of shape \(channels, height, width\); the rows "
+        r"reaching it have shape \(36,\)",
+    ):
         certified_training(head, IMAGES.reshape(14, 36), LABELS, features=_extractor(), **kwargs)
     reflect = torch.nn.Sequential(
         torch.nn.Conv2d(1, 1, 3, padding=1, padding_mode="reflect"), torch.nn.Flatten()

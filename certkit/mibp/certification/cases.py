@@ -24,7 +24,9 @@ __all__ = [
     "PERTURBATION_KINDS",
     "RECIPE_KINDS",
     "random_case",
+    "random_extractor",
     "random_recipe_case",
+    "random_row_shape",
     "recipe_kind_supported",
 ]
 
@@ -100,7 +102,7 @@ def random_recipe_case(
     or shuffled mini-batches; momentum; weight decay; the options of AGT's recipes that ``carry`` supports:
     an L1 penalty, per-sample gradient clipping by value or norm (``carry="box"``), targeted label flips)
     with a perturbation of type ``kind`` (`RECIPE_KINDS`: input boxes, budgets, label flips, paired,
-    regression targets, unlearning removals, or input boxes on raw images behind a random frozen
+    regression targets, unlearning removals, or input boxes on raw rows of rank 1-3 behind a random frozen
     extractor, ``features=``) and a chunk size down to one row.
 
     Returns the keyword arguments of `certified_training` except the backend and carry.
@@ -121,9 +123,10 @@ def random_recipe_case(
     hidden = [int(gen.integers(1, 5)) for _ in range(int(gen.integers(1, 3)))]
     X = gen.normal(size=(n, d))
     extractor = None
-    if kind == "frozen_features":  # raw 3x3 images through a random frozen convolution
-        X = gen.normal(size=(n, 1, 3, 3))
-        extractor, d = _random_extractor(gen)
+    if kind == "frozen_features":  # raw rows of a random rank through a random frozen extractor
+        row_shape = random_row_shape(gen)
+        X = gen.normal(size=(n, *row_shape))
+        extractor, d = random_extractor(gen, row_shape)
     model = MLP.random([d, *hidden, out], rng=gen)
     if loss == "mse":
         y = gen.normal(size=(n, out)) if out > 1 else gen.normal(size=n)
@@ -198,43 +201,96 @@ def random_recipe_case(
     )
 
 
-def _random_extractor(gen: np.random.Generator) -> tuple:
-    """A random frozen torch extractor of 3x3 one-channel images (a convolution with random padding and
-    stride, sometimes eval-mode batch norm with random statistics, ReLU, sometimes average or max pooling,
-    flatten, sometimes a dense layer and ReLU) and its number of outputs."""
+def random_extractor(gen: np.random.Generator, row_shape: tuple[int, ...]) -> tuple:
+    """A random frozen torch extractor of rows of shape ``row_shape`` (rank 1, 2 or 3: ``(L,)``,
+    ``(C, L)`` or ``(C, H, W)``) and its number of outputs: two to four layers drawn among those the rows
+    of the current shape accept — ``Linear`` on the last axis, convolutions with random padding and stride,
+    eval-mode batch norm with random statistics, ReLU, max and average pooling (with padding and ceil mode),
+    dropout, identity, a ``Flatten`` of the trailing axes — then ``Flatten``, sometimes a dense layer and
+    ReLU.  torch's global generator is left as it was."""
     torch = require("torch", extra="torch", purpose="the frozen-extractor soundness cases")
     with torch.random.fork_rng(devices=[]):  # torch's own initialisation, leaving its global state as it was
         torch.manual_seed(int(gen.integers(2**31)))
-        return _extractor_layers(torch, gen)
+        return _extractor_layers(torch, gen, tuple(int(s) for s in row_shape))
 
 
-def _extractor_layers(torch, gen: np.random.Generator) -> tuple:
+def random_row_shape(gen: np.random.Generator) -> tuple[int, ...]:
+    """A small random row shape of rank 1, 2 or 3 for `random_extractor`."""
+    rank = int(gen.integers(1, 4))
+    if rank == 1:
+        return (int(gen.integers(3, 7)),)
+    if rank == 2:
+        return (int(gen.integers(1, 3)), int(gen.integers(3, 6)))
+    return (int(gen.integers(1, 3)), int(gen.integers(2, 4)), int(gen.integers(2, 4)))
+
+
+def _extractor_layers(torch, gen: np.random.Generator, shape: tuple[int, ...]) -> tuple:
     nn = torch.nn
-    channels = int(gen.integers(1, 3))
-    padding = int(gen.integers(0, 2))
-    stride = 2 if padding and gen.random() < 0.5 else 1  # the output stays at least 2x2
-    layers = [nn.Conv2d(1, channels, 2, padding=padding, stride=stride)]
-    if gen.random() < 0.5:
-        norm = nn.BatchNorm2d(channels)
+    layers: list = []
+    rows = torch.zeros((2, *shape), dtype=torch.float64)  # two rows: torch never reads them as unbatched
+    for _ in range(int(gen.integers(2, 5))):
+        layer = _random_layer(nn, gen, tuple(rows.shape[1:])).double().eval()
+        layers.append(layer)
         with torch.no_grad():
-            norm.running_mean.uniform_(-0.5, 0.5)
-            norm.running_var.uniform_(0.3, 2.0)
-            norm.weight.uniform_(-1.5, 1.5)
-            norm.bias.uniform_(-0.5, 0.5)
-        layers.append(norm)
-    layers.append(nn.ReLU())
-    pool = gen.random()
-    if pool < 0.3:
-        layers.append(
-            nn.AvgPool2d(2, stride=1, padding=int(gen.integers(0, 2)), ceil_mode=bool(gen.random() < 0.5))
-        )
-    elif pool < 0.6:
-        layers.append(nn.MaxPool2d(2, stride=1, padding=int(gen.integers(0, 2))))
+            rows = layer(rows)
+    shape = tuple(rows.shape[1:])
     layers.append(nn.Flatten())
-    net = nn.Sequential(*layers).double().eval()
-    width = int(net(torch.zeros((1, 1, 3, 3), dtype=torch.float64)).shape[1])
-    if gen.random() < 0.4:  # a frozen dense layer after the convolution
+    net = nn.Sequential(*layers).double()
+    for layer in net:
+        if isinstance(layer, (nn.BatchNorm1d, nn.BatchNorm2d)):
+            with torch.no_grad():
+                layer.running_mean.uniform_(-0.5, 0.5)
+                layer.running_var.uniform_(0.3, 2.0)
+                layer.weight.uniform_(-1.5, 1.5)
+                layer.bias.uniform_(-0.5, 0.5)
+    net = net.eval()
+    width = int(np.prod(shape))
+    if gen.random() < 0.4:  # a frozen dense layer after the rest
         net.append(nn.Linear(width, 3).double())
         net.append(nn.ReLU())
         width = 3
     return net, width
+
+
+def _random_layer(nn, gen: np.random.Generator, shape: tuple[int, ...]):
+    """One layer that rows of ``shape`` accept, keeping every axis at least 1 long."""
+    rank, last = len(shape), shape[-1]
+    choices = ["linear", "relu", "identity"]
+    if rank == 1 or rank == 2:
+        choices += ["batchnorm1d", "pool1d"]
+    if rank == 2:
+        choices += ["conv1d", "pool2d"]
+    if rank == 3:
+        choices += ["conv2d", "batchnorm2d", "pool2d", "flatten_tail"]
+    kind = str(gen.choice(choices))
+    if kind == "linear":
+        return nn.Linear(last, int(gen.integers(1, 5)))
+    if kind == "relu":
+        return nn.ReLU()
+    if kind == "identity":
+        return nn.Dropout(0.5) if gen.random() < 0.5 else nn.Identity()
+    if kind == "batchnorm1d":
+        return nn.BatchNorm1d(shape[0])
+    if kind == "batchnorm2d":
+        return nn.BatchNorm2d(shape[0])
+    if kind == "conv1d":
+        padding = int(gen.integers(0, 2))
+        size = int(min(2, last + 2 * padding))
+        stride = int(gen.integers(1, 3))
+        return nn.Conv1d(shape[0], int(gen.integers(1, 3)), size, padding=padding, stride=stride)
+    if kind == "conv2d":
+        padding = int(gen.integers(0, 2))
+        size = int(min(2, shape[1] + 2 * padding, shape[2] + 2 * padding))
+        stride = int(gen.integers(1, 3))
+        return nn.Conv2d(shape[0], int(gen.integers(1, 3)), size, padding=padding, stride=stride)
+    if kind == "flatten_tail":
+        return nn.Flatten(start_dim=2)  # (C, H, W) -> (C, H W)
+    two = kind == "pool2d"
+    spatial = shape[-2:] if two else shape[-1:]
+    size = 2 if min(spatial) >= 2 else 1
+    padding = int(gen.integers(0, 2)) if size == 2 else 0
+    if gen.random() < 0.5:
+        pool = nn.MaxPool2d if two else nn.MaxPool1d
+        return pool(size, stride=1, padding=padding, ceil_mode=bool(gen.random() < 0.5))
+    pool = nn.AvgPool2d if two else nn.AvgPool1d
+    return pool(size, stride=1, padding=padding, ceil_mode=bool(gen.random() < 0.5))

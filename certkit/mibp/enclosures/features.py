@@ -5,7 +5,10 @@ The extractor is a ``torch.nn.Sequential`` (nested ones allowed) of ``Conv1d`` /
 ``ReLU``, ``MaxPool1d`` / ``MaxPool2d``, ``AvgPool1d`` / ``AvgPool2d``, ``Flatten``, ``BatchNorm1d`` /
 ``BatchNorm2d`` (eval mode, with running statistics), ``Dropout`` (eval: the identity) and ``Identity``,
 without forward hooks; it is used as a float64 copy in eval mode (ReLUs not in place), never trained.
-Every layer maps an input box to an output box:
+Rows may have any shape the layers accept (``(L,)``, ``(C, L)``, ``(C, H, W)``, ...): ``Linear`` acts on
+the last axis of a row and adds its bias there, convolutions and batch norm on the channel axis (the first of
+a row), pooling on the trailing axes, as torch applies them.  Every layer maps an input box to an output
+box:
 
 * affine layers (convolutions, ``Linear``) by the signs of the weights, ``W⁺ x^L + W⁻ x^U + b`` for the
   lower end (exact for one layer), as two convolutions or matrix products;
@@ -22,6 +25,7 @@ every allowed input.  Rows whose input is not perturbed keep their float feature
 from __future__ import annotations
 
 import copy
+import warnings
 from typing import Any
 
 import numpy as np
@@ -74,7 +78,65 @@ def _layers(module: Any, nn: Any, path: str) -> list[tuple[str, Any]]:
         )
     if isinstance(module, (nn.Conv1d, nn.Conv2d)) and module.padding_mode != "zeros":
         raise TypeError(f"features{path}: {module} pads with {module.padding_mode!r}; only zeros are bounded")
+    if isinstance(module, (nn.MaxPool1d, nn.MaxPool2d)) and module.return_indices:
+        raise TypeError(
+            f"features{path} is {module} with return_indices=True: it returns (values, indices), not the "
+            "features; build it with return_indices=False"
+        )
     return [(path, module)]
+
+
+#: The rank of one row each layer takes (the batch axis not counted), and which axis holds its channels.
+_ROW_RANKS = {
+    "Conv1d": ((2,), "(channels, length)"),
+    "Conv2d": ((3,), "(channels, height, width)"),
+    "BatchNorm1d": ((1, 2), "(features,) or (channels, length)"),
+    "BatchNorm2d": ((3,), "(channels, height, width)"),
+    "MaxPool1d": ((1, 2), "(length,) or (channels, length)"),
+    "AvgPool1d": ((1, 2), "(length,) or (channels, length)"),
+    "MaxPool2d": ((2, 3), "(height, width) or (channels, height, width)"),
+    "AvgPool2d": ((2, 3), "(height, width) or (channels, height, width)"),
+}
+
+
+def _check_row_shape(path: str, layer: Any, shape: tuple[int, ...], nn: Any) -> None:
+    """The rows reaching ``layer`` have the rank and channel (or feature) count it takes; else a
+    `ValueError` naming the layer, the shape it expects and the shape it gets."""
+    kind = type(layer).__name__
+    where = f"features{path} ({layer})"
+    if isinstance(layer, nn.Linear):
+        if not shape or shape[-1] != layer.in_features:
+            raise ValueError(
+                f"{where} acts on the last axis of each row, which must have {layer.in_features} entries; "
+                f"the rows reaching it have shape {shape}"
+            )
+        return
+    if kind not in _ROW_RANKS:
+        return
+    ranks, names = _ROW_RANKS[kind]
+    if len(shape) not in ranks:
+        hint = ""
+        if kind.startswith("Conv") and len(shape) == ranks[0] - 1:
+            hint = (
+                f"; the rows lack the channel axis: give X the shape (n, {layer.in_channels}, "
+                f"{', '.join(map(str, shape))})"
+            )
+        raise ValueError(
+            f"{where} takes rows of shape {names}; the rows reaching it have shape {shape}{hint}"
+        )
+    channels = getattr(layer, "in_channels", getattr(layer, "num_features", None))
+    if channels is not None and shape[0] != channels:
+        raise ValueError(
+            f"{where} takes rows with {channels} channels on their first axis; the rows reaching it have "
+            f"shape {shape}"
+        )
+
+
+def _check_finite(path: str, layer: Any, torch: Any) -> None:
+    """A NaN or infinite weight, bias or running statistic is an error naming the layer."""
+    for name, value in [*layer.named_parameters(recurse=False), *layer.named_buffers(recurse=False)]:
+        if value is not None and value.is_floating_point() and not bool(torch.all(torch.isfinite(value))):
+            raise ValueError(f"features{path} ({layer}) has a non-finite {name} (NaN or inf)")
 
 
 def _check_hooks(module: Any, torch: Any) -> None:
@@ -90,6 +152,30 @@ def _check_hooks(module: Any, torch: Any) -> None:
         raise TypeError(
             f"features has forward hooks ({where}); a hook changes the features but not the layer formulas "
             "certkit bounds: remove the hooks (or fold what they do into a layer)"
+        )
+
+
+def _warn_copy(module: Any, torch: Any) -> None:
+    """One `UserWarning` when the extractor is not a float64 module in eval mode: what is certified is its
+    float64 eval-mode copy."""
+    what = []
+    dtypes = {p.dtype for p in module.parameters()} | {
+        b.dtype for b in module.buffers() if b.is_floating_point()
+    }
+    if dtypes - {torch.float64}:
+        what.append(f"holds {', '.join(sorted(str(d).replace('torch.', '') for d in dtypes))} weights")
+    nn = torch.nn
+    modal = (nn.Dropout, nn.BatchNorm1d, nn.BatchNorm2d)  # the layers whose output depends on the mode
+    if any(m.training for m in module.modules() if isinstance(m, modal)):
+        what.append("has dropout or batch norm in train mode")
+    if what:
+        warnings.warn(
+            f"features {' and '.join(what)}: certkit certifies a float64 copy in eval mode (dropout off, "
+            "batch norm with its running statistics); the certificate covers the features that copy "
+            "computes, not those of the module as given (call module.double().eval() to train and predict "
+            "with exactly what is certified)",
+            UserWarning,
+            stacklevel=4,
         )
 
 
@@ -113,28 +199,56 @@ class FrozenFeatures:
                 f"{type(module).__name__}"
             )
         _check_hooks(module, torch)
+        _layers(module, nn, "")  # refuse what cannot be bounded before copying
+        _warn_copy(module, torch)
         self.module = copy.deepcopy(module).double().eval()
         for p in self.module.parameters():
             p.requires_grad_(False)
         self.layers = _layers(self.module, nn, "")
-        for _, layer in self.layers:  # never write into the caller's inputs (or the attack's tensors)
+        for path, layer in self.layers:  # never write into the caller's inputs (or the attack's tensors)
+            _check_finite(path, layer, torch)
             if isinstance(layer, nn.ReLU):
                 layer.inplace = False
         self.input_shape = tuple(int(s) for s in input_shape)
         self._torch = torch
+        shape = self.input_shape
         with torch.no_grad():
-            try:
-                out = self.module(torch.zeros((1, *self.input_shape), dtype=torch.float64))
-            except RuntimeError as exc:
-                raise ValueError(
-                    f"features cannot take inputs of shape {self.input_shape} (one row of X): {exc}"
-                ) from exc
-        if out.dim() != 2:
+            for path, layer in self.layers:  # a batch of two rows, so that torch never reads one as unbatched
+                _check_row_shape(path, layer, shape, nn)
+                try:
+                    out = layer(torch.zeros((2, *shape), dtype=torch.float64))
+                except RuntimeError as exc:
+                    raise ValueError(
+                        f"features{path} ({layer}) cannot take rows of shape {shape} (one row of X has shape "
+                        f"{self.input_shape}): {exc}"
+                    ) from exc
+                if out.dim() == 0 or out.shape[0] != 2:
+                    raise ValueError(
+                        f"features{path} ({layer}) mixes the rows of a batch (2 rows in, output of shape "
+                        f"{tuple(out.shape)}): every layer must keep one output per row"
+                    )
+                shape = tuple(int(s) for s in out.shape[1:])
+        if len(shape) != 1:
             raise ValueError(
                 f"features must output one vector per row (end with Flatten or Linear), got outputs of shape "
-                f"{tuple(out.shape[1:])} per row"
+                f"{shape} per row"
             )
-        self.n_features = int(out.shape[1])
+        self.n_features = shape[0]
+        self._check_rows_independent()
+
+    def _check_rows_independent(self) -> None:
+        """Each row's features depend on that row alone: reversing a batch of three distinct rows reverses
+        its features (a layer that mixes the rows of a batch is refused)."""
+        torch = self._torch
+        rows = torch.linspace(-1.0, 1.0, 3 * int(np.prod(self.input_shape)), dtype=torch.float64)
+        rows = rows.reshape(3, *self.input_shape)
+        with torch.no_grad():
+            out, flipped = self.module(rows), self.module(rows.flip(0))
+        if not bool(torch.allclose(out.flip(0), flipped, rtol=1e-9, atol=1e-12)):
+            raise ValueError(
+                "features mixes the rows of a batch (the features of a row change with the other rows): "
+                "every layer must act on each row alone"
+            )
 
     def __repr__(self) -> str:
         return f"FrozenFeatures({self.input_shape} -> {self.n_features}, {len(self.layers)} layers)"
@@ -235,12 +349,10 @@ def _layer_bounds(layer: Any, lo: Any, hi: Any, torch: Any) -> tuple[Any, Any]:
     new_lo, new_hi = apply(lo, Wp) + apply(hi, Wn), apply(hi, Wp) + apply(lo, Wn)
     mag = apply(torch.maximum(lo.abs(), hi.abs()), W.abs())
     if b is not None:
-        shape = (1, -1) + (1,) * (new_lo.dim() - 2)
-        new_lo, new_hi, mag = (
-            new_lo + b.reshape(shape),
-            new_hi + b.reshape(shape),
-            mag + b.abs().reshape(shape),
-        )
+        # Linear adds its bias along the last axis of a row, a convolution along the channel axis
+        if not isinstance(layer, nn.Linear):
+            b = b.reshape((1, -1) + (1,) * (new_lo.dim() - 2))
+        new_lo, new_hi, mag = new_lo + b, new_hi + b, mag + b.abs()
     # a fan-in sum of K products for ours and for torch's float evaluation at any point of the box
     return _pad(new_lo, new_hi, mag, 2 * int(np.prod(W.shape[1:])) + 8)
 
