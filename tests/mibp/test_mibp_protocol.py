@@ -15,7 +15,7 @@ from certkit.mibp import (
     certify_predictions,
     select_epoch,
 )
-from certkit.mibp.certification import certify
+from certkit.mibp.certification import result as result_module
 from certkit.mibp.certification.attack import attack_predictions
 
 
@@ -174,13 +174,13 @@ def test_select_epoch_reads_only_the_validation_split(monkeypatch):
         learning_rate=0.5,
     )
     seen = []
-    real = certify.certify_predictions
+    real = result_module.margin_lower_bounds
 
-    def spy(result, X_arg, **kwargs):
-        seen.append((np.array(X_arg), kwargs["epoch"]))
-        return real(result, X_arg, **kwargs)
+    def spy(lower, upper, X_arg, pred, **kwargs):
+        seen.append((np.array(X_arg), next(t for t, box in enumerate(res.lower) if box is lower)))
+        return real(lower, upper, X_arg, pred, **kwargs)
 
-    monkeypatch.setattr(certify, "certify_predictions", spy)
+    monkeypatch.setattr(result_module, "margin_lower_bounds", spy)
     select_epoch(res, X_val, y_val)
     assert [t for _, t in seen] == [0, 1, 2, 3]
     for X_arg, _ in seen:

@@ -274,7 +274,7 @@ def test_the_affine_carry_is_silent_where_it_can_help(recwarn):
 
 def test_long_program_runs_show_progress_by_default(capsys, monkeypatch):
     pytest.importorskip("highspy")
-    from certkit.mibp import training
+    from certkit.mibp import _setup
 
     X, y = _blobs(6)
     y = np.where(y > 0, 1, -1)
@@ -282,7 +282,7 @@ def test_long_program_runs_show_progress_by_default(capsys, monkeypatch):
     model = MLP.random([2, 2, 1], rng=0)
     certified_training(model, X, y, **kw)  # 2 x 6 x 2 x 9 solves: about 0.2 s, silent
     assert capsys.readouterr().err == ""
-    monkeypatch.setattr(training, "LONG_RUN_SECONDS", 0.1)  # the same run counted as long
+    monkeypatch.setattr(_setup, "LONG_RUN_SECONDS", 0.1)  # the same run counted as long
     certified_training(model, X, y, **kw)
     err = capsys.readouterr().err
     assert "epoch 1/2" in err and "epoch 2/2" in err

@@ -9,15 +9,11 @@ import numpy as np
 
 from certkit._results import ResultMixin, format_table
 from certkit._typing import ExecutorArg, Progress
-from certkit._validation import check_array, check_in_options, check_positive, check_progress
+from certkit._validation import check_array
+from certkit.mibp.certification.margins import check_margin_options, margin_lower_bounds
 from certkit.mibp.certification.result import CertifiedTrainingResult, check_epoch
-from certkit.mibp.enclosures.interval import interval_forward, interval_margin
+from certkit.mibp.enclosures.interval import interval_forward
 from certkit.mibp.problem.losses import check_labels
-from certkit.mibp.problem.mlp import MLP
-from certkit.mibp.programs.encoding import build_output
-from certkit.mibp.programs.licence import check_gurobi_licence
-from certkit.mibp.programs.solvers import BACKENDS, BackendOptions, check_backend, solve_program
-from certkit.parallel import parallel_map, resolve_executor
 
 __all__ = ["PredictionCertificate", "RegressionCertificate", "certify_predictions", "certify_regression"]
 
@@ -73,21 +69,6 @@ class PredictionCertificate(ResultMixin):
         )
 
 
-def _solve_item(item: tuple) -> float:
-    program, options, witnesses = item
-    res = solve_program(program, [(j, 1) for j in range(len(program.objectives))], options, witnesses)
-    return float(np.min(res["bounds"]))
-
-
-def _objective_values(models, x: np.ndarray, pred: int, n_out: int) -> np.ndarray:
-    """The output program's objectives at parameter vectors of the box (known feasible points)."""
-    rows = []
-    for model in models:
-        f = model.forward(x[None])[0]
-        rows.append([f[0] * pred] if n_out == 1 else [f[pred] - f[c] for c in range(n_out) if c != pred])
-    return np.asarray(rows, dtype=np.float64)
-
-
 def certify_predictions(
     result: CertifiedTrainingResult,
     X_test: Any,
@@ -128,41 +109,23 @@ def certify_predictions(
     lower, upper = result.lower[epoch], result.upper[epoch]
     nominal = result.nominal_path[epoch]
     X_test = result.inputs(X_test, "X_test")
-    backend = check_in_options(backend, "backend", BACKENDS)
-    if time_limit is not None:
-        time_limit = check_positive(time_limit, "time_limit")
-    check_backend(backend, solver)
-    if not isinstance(verbose, bool):
-        raise TypeError(f"verbose must be True or False, got {type(verbose).__name__}")
-    progress = check_progress(progress)
-    with resolve_executor(executor, n_items=0):  # checks executor now (starts nothing), even if unused
-        pass
+    backend, time_limit, progress = check_margin_options(
+        backend, time_limit, solver, executor, progress, verbose
+    )
     pred = nominal.predict(X_test)
+    margin = margin_lower_bounds(
+        lower,
+        upper,
+        X_test,
+        pred,
+        backend=backend,
+        time_limit=time_limit,
+        solver=solver,
+        executor=executor,
+        progress=progress,
+        verbose=verbose,
+    )
     n_out = lower.sizes[-1]
-    margin = interval_margin(lower, upper, X_test, pred)
-    undecided = np.flatnonzero(margin <= 0)
-    if backend != "interval" and undecided.size:
-        options = BackendOptions(backend, time_limit, solver, verbose=verbose)
-        # parameter vectors inside the box (the nominal model need not be: a missing value's placeholder)
-        mid = MLP.from_vector(0.5 * (lower.to_vector() + upper.to_vector()), lower.sizes)
-        inside = (lower, upper, mid)
-        items = [
-            (
-                build_output(lower, upper, X_test[i], int(pred[i]), n_out),
-                options,
-                _objective_values(inside, X_test[i], int(pred[i]), n_out),
-            )
-            for i in undecided
-        ]
-        if backend == "gurobi":
-            big = max(range(len(items)), key=lambda r: items[r][0].n_vars)
-            x, p = X_test[undecided[big]], int(pred[undecided[big]])
-            check_gurobi_licence(
-                items[big][0], lambda lo, up: build_output(lo, up, x, p, n_out), lower, upper
-            )
-        solved = parallel_map(_solve_item, items, executor=executor, progress=progress)
-        margin = margin.copy()
-        margin[undecided] = np.maximum(margin[undecided], solved)
     return PredictionCertificate(
         prediction=pred,
         certified=margin > 0,

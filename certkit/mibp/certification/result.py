@@ -10,10 +10,12 @@ import numpy as np
 from certkit._results import ResultMixin, format_table
 from certkit._typing import ExecutorArg, Progress
 from certkit._validation import check_array, check_integer
+from certkit.mibp.certification.margins import check_margin_options, margin_lower_bounds
 from certkit.mibp.problem.losses import check_labels
 from certkit.mibp.problem.mlp import MLP
 from certkit.mibp.problem.recipe import Recipe
 from certkit.mibp.programs.solvers import SolveStats
+from certkit.parallel import resolve_executor
 
 __all__ = ["CertifiedTrainingResult", "check_epoch"]
 
@@ -172,26 +174,28 @@ class CertifiedTrainingResult(ResultMixin):
         -------
         ndarray (epochs + 1,)
         """
-        from certkit.mibp.certification.certify import certify_predictions
-        from certkit.parallel import resolve_executor
-
         inputs, y = self._scored(X, y)
+        backend, time_limit, progress = check_margin_options(
+            backend, time_limit, solver, executor, progress, verbose
+        )
         out = np.empty(self.epochs + 1)
         # one pool for every epoch (an int executor), none for interval arithmetic
         with resolve_executor(executor if backend != "interval" else None, n_items=len(inputs)) as pool:
             for t in range(self.epochs + 1):
-                cert = certify_predictions(
-                    self,
-                    X,
+                pred = self.nominal_path[t].predict(inputs)
+                margin = margin_lower_bounds(
+                    self.lower[t],
+                    self.upper[t],
+                    inputs,
+                    pred,
                     backend=backend,
-                    epoch=t,
                     time_limit=time_limit,
                     solver=solver,
                     executor=pool,
                     progress=progress,
                     verbose=verbose,
                 )
-                out[t] = cert.certified_accuracy(y)
+                out[t] = float(np.mean((margin > 0) & (pred == y)))
         return out
 
     def nominal_accuracy(self, X: Any, y: Any) -> np.ndarray:

@@ -25,12 +25,12 @@ every allowed input.  Rows whose input is not perturbed keep their float feature
 from __future__ import annotations
 
 import copy
-import warnings
 from typing import Any
 
 import numpy as np
 
 from certkit._optional import require
+from certkit._warnings import warn_user
 from certkit.mibp.problem.input_sets import InputSets
 
 __all__ = ["SUPPORTED_LAYERS", "FrozenFeatures"]
@@ -169,13 +169,11 @@ def _warn_copy(module: Any, torch: Any) -> None:
     if any(m.training for m in module.modules() if isinstance(m, modal)):
         what.append("has dropout or batch norm in train mode")
     if what:
-        warnings.warn(
+        warn_user(
             f"features {' and '.join(what)}: certkit certifies a float64 copy in eval mode (dropout off, "
             "batch norm with its running statistics); the certificate covers the features that copy "
             "computes, not those of the module as given (call module.double().eval() to train and predict "
-            "with exactly what is certified)",
-            UserWarning,
-            stacklevel=4,
+            "with exactly what is certified)"
         )
 
 
