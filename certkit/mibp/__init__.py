@@ -26,6 +26,7 @@ from certkit.mibp.certification.certify import (
     certify_regression,
 )
 from certkit.mibp.certification.selection import EpochSelection, select_epoch
+from certkit.mibp.enclosures.sgd_step import BoundsOverflowError
 from certkit.mibp.problem.mlp import MLP
 from certkit.mibp.problem.perturbation import (
     Budget,
@@ -55,6 +56,7 @@ __all__ = [
     "FORMULATIONS",
     "MAX_SCALE",
     "MLP",
+    "BoundsOverflowError",
     "Budget",
     "CertifiedTrainingResult",
     "Compose",

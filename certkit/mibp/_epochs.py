@@ -8,11 +8,18 @@ import time
 
 import numpy as np
 
+from certkit._warnings import warn_user
 from certkit.mibp._setup import Run
+from certkit.mibp.certification.diagnostics import (
+    growth_drivers,
+    lost_epoch,
+    overflow_advice,
+    vacuity_message,
+)
 from certkit.mibp.certification.result import CertifiedTrainingResult
 from certkit.mibp.enclosures.affine import AffineCarry
 from certkit.mibp.enclosures.interval import interval_margin
-from certkit.mibp.enclosures.sgd_step import interval_step
+from certkit.mibp.enclosures.sgd_step import BoundsOverflowError, interval_step
 from certkit.mibp.enclosures.shared import SharedCarry
 from certkit.mibp.problem.mlp import MLP
 from certkit.mibp.programs.solvers import SolveStats
@@ -77,7 +84,6 @@ class _Stepper:
         return MLP.from_vector(lo, lower.sizes), MLP.from_vector(hi, lower.sizes), stats
 
 
-
 def train_run(run: Run, pool, progress: bool | str) -> CertifiedTrainingResult:
     """The nominal run, then each epoch's steps from the previous box, each epoch's box kept."""
     recipe, model = run.recipe, run.model
@@ -92,7 +98,20 @@ def train_run(run: Run, pool, progress: bool | str) -> CertifiedTrainingResult:
         start = time.perf_counter()
         desc = _progress_label(progress, t, recipe.epochs)
         for step in range(recipe.epoch_end(t), recipe.epoch_end(t + 1)):
-            lower, upper, st = step_box(lower, upper, step, t, desc)
+            try:
+                lower, upper, st = step_box(lower, upper, step, t, desc)
+            except BoundsOverflowError as exc:
+                if bar is not None:
+                    bar.close()
+                done = _result(run, lowers, uppers, nominal_path[: t + 1], seconds, stats, None)
+                raise BoundsOverflowError(
+                    f"the parameter bounds overflowed (left the float64 range) at step "
+                    f"{step - recipe.epoch_end(t) + 1} of epoch {t + 1} of {recipe.epochs}; the {t} finite epoch(s) are in this exception's .result. "
+                    f"What drives the growth in this run: {growth_drivers(recipe, run.sets)}. Certify "
+                    f"{overflow_advice(recipe, run.sets)}",
+                    result=done,
+                    epoch=t + 1,
+                ) from exc
             if bar is not None:
                 bar.update(1)
         lowers.append(lower)
@@ -109,23 +128,33 @@ def train_run(run: Run, pool, progress: bool | str) -> CertifiedTrainingResult:
                 break
     if bar is not None:
         bar.close()
+    path = tuple(nominal_path)
+    lost = lost_epoch(tuple(lowers), tuple(uppers), path, run.X, run.y_fit, recipe.loss)
+    result = _result(run, lowers, uppers, path, seconds, stats, lost)
+    if lost is not None:
+        drivers = growth_drivers(recipe, run.sets)
+        warn_user(vacuity_message(lost, result.epochs, result.mean_widths(), drivers, recipe.loss))
+    return result
+
+
+def _result(run: Run, lowers, uppers, path, seconds, stats, lost: int | None) -> CertifiedTrainingResult:
     backend = run.options.backend
     return CertifiedTrainingResult(
         lower=tuple(lowers),
         upper=tuple(uppers),
-        nominal=nominal_path[-1],
-        nominal_path=tuple(nominal_path),
+        nominal=path[-1],
+        nominal_path=tuple(path),
         epoch_seconds=np.asarray(seconds),
         solver_stats=tuple(stats),
         backend=backend,
         formulation=run.formulation if backend != "interval" else "interval",
-        loss=recipe.loss,
-        learning_rate=recipe.learning_rate,
+        loss=run.recipe.loss,
+        learning_rate=run.recipe.learning_rate,
         carry=run.carry,
-        recipe=recipe,
+        recipe=run.recipe,
         features=run.features,
+        certification_lost=lost,
     )
-
 
 
 def _progress_label(progress, epoch: int, epochs: int) -> bool | str:

@@ -456,3 +456,16 @@ def test_a_gurobi_program_too_large_for_the_licence_is_refused_before_any_solve(
         formulation="joint",
     )
     assert res.epochs == 1
+
+
+@pytest.mark.parametrize("target", [10**20, -(2**60), 2**53 + 1])
+def test_a_flip_target_beyond_every_label_names_target(target):
+    """Round-6 regression: LabelFlips(k, target=10**20) failed inside NumPy without naming target."""
+    with pytest.raises(ValueError, match=r"target must be a label value of the loss .*got"):
+        LabelFlips(1, target=target)
+    X = np.random.default_rng(0).normal(size=(6, 2))
+    with pytest.raises(ValueError, match=r"LabelFlips\(target=7\) must be one of the labels"):
+        certified_training(
+            MLP.random([2, 3, 3], rng=0), X, np.arange(6) % 3, perturbation=LabelFlips(1, target=7),
+            loss="cross_entropy",
+        )

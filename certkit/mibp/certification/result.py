@@ -50,6 +50,10 @@ class CertifiedTrainingResult(ResultMixin):
     features : FrozenFeatures or None
         The frozen feature extractor in front of the network (``features=`` of `certified_training`):
         `certify_predictions` passes test inputs through it.
+    certification_lost : int or None
+        The first epoch from which the boxes say nothing on the training rows (certify no row's
+        prediction; for ``loss="mse"``, bound the outputs far wider than the targets' range), or None when
+        the last epoch's box still does (`certified_training` then warned, naming what drives the growth).
     """
 
     lower: tuple[MLP, ...]
@@ -65,6 +69,7 @@ class CertifiedTrainingResult(ResultMixin):
     carry: str = "box"
     recipe: Recipe | None = None
     features: Any = None
+    certification_lost: int | None = None
 
     @property
     def bounds(self) -> list[tuple[MLP, MLP]]:
@@ -134,8 +139,14 @@ class CertifiedTrainingResult(ResultMixin):
             rows,
             title=title,
         )
+        lost = ""
+        if self.certification_lost is not None:
+            lost = (
+                f"\nCertification lost at epoch {self.certification_lost}: from there on the boxes say "
+                "nothing on the training rows (see the warning of certified_training)."
+            )
         return (
-            f"{table}\nThe boxes hold for this recipe and batch order from this initial model: "
+            f"{table}{lost}\nThe boxes hold for this recipe and batch order from this initial model: "
             "contains(model) does not prove that a model\ncame from this run, and says nothing about one "
             "trained with another batch order or recipe."
         )

@@ -291,4 +291,13 @@ def interval_step(lower, upper, sets, y, recipe, step, velocity=None, chunk_size
 
 class BoundsOverflowError(FloatingPointError, ValueError):
     """The interval parameter bounds left the float64 range (a `FloatingPointError` and, as a consequence of
-    the arguments' sizes, a `ValueError`)."""
+    the arguments' sizes, a `ValueError`).
+
+    Raised by `certified_training` with the epochs that stayed finite: ``result`` (a
+    `CertifiedTrainingResult` of epochs ``0 .. epoch - 1``) and ``epoch``, the epoch that overflowed (None
+    where raised by one step alone)."""
+
+    def __init__(self, message: str, *, result=None, epoch: int | None = None) -> None:
+        super().__init__(message)
+        self.result = result
+        self.epoch = epoch

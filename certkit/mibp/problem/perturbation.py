@@ -433,9 +433,16 @@ class LabelFlips(Perturbation):
                 raise TypeError(
                     f"target must be a label value (a number) or None, got {type(target).__name__}"
                 )
-            if not np.isfinite(target) or float(target) != int(target):
+            if isinstance(target, (float, np.floating)) and not (
+                np.isfinite(target) and float(target) == int(target)
+            ):
                 raise ValueError(f"target must be an integer label value, got {target!r}")
             target = int(target)
+            if abs(target) > 2**53:  # no label of any loss (the classes are -1, +1, 0, 1, ..., C - 1)
+                raise ValueError(
+                    f"target must be a label value of the loss (-1 or +1, 0 or 1, or a class 0..C-1), got "
+                    f"{target!r}"
+                )
         self.target = target
 
     def apply(self, sets: InputSets) -> InputSets:
