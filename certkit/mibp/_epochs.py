@@ -106,7 +106,8 @@ def train_run(run: Run, pool, progress: bool | str) -> CertifiedTrainingResult:
                 done = _result(run, lowers, uppers, nominal_path[: t + 1], seconds, stats, None)
                 raise BoundsOverflowError(
                     f"the parameter bounds overflowed (left the float64 range) at step "
-                    f"{step - recipe.epoch_end(t) + 1} of epoch {t + 1} of {recipe.epochs}; the {t} finite epoch(s) are in this exception's .result. "
+                    f"{step - recipe.epoch_end(t) + 1} of epoch {t + 1} of {recipe.epochs}; the {t} finite "
+                    "epoch(s) are in this exception's .result. "
                     f"What drives the growth in this run: {growth_drivers(recipe, run.sets)}. Certify "
                     f"{overflow_advice(recipe, run.sets)}",
                     result=done,

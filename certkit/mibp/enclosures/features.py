@@ -315,6 +315,7 @@ class FrozenFeatures:
             flip_target=sets.flip_target,
             target_radius=sets.target_radius,
             removals=sets.removals,
+            scope=sets.scope,
         )
 
 

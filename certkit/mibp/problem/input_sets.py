@@ -44,6 +44,11 @@ class InputSets:
     removals : int or None
         Unlearning: up to this many rows of every batch may be removed from the training set (the inputs
         and labels of the others exact).
+    scope : {"batch", "run"}
+        What ``budget``, ``label_flips`` and ``removals`` count: ``"batch"``, at most that many changed
+        rows in every batch of the run's batch order (AGT's definition); ``"run"``, at most that many
+        changed rows in the whole training set.  Either way the allowed dataset is fixed: a changed row is
+        changed in every epoch.
     """
 
     nominal: np.ndarray
@@ -57,6 +62,7 @@ class InputSets:
     flip_target: int | float | None = None
     target_radius: np.ndarray | None = None
     removals: int | None = None
+    scope: str = "batch"
 
     @property
     def labels_vary(self) -> bool:

@@ -83,6 +83,20 @@ class Perturbation:
         return [self]
 
 
+#: What a budget counts: ``"batch"``, changed rows in every batch (AGT's definition); ``"run"``, changed rows
+#: in the whole training set.
+SCOPES = ("batch", "run")
+
+
+def _scope(scope: Any) -> str:
+    if not isinstance(scope, str) or scope not in SCOPES:
+        raise ValueError(
+            f"scope must be 'batch' (at most k changed rows in every batch, AGT's definition) or 'run' (at "
+            f"most k changed rows in the whole training set), got {scope!r}"
+        )
+    return scope
+
+
 def _select(n: int, d: int, points: Any, features: Any) -> np.ndarray:
     mask = np.zeros((n, d), dtype=bool)
     rows = np.arange(n) if points is None else check_array(points, "points", ndim=1, dtype=int)
@@ -278,9 +292,14 @@ class Budget(Perturbation):
 
     With ``LabelFlips(1)`` inside (``Budget(FeatureBox(eps) & LabelFlips(1), k)``), each deviating point
     may also change its label: paired feature-and-label poisoning of at most ``k`` points.
+
+    ``scope="batch"`` (the default, AGT's definition): every batch of the run's batch order holds at most
+    ``k`` deviating points; ``scope="run"``: at most ``k`` points of the whole training set deviate.  Either
+    way the allowed dataset is fixed (a deviating point deviates in every epoch, the same way); with the
+    full batch both scopes are the same.
     """
 
-    def __init__(self, perturbation: Perturbation, k: int):
+    def __init__(self, perturbation: Perturbation, k: int, *, scope: str = "batch"):
         if not isinstance(perturbation, Perturbation):
             raise TypeError(f"perturbation must be a Perturbation, got {type(perturbation).__name__}")
         inner = _nested_budget(perturbation)
@@ -291,12 +310,14 @@ class Budget(Perturbation):
             )
         self.perturbation = perturbation
         self.k = check_integer(k, "k", minimum=0)
+        self.scope = _scope(scope)
 
     def _parts(self) -> list[Perturbation]:
         return self.perturbation._parts()
 
     def __repr__(self) -> str:
-        return f"Budget({self.perturbation!r}, {self.k})"
+        scope = "" if self.scope == "batch" else f", scope={self.scope!r}"
+        return f"Budget({self.perturbation!r}, {self.k}{scope})"
 
     def apply(self, sets: InputSets) -> InputSets:
         _no_budget(sets, "another Budget")
@@ -315,8 +336,8 @@ class Budget(Perturbation):
                     "(paired poisoning: Budget(FeatureBox(eps) & LabelFlips(1), k)); "
                     f"got LabelFlips({inner.label_flips})"
                 )
-            return replace(inner, budget=self.k, label_flips=None, flip_labels=True)
-        return replace(inner, budget=self.k)
+            return replace(inner, budget=self.k, label_flips=None, flip_labels=True, scope=self.scope)
+        return replace(inner, budget=self.k, scope=self.scope)
 
 
 def _nested_budget(perturbation: Perturbation) -> Budget | None:
@@ -344,14 +365,20 @@ class Removals(Perturbation):
     smaller than every batch.  Stands alone (not inside a `Budget` or with other models); the interval
     backend with ``carry="box"``.
 
+    ``scope="run"``: at most ``k`` rows of the whole training set are removed (the same rows from every
+    epoch's batches).
+
     Parameters
     ----------
     k : int
         How many rows may be removed (>= 0).
+    scope : {"batch", "run"}
+        ``"batch"`` (the default): up to ``k`` rows of every batch; ``"run"``: up to ``k`` rows in all.
     """
 
-    def __init__(self, k: int):
+    def __init__(self, k: int, *, scope: str = "batch"):
         self.k = check_integer(k, "k", minimum=0)
+        self.scope = _scope(scope)
 
     def apply(self, sets: InputSets) -> InputSets:
         if (
@@ -362,10 +389,11 @@ class Removals(Perturbation):
             or np.any(sets.varies)
         ):
             raise ValueError("Removals stands alone: it cannot be composed with other perturbations")
-        return replace(sets, removals=self.k)
+        return replace(sets, removals=self.k, scope=self.scope)
 
     def __repr__(self) -> str:
-        return f"Removals({self.k})"
+        scope = "" if self.scope == "batch" else f", scope={self.scope!r}"
+        return f"Removals({self.k}{scope})"
 
 
 class TargetBox(Perturbation):
@@ -422,10 +450,17 @@ class LabelFlips(Perturbation):
         Targeted flips: a changed label can only become ``target`` (a class of the loss: -1 or +1 for the
         binary hinge, 0 or 1 for binary cross-entropy, ``0..C-1`` otherwise), so points already labelled
         ``target`` keep their label (AGT's ``poison_target_idx``).  None: any other class.
+    scope : {"batch", "run"}
+        What ``k`` counts: ``"batch"`` (the default, AGT's definition), at most ``k`` changed labels in every
+        batch of the run's batch order; ``"run"``, at most ``k`` changed labels in the whole training set
+        (what "at most k rows of my training set" means; with mini-batches far fewer than ``"batch"``
+        allows).  Either way a changed label is changed in every epoch; with the full batch both are the
+        same.
     """
 
-    def __init__(self, k: int, *, target: int | float | None = None):
+    def __init__(self, k: int, *, target: int | float | None = None, scope: str = "batch"):
         self.k = check_integer(k, "k", minimum=0)
+        self.scope = _scope(scope)
         if target is not None:
             if isinstance(target, (bool, np.bool_)) or not isinstance(
                 target, (int, float, np.integer, np.floating)
@@ -455,11 +490,12 @@ class LabelFlips(Perturbation):
             )
         if sets.label_flips is not None:
             raise ValueError("LabelFlips may appear only once in a composition")
-        return replace(sets, label_flips=self.k, flip_target=self.target)
+        return replace(sets, label_flips=self.k, flip_target=self.target, scope=self.scope)
 
     def __repr__(self) -> str:
         target = "" if self.target is None else f", target={self.target!r}"
-        return f"LabelFlips({self.k}{target})"
+        scope = "" if self.scope == "batch" else f", scope={self.scope!r}"
+        return f"LabelFlips({self.k}{target}{scope})"
 
 
 class Compose(Perturbation):
