@@ -18,6 +18,7 @@ from certkit.mibp.certification.diagnostics import (
 )
 from certkit.mibp.certification.result import CertifiedTrainingResult
 from certkit.mibp.enclosures.affine import AffineCarry
+from certkit.mibp.enclosures.influence import InfluenceEnclosure
 from certkit.mibp.enclosures.interval import interval_margin
 from certkit.mibp.enclosures.sgd_step import BoundsOverflowError, interval_step
 from certkit.mibp.enclosures.shared import SharedCarry
@@ -47,6 +48,10 @@ class _Stepper:
             self.witnesses = Witnesses(
                 run.model, run.X, run.y, run.y_fit, run.sets, recipe.loss, lr, recipe.epochs
             )
+        self.influence = None  # the influence enclosure's per-step boxes, when it runs
+        if run.carry == "influence":
+            self.influence = InfluenceEnclosure(run.model, run.X, run.y_fit, recipe, run.sets)
+            self.influence.run()
         self.affine = None
         if run.carry == "shared":
             self.affine = SharedCarry(run.model, run.sets, run.y, recipe, chunk_size=run.chunk_size)
@@ -77,6 +82,9 @@ class _Stepper:
         if self.affine is not None:
             aL, aU = self.affine.step(lower, upper, step)
             lo, hi = np.fmax(lo, aL), np.fmin(hi, aU)  # a non-finite zonotope bound is ignored
+        if self.influence is not None:
+            iL, iU = self.influence.step_boxes[step]
+            lo, hi = np.fmax(lo, iL), np.fmin(hi, iU)
         if self.witnesses is not None:
             self.witnesses.check_step(epoch, lo, hi, run.options.backend)
         if np.any(lo > hi):
@@ -130,15 +138,17 @@ def train_run(run: Run, pool, progress: bool | str) -> CertifiedTrainingResult:
     if bar is not None:
         bar.close()
     path = tuple(nominal_path)
-    lost = lost_epoch(tuple(lowers), tuple(uppers), path, run.X, run.y_fit, recipe.loss)
-    result = _result(run, lowers, uppers, path, seconds, stats, lost)
+    lost = lost_epoch(tuple(lowers), tuple(uppers), path, run.X, run.y_fit, recipe.loss, step_box.influence)
+    result = _result(run, lowers, uppers, path, seconds, stats, lost, step_box.influence)
     if lost is not None:
         drivers = growth_drivers(recipe, run.sets)
         warn_user(vacuity_message(lost, result.epochs, result.mean_widths(), drivers, recipe.loss))
     return result
 
 
-def _result(run: Run, lowers, uppers, path, seconds, stats, lost: int | None) -> CertifiedTrainingResult:
+def _result(
+    run: Run, lowers, uppers, path, seconds, stats, lost: int | None, influence=None
+) -> CertifiedTrainingResult:
     backend = run.options.backend
     return CertifiedTrainingResult(
         lower=tuple(lowers),
@@ -155,6 +165,8 @@ def _result(run: Run, lowers, uppers, path, seconds, stats, lost: int | None) ->
         recipe=run.recipe,
         features=run.features,
         certification_lost=lost,
+        influence=influence,
+        auto_carry=run.auto,
     )
 
 

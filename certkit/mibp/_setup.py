@@ -18,6 +18,7 @@ from certkit._validation import (
 )
 from certkit._warnings import warn_user
 from certkit.mibp.enclosures.features import FrozenFeatures
+from certkit.mibp.enclosures.influence import influence_supports
 from certkit.mibp.problem.losses import check_labels, label_classes
 from certkit.mibp.problem.mlp import MLP
 from certkit.mibp.problem.perturbation import InputSets, Perturbation
@@ -37,7 +38,7 @@ __all__ = [
 ]
 
 FORMULATIONS = ("joint", "decomposed", "hybrid", "lagrangian")
-CARRIES = ("box", "affine", "shared")
+CARRIES = ("auto", "box", "affine", "shared", "influence")
 
 
 @dataclass(frozen=True)
@@ -59,6 +60,7 @@ class Run:
     chunk_size: int | None  # rows per chunk (None: from the available memory)
     early_stop: tuple | None
     features: FrozenFeatures | None  # the frozen extractor before the model (X holds its outputs)
+    auto: bool = False  # the carry was chosen by carry="auto"
 
 
 
@@ -195,6 +197,7 @@ def setup_run(
         sets = extractor.feature_sets(sets)
         X = sets.nominal
     _check_perturbation(sets, loss, model.sizes[-1])
+    carry, auto = _resolve_carry(carry, model, recipe, sets), carry == "auto"
     _check_carry(carry, recipe, sets)
     if backend != "interval":
         check_program_recipe(backend, recipe, sets, model.sizes[-1])
@@ -215,8 +218,24 @@ def setup_run(
         chunk_size,
         None if patience is None else (X_val, y_val, patience),
         extractor,
+        auto,
     )
     return run, progress
+
+
+def _resolve_carry(carry: str, model: MLP, recipe: Recipe, sets: InputSets) -> str:
+    """The carry that runs: ``"auto"`` picks the influence enclosure where it bounds the run (a linear model
+    under label flips, `certkit.mibp.enclosures.influence`), the box carry otherwise; ``"influence"`` where it
+    cannot bound the run is an error saying why."""
+    reason = influence_supports(model, recipe, sets)
+    if carry == "auto":
+        return "box" if reason is not None else "influence"
+    if carry == "influence" and reason is not None:
+        raise ValueError(
+            f"carry='influence' cannot bound {reason}; use carry='auto' (the tightest carry that bounds this "
+            "run) or carry='box'"
+        )
+    return carry
 
 
 def _check_perturbation(sets: InputSets, loss: str, n_outputs: int) -> None:

@@ -55,7 +55,7 @@ def certified_training(
     batches: Sequence[Sequence[Any]] | None = None,
     backend: str = "interval",
     formulation: str = "decomposed",
-    carry: str = "box",
+    carry: str = "auto",
     chunk_size: int | None = None,
     time_limit: float | None = None,
     solver: str | None = None,
@@ -146,19 +146,25 @@ def certified_training(
         ``μ_k · θ`` added to sample ``k``'s objectives, ``Σ_k μ_k = 0`` exactly (sound for any such μ),
         ``μ_k`` from the per-sample Jacobians of the step at the box centre: same program sizes as
         ``decomposed``, much of the coupling restored.  Ignored by ``interval``.
-    carry : {"box", "affine", "shared"}
-        What is carried from one step to the next.  ``box``: the parameter box (each step starts from
-        a box, which forgets how the parameters depend on each other and on the perturbed inputs).
-        ``affine``: additionally a zonotope ``c + G e`` over symbols for the perturbed inputs and for
-        earlier remainders, advanced by affine arithmetic through the gradient (sound by
-        construction, see `certkit.mibp.enclosures.affine`); ``Budget`` is relaxed to the per-point hull
-        inside
-        the zonotope (the intersected box still uses it); for small runs (hundreds of rows).
-        ``shared``: a zonotope over symbols of the parameters only, shared by every sample, with the
-        softmax linearised and the deviating rows bounded by the change of their gradient
-        (`certkit.mibp.enclosures.shared`); for runs of thousands of rows.  With either zonotope each epoch's
-        box is the box of ``backend`` / ``formulation`` intersected with the zonotope's interval
-        hull, so it is never wider than with ``box``.
+    carry : {"auto", "box", "affine", "shared", "influence"}
+        What is carried from one step to the next.  ``auto`` (the default): the tightest carry that bounds
+        the run — ``influence`` where it does (a linear model trained with cross-entropy or binary
+        cross-entropy under `LabelFlips`, every recipe option but clipping and the L1 penalty), ``box``
+        otherwise; ``result.carry`` and ``result.summary()`` name the one chosen.  ``box``: the parameter box
+        (each step starts from a box, which forgets how the parameters depend on each other and on the
+        perturbed inputs).  ``influence``: the deviation from the nominal run tracked to first order
+        exactly (each changed row's influence through the products of the steps' Jacobians, never boxed in
+        between), the higher-order remainder bounded from the energy of the deviation, the worst changed
+        rows a top-k over rows (`certkit.mibp.enclosures.influence`); `certify_predictions` then bounds each
+        query's margin by the worst rows for that query.  ``affine``: additionally a zonotope ``c + G e``
+        over symbols for the perturbed inputs and for earlier remainders, advanced by affine arithmetic
+        through the gradient (sound by construction, see `certkit.mibp.enclosures.affine`); ``Budget`` is
+        relaxed to the per-point hull inside the zonotope (the intersected box still uses it); for small
+        runs (hundreds of rows).  ``shared``: a zonotope over symbols of the parameters only, shared by
+        every sample, with the softmax linearised and the deviating rows bounded by the change of their
+        gradient (`certkit.mibp.enclosures.shared`); for runs of thousands of rows.  With a zonotope or the
+        influence enclosure each epoch's box is the box of ``backend`` / ``formulation`` intersected with
+        the carry's, so it is never wider than with ``box``.
     chunk_size : int, optional
         Rows bounded together when a batch is bounded by interval arithmetic or a carry: each batch is
         processed in chunks of this many rows and only what the bound needs is kept between chunks (running

@@ -118,6 +118,8 @@ def certify_predictions(
         upper,
         X_test,
         pred,
+        influence=None if epoch in (0, -(result.epochs + 1)) else result.influence,
+        epoch=epoch % (result.epochs + 1),
         backend=backend,
         time_limit=time_limit,
         solver=solver,

@@ -13,6 +13,9 @@ from certkit.mibp.problem.recipe import Recipe
 
 __all__ = ["growth_drivers", "lost_epoch", "overflow_advice", "vacuity_message"]
 
+#: Training rows whose influence margins are scored when the boxes certify none (a run whose per-query
+#: certificates hold is not one that lost certification).
+INFLUENCE_ROWS = 64
 #: Rows bounded at once when the training rows are scored (keeps the interval arrays small).
 _ROWS = 4096
 #: A regression run's boxes mean nothing once the outputs' bounds on the training rows are, on average, wider
@@ -43,14 +46,30 @@ def _useful(lower: MLP, upper: MLP, nominal: MLP, X: np.ndarray, y: np.ndarray, 
 
 
 def lost_epoch(
-    lowers: tuple[MLP, ...], uppers: tuple[MLP, ...], path: tuple[MLP, ...], X: np.ndarray, y, loss: str
+    lowers: tuple[MLP, ...],
+    uppers: tuple[MLP, ...],
+    path: tuple[MLP, ...],
+    X: np.ndarray,
+    y,
+    loss: str,
+    influence=None,
 ) -> int | None:
-    """The first epoch ``t >= 1`` from which no box (of epochs ``t .. T``) says anything on the training rows
-    (`_useful`), or None when the last one still does.  Scored from the last epoch backwards, so a run that
-    certifies scores one epoch."""
+    """The first epoch ``t >= 1`` from which nothing (of epochs ``t .. T``) says anything on the training
+    rows (`_useful`; with the ``influence`` enclosure, also no training row of an evenly spaced sample of
+    `INFLUENCE_ROWS` certified by it), or None when the last epoch still does.  Scored from the last epoch
+    backwards, so a run that certifies scores one epoch."""
     T = len(lowers) - 1
+    sample = X[np.linspace(0, len(X) - 1, min(len(X), INFLUENCE_ROWS)).astype(int)]
+
+    def useful(t):
+        if _useful(lowers[t], uppers[t], path[t], X, y, loss):
+            return True
+        return influence is not None and bool(
+            np.any(influence.margin_lower_bounds(t, sample, path[t].predict(sample)) > 0)
+        )
+
     t = T
-    while t >= 1 and not _useful(lowers[t], uppers[t], path[t], X, y, loss):
+    while t >= 1 and not useful(t):
         t -= 1
     return None if t == T else t + 1
 

@@ -44,13 +44,18 @@ def margin_lower_bounds(
     executor,
     progress,
     verbose: bool,
+    influence=None,
+    epoch: int = 0,
 ) -> np.ndarray:
     """A lower bound (m,), over the box ``[lower, upper]``, of the margin of the predictions ``pred`` at the
     rows of ``X_test`` (``pred * f`` for one output, ``min_{c != pred} f_pred - f_c`` otherwise): interval
     bounds, then ``backend``'s programs for the points they leave at or below 0 (arguments checked by the
-    caller)."""
+    caller).  With the ``influence`` enclosure of the run, the larger of its bound after ``epoch`` epochs and
+    the interval bound."""
     n_out = lower.sizes[-1]
     margin = interval_margin(lower, upper, X_test, pred)
+    if influence is not None and len(X_test):
+        margin = np.maximum(margin, influence.margin_lower_bounds(epoch, X_test, pred))
     undecided = np.flatnonzero(margin <= 0)
     if backend != "interval" and undecided.size:
         options = BackendOptions(backend, time_limit, solver, verbose=verbose)

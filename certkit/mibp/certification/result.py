@@ -43,13 +43,20 @@ class CertifiedTrainingResult(ResultMixin):
     learning_rate : float or tuple of float
         The constant rate, or every step's rate when they vary.
     carry : str
-        How the parameter set is carried between steps (``"box"`` or ``"affine"``).
+        How the parameter set is carried between steps (``"box"``, ``"affine"``, ``"shared"`` or
+        ``"influence"``).
     recipe : Recipe or None
         The training recipe (`certkit.mibp.problem.recipe.Recipe`): every step's rate and batch (the batch
         order drawn once; the boxes hold for that order), momentum and weight decay.
     features : FrozenFeatures or None
         The frozen feature extractor in front of the network (``features=`` of `certified_training`):
         `certify_predictions` passes test inputs through it.
+    influence : InfluenceEnclosure or None
+        The influence enclosure of the run (``carry="influence"``, or ``"auto"`` where it bounds the run):
+        `certify_predictions` bounds every query's margin by it (the worst changed rows for that query, to
+        first order exactly) as well as by the box.
+    auto_carry : bool
+        ``carry`` was chosen by ``carry="auto"``.
     certification_lost : int or None
         The first epoch from which the boxes say nothing on the training rows (certify no row's
         prediction; for ``loss="mse"``, bound the outputs far wider than the targets' range), or None when
@@ -70,6 +77,8 @@ class CertifiedTrainingResult(ResultMixin):
     recipe: Recipe | None = None
     features: Any = None
     certification_lost: int | None = None
+    influence: Any = None
+    auto_carry: bool = False
 
     @property
     def bounds(self) -> list[tuple[MLP, MLP]]:
@@ -132,7 +141,7 @@ class CertifiedTrainingResult(ResultMixin):
             head = f"frozen features {self.features.input_shape} -> head {list(self.nominal.sizes)}"
         title = (
             f"MIBP certified training: backend={self.backend}, formulation={self.formulation}, "
-            f"{recipe}, carry={self.carry}, {head}"
+            f"{recipe}, carry={self.carry}{' (chosen by carry=auto)' if self.auto_carry else ''}, {head}"
         )
         table = format_table(
             ["epoch", "max width", "mean width", "seconds", "solves", "not optimal", "max vars"],
@@ -199,6 +208,8 @@ class CertifiedTrainingResult(ResultMixin):
                     self.upper[t],
                     inputs,
                     pred,
+                    influence=None if t == 0 else self.influence,
+                    epoch=t,
                     backend=backend,
                     time_limit=time_limit,
                     solver=solver,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -361,10 +361,18 @@ class MLP:
         check_allocation(
             8.0 * self.n_params * (recipe.epochs + 1.0), "epochs", recipe.epochs, what="the trained models"
         )
+        path = [self]
+        for step, theta in enumerate(self.steps(X, y, recipe)):
+            if (step + 1) % recipe.steps_per_epoch == 0:
+                path.append(MLP.from_vector(theta, self.sizes))
+        return path
+
+    def steps(self, X: np.ndarray, y: np.ndarray, recipe: Recipe) -> Iterator[np.ndarray]:
+        """The parameter vector after every gradient step of ``recipe`` (the run of `run`), in order, on
+        validated ``X`` and ``y``."""
         if recipe.loss == "mse" and y.ndim == 1:
             y = y[:, None]
         theta, velocity = self.to_vector(), None
-        path = [self]
         model = self
         for step, rows in enumerate(recipe.batches):
             try:
@@ -387,17 +395,15 @@ class MLP:
                     "non-finite; use a smaller learning_rate (or fewer epochs, or scaled inputs)"
                 )
             model = MLP.from_vector(theta, self.sizes)
-            if (step + 1) % recipe.steps_per_epoch == 0:
-                path.append(model)
-        if recipe.n_steps:  # the trained model's outputs must be finite too
-            try:
-                model._finite_forward(X)
-            except _OutputOverflow as exc:
-                raise ValueError(
-                    f"training overflowed: after {recipe.n_steps} gradient step(s) ({recipe.describe()}) "
-                    f"{exc}; use a smaller learning_rate (or fewer epochs)"
-                ) from exc
-        return path
+            if step == recipe.n_steps - 1:  # the trained model's outputs must be finite too
+                try:
+                    model._finite_forward(X)
+                except _OutputOverflow as exc:
+                    raise ValueError(
+                        f"training overflowed: after {recipe.n_steps} gradient step(s) ({recipe.describe()}) "
+                        f"{exc}; use a smaller learning_rate (or fewer epochs)"
+                    ) from exc
+            yield theta
 
 
 class _OutputOverflow(ValueError):

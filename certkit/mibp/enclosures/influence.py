@@ -1,0 +1,580 @@
+"""First-order influence enclosure (``carry="influence"``) of a linear model's training run under label flips.
+
+A box carry bounds every step from the previous box and forgets how the parameters move together; for a
+softmax regression each step multiplies the box width by the interval norm of the training map, and after a
+few steps nothing is certified.  Here the deviation ``δ_t = θ_t(D') - θ̂_t`` of a run on an allowed dataset
+``D'`` from the nominal run ``θ̂`` is tracked to first order exactly, and only what is left is bounded.
+
+**The step.**  For the linear model ``z = Θ x̃`` (``x̃ = [x; 1]``, ``Θ = [W b]``) under cross-entropy, a
+changed label ``y_j → c`` changes row ``j``'s gradient by the constant ``(e_{y_j} - e_c) x̃_jᵀ``; the clean
+gradient at ``θ̂_t + δ`` is exactly ``g(θ̂_t) + H_t δ + (1/|B|) Σ_i q_i x̃_iᵀ``, with ``H_t`` the Hessian at
+``θ̂_t`` and ``q_i = ∫₀¹ (1 - τ) ∇²s(ẑ_i + τ Δz_i)[Δz_i, Δz_i] dτ`` the second-order remainder of the softmax
+at row ``i`` (``Δz_i = δ x̃_i``).  From ``∇²s_c = s_c ((e_c - s)(e_c - s)ᵀ - diag(s) + s sᵀ)``,
+``Σ_c |q_ic| <= max_τ Var_{s(τ)}(Δz_i) <= ‖Δz_i‖²/2`` (``σ'' <= 1/(6√3)`` for one output).  So, with
+``A_t`` the linear part (``I - λ_t (H_t + ω I)``, or its momentum form on ``(δ, ν)``),
+
+    δ_{t+1} = A_t δ_t + κ_t ⊗ (inj_t(D') + ρ_t) + r_t,
+
+``inj_t`` the changed labels of the batch, ``κ_t`` how a gradient enters the state (``-λ_t``; ``(-λ_t, 1)``
+with momentum), ``ρ_t`` in the ℓ1 ball of mass ``W_t / |B_t|`` over the generators ``e_c ⊗ x̃_i`` of the
+batch, ``W_t = ½ sup Σ_i ‖Δz_i‖²`` (a bound over the allowed datasets, the *energy* of the step, not a sum of
+per-row worst cases), and ``r_t`` a box: the rounding of both float runs and of the float Hessian.
+
+**Unrolled**, ``δ_t = Σ_{s<t} Φ(t, s+1) (κ_s ⊗ (inj_s + ρ_s) + r_s)`` with ``Φ`` products of the ``A``'s,
+computed in floating point (their rounding carried as a bound that grows with ``|A|`` from ``2⁻⁵²``) and
+never boxed in between:
+
+* the changed labels' part is the sum over the changed rows of each row's influence (summed over its
+  steps): its worst case over the allowed datasets is a top-k over rows (``scope="run"``), or a top-k in
+  every batch (``scope="batch"``, per epoch, the smallest over the epochs);
+* ``W_t`` comes from the same influences, through the seminorm ``‖δ‖_B = (Σ_{i∈B_t} ‖δ x̃_i‖²)^{1/2}``
+  (Minkowski over the changed rows, plus the remainders' part);
+* the remainders add, at every parameter (or query), their ℓ1 mass times the largest response of a
+  generator.
+
+**Certificates.**  The result's boxes are ``θ̂_t`` plus the per-parameter bounds.  A query's margin
+``m = (e_p - e_c)·Θ x̃`` is linear in ``θ``; for *any* computed adjoint vectors ``ψ_s`` (``ψ_T = ∇m``) the
+telescoping identity ``∇m·δ_T = Σ_s [ψ_{s+1}·(κ_s ⊗ (inj_s + ρ_s) + r_s) + ε_s·δ_s]`` with defects
+``ε_s = A_sᵀ ψ_{s+1} - ψ_s`` holds, so the adjoints' own rounding only enters through ``ε_s`` against the
+stored boxes of ``δ_s``: the worst changed rows for this query are a top-k of the rows' influences on its
+margin (exact to first order), with no parameter box in between.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from certkit.mibp.enclosures.interval import allowed_labels
+from certkit.mibp.problem.input_sets import InputSets
+from certkit.mibp.problem.losses import sigmoid, softmax
+from certkit.mibp.problem.mlp import MLP
+from certkit.mibp.problem.recipe import Recipe
+
+__all__ = ["InfluenceEnclosure", "influence_supports"]
+
+_U = 2.0**-52
+
+
+def _gamma(terms: int) -> float:
+    """A generous relative rounding allowance of a ``terms``-term sum of products (and its evaluation)."""
+    return 2.0 * (terms + 8) * _U
+
+
+def influence_supports(model: MLP, recipe: Recipe, sets: InputSets) -> str | None:
+    """Why the influence enclosure cannot certify this run (None when it can): it bounds linear models (one
+    layer) trained with cross-entropy or binary cross-entropy under label flips, with every recipe option but
+    the L1 penalty and per-sample clipping."""
+    if model.n_layers != 1:
+        return "a model with hidden layers (it bounds linear models, one layer)"
+    if recipe.loss not in ("cross_entropy", "binary_cross_entropy"):
+        return f"loss={recipe.loss!r} (it bounds cross-entropy and binary cross-entropy)"
+    if sets.label_flips is None or sets.budget is not None or sets.removals is not None:
+        return "this perturbation (it bounds LabelFlips)"
+    if np.any(sets.varies) or sets.target_radius is not None:
+        return "moving inputs (it bounds LabelFlips on exact inputs)"
+    if recipe.l1_penalty:
+        return "l1_penalty (its subgradient jumps at 0)"
+    if recipe.clips:
+        return "per-sample clipping"
+    return None
+
+
+def _top_sum(values: np.ndarray, k: int) -> np.ndarray:
+    """Sum of the ``k`` largest entries along the last axis (all of them when there are at most ``k``)."""
+    if k <= 0:
+        return np.zeros(values.shape[:-1])
+    if values.shape[-1] <= k:
+        return values.sum(axis=-1)
+    return np.partition(values, -k, axis=-1)[..., -k:].sum(axis=-1)
+
+
+def _aggregate(contrib: np.ndarray, k: int, scope: str, recipe: Recipe) -> np.ndarray:
+    """The largest total of ``contrib`` (``(..., n)``, nonnegative per-row contributions) over the allowed
+    sets of changed rows: the ``k`` largest (``scope="run"``, or one batch); for ``scope="batch"`` (at most
+    ``k`` in every batch) the smallest over the epochs of that epoch's relaxation: the ``k`` largest of every
+    batch plus every row no batch of the epoch holds (each epoch's constraint alone gives an upper bound)."""
+    if scope == "run" or recipe.steps_per_epoch == 1:
+        return _top_sum(contrib, k)
+    best = None
+    for e in range(recipe.epochs):
+        seen = np.zeros(contrib.shape[-1], dtype=bool)
+        total = np.zeros(contrib.shape[:-1])
+        for rows in recipe.batches[recipe.epoch_end(e) : recipe.epoch_end(e + 1)]:
+            total = total + _top_sum(contrib[..., rows], k)
+            seen[rows] = True
+        total = total + contrib[..., ~seen].sum(axis=-1)
+        best = total if best is None else np.minimum(best, total)
+    return best
+
+
+@dataclass(frozen=True)
+class _Step:
+    """What the certificate keeps of step ``s``: the deviation of the δ part before it lies in the box
+    ``[lo, hi]`` (state layout) plus a vector of ℓ2 norm at most ``l2``; the mass ``mass`` of the step's ℓ1
+    remainder over the batch's generators and its rounding box ``box``."""
+
+    lo: np.ndarray
+    hi: np.ndarray
+    l2: float
+    mass: float
+    box: np.ndarray
+
+    def magnitude(self) -> np.ndarray:
+        """A bound on every entry of the deviation (state layout)."""
+        return np.maximum(np.abs(self.lo), np.abs(self.hi)) + self.l2
+
+
+class InfluenceEnclosure:
+    """Runs the influence enclosure of a `certified_training` run (see the module docstring).
+
+    Parameters
+    ----------
+    model : MLP
+        θ_0, a linear model (one layer).
+    X : ndarray (n, d)
+        Training inputs (exact).
+    y : ndarray (n,)
+        Labels as `check_labels` returns them (classes ``0..C-1``, or 0/1 for binary cross-entropy).
+    recipe : Recipe
+    sets : InputSets
+        ``LabelFlips`` on exact inputs (see `influence_supports`).
+    """
+
+    def __init__(self, model: MLP, X: np.ndarray, y: np.ndarray, recipe: Recipe, sets: InputSets) -> None:
+        W = model.weights[0]
+        self.C, d = W.shape
+        self.q = d + 1
+        self.m = self.C * self.q
+        self.M = 2 * self.m if recipe.momentum else self.m
+        self.Xt = np.hstack([X, np.ones((len(X), 1))])
+        self.abs_Xt = np.abs(self.Xt)
+        self.x_inf = self.abs_Xt.max(axis=1)  # ‖x̃_i‖_∞
+        self.x_two = np.sqrt((self.Xt * self.Xt).sum(axis=1)) * (1.0 + _gamma(self.q))  # ‖x̃_i‖_2, upward
+        self.loss = recipe.loss
+        self.recipe = recipe
+        self.model = model
+        if self.loss == "cross_entropy":
+            self.y = np.asarray(y, dtype=np.int64)
+            self.allowed = allowed_labels(self.y, np.arange(self.C), "other", sets.flip_target)
+        else:  # binary cross-entropy: the one other label
+            self.y = np.asarray(y, dtype=np.float64)
+            target = sets.flip_target
+            self.allowed = (np.ones(len(y), dtype=bool) if target is None else (self.y != target))[:, None]
+        self.k = int(sets.label_flips)
+        self.scope = sets.scope
+        c, f = np.divmod(np.arange(self.m), self.q)  # Θ order (c, f) -> MLP.to_vector order
+        self.to_vec = np.where(f < d, c * d + f, self.C * d + c)
+        # steps whose batches hold the same rows share their first-order contraction (the full batch: one)
+        keys: dict[bytes, int] = {}
+        self.group = [keys.setdefault(np.sort(rows).tobytes(), len(keys)) for rows in recipe.batches]
+        self.thetas: list[np.ndarray] = []  # Θ̂_s (C × q), s = 0..T
+        self.velocities: list[np.ndarray] = []  # v̂ after step s (Θ order, flat), with momentum
+        self.hessians: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # (H̃_s, per-row ∂r/∂z) by step
+        self.steps: list[_Step] = []
+        self.step_boxes: list[tuple[np.ndarray, np.ndarray]] = []  # per step t >= 1 (index t - 1)
+
+    # ------------------------------------------------------------------ the linear model
+    def _theta(self, vector: np.ndarray) -> np.ndarray:
+        return vector[self.to_vec].reshape(self.C, self.q)
+
+    def _vector(self, Theta: np.ndarray) -> np.ndarray:
+        out = np.empty(self.m)
+        out[self.to_vec] = Theta.ravel()
+        return out
+
+    def _probs(self, Theta: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        z = self.Xt[rows] @ Theta.T
+        return z, (softmax(z) if self.C > 1 else sigmoid(z))
+
+    def _hessian(self, t: int) -> tuple[np.ndarray, np.ndarray]:
+        """``(H̃_t, M_i)``: the float Hessian (m × m, Θ order) of the batch mean loss at Θ̂_t and each batch
+        row's ``∂r/∂z`` (``diag(s) - s sᵀ``, or ``s (1 - s)``); computed once per step."""
+        if t in self.hessians:
+            return self.hessians[t]
+        rows = self.recipe.batches[t]
+        _, s = self._probs(self.thetas[t], rows)
+        if self.C == 1:
+            Mi = (s * (1.0 - s))[:, :, None]
+        else:
+            Mi = s[:, :, None] * np.eye(self.C)[None] - s[:, :, None] * s[:, None, :]
+        Xb = self.Xt[rows]
+        # H[(a, f), (c, g)] = (1/B) Σ_i M_i[a, c] x_if x_ig: one product of (q × B) and (B × C C q)
+        Y = (Mi[:, :, :, None] * Xb[:, None, None, :]).reshape(len(rows), -1)
+        H = (Xb.T @ Y).reshape(self.q, self.C, self.C, self.q).transpose(1, 0, 2, 3).reshape(self.m, self.m)
+        self.hessians[t] = (H / len(rows), Mi)
+        return self.hessians[t]
+
+    def _kappa(self, t: int) -> np.ndarray:
+        """How a gradient-space vector enters the state at step ``t``: ``(-λ)`` or ``(-λ, 1)``."""
+        lr = float(self.recipe.rates[t])
+        return np.array([-lr, 1.0]) if self.recipe.momentum else np.array([-lr])
+
+    def _apply(self, t: int, H: np.ndarray, S: np.ndarray) -> np.ndarray:
+        """``A_t S`` for state matrices ``S`` (M × cols)."""
+        lr, wd, mu = float(self.recipe.rates[t]), self.recipe.weight_decay, self.recipe.momentum
+        top = S[: self.m]
+        G = H @ top
+        if wd:
+            G = G + wd * top
+        if not mu:
+            return top - lr * G
+        nu = mu * S[self.m :] + G
+        return np.concatenate([top - lr * nu, nu])
+
+    def _apply_transpose(self, t: int, H: np.ndarray, W: np.ndarray) -> np.ndarray:
+        """``A_tᵀ W`` for adjoint matrices ``W`` (M × cols)."""
+        lr, wd, mu = float(self.recipe.rates[t]), self.recipe.weight_decay, self.recipe.momentum
+        a = W[: self.m]
+        Hw_a = H @ a + (wd * a if wd else 0.0)
+        if not mu:
+            return a - lr * Hw_a
+        b = W[self.m :]
+        # A = [[I - λ Hw, -λ μ I], [Hw, μ I]]:  Aᵀ [a; b] = [a - λ Hw a + Hw b; μ (b - λ a)]
+        Hw_b = H @ b + (wd * b if wd else 0.0)
+        return np.concatenate([a - lr * Hw_a + Hw_b, mu * (b - lr * a)])
+
+    def _abs_A(self, t: int, H: np.ndarray, *, terms: bool = False) -> np.ndarray:
+        """``|A_t|`` (M × M); with ``terms=True`` the magnitudes of the terms its float product adds
+        (``|I| + λ |H̃ + ω I|``, ...), which bound that product's rounding."""
+        lr, wd, mu = float(self.recipe.rates[t]), self.recipe.weight_decay, self.recipe.momentum
+        eye = np.eye(self.m)
+        Hw = H + wd * eye
+        diag = eye + lr * np.abs(Hw) if terms else np.abs(eye - lr * Hw)
+        if not mu:
+            return diag
+        top = np.concatenate([diag + (lr * np.abs(Hw) if terms else 0.0), lr * mu * eye], axis=1)
+        return np.concatenate([top, np.concatenate([np.abs(Hw), mu * eye], axis=1)])
+
+    def _flips(self, values: np.ndarray) -> np.ndarray:
+        """The change of a functional when row ``j`` takes an allowed other label, from its responses
+        ``values[..., a, j]`` to row ``j``'s logit-space ``e_a`` (``(..., C, n)``); returns ``(..., L, n)``,
+        0 where the label is not allowed (``L = C``, or 1 for one output)."""
+        if self.C == 1:
+            return values * (self.allowed.T * (2.0 * self.y - 1.0))
+        n = values.shape[-1]
+        out = np.subtract(values[..., self.y, np.arange(n)][..., None, :], values)
+        out *= self.allowed.T
+        return out
+
+    # ------------------------------------------------------------------ the run
+    def run(self) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Bound every step's deviation; returns, for epochs ``1..T``, the padded box ``(lower, upper)`` of the
+        parameters (`MLP.to_vector` order)."""
+        recipe = self.recipe
+        self.thetas = [self._theta(self.model.to_vector())]
+        velocity = None
+        sources: list[tuple[int, np.ndarray]] = []  # (s, Φ̃(t, s+1)) for the steps so far
+        y_err = np.zeros(self.M)  # bound on Σ_s |Φ - Φ̃|(t, s+1) c_s: the products' rounding
+        lo = hi = np.zeros(self.M)
+        l2 = 0.0
+        energy_e = 0.0  # ‖remainder part of δ_t‖₂, for the next step's energy
+        changes = np.zeros((self.m, 1, len(self.Xt)))  # the rows' first-order influences on δ_t
+        boxes = []
+        for t in range(recipe.n_steps):
+            H, Mi = self._hessian(t)
+            mass, box = self._remainder(t, lo, hi, l2, Mi, changes, energy_e, velocity)
+            self.steps.append(_Step(lo, hi, l2, mass, box))
+            theta, velocity = self._nominal_step(t, velocity)
+            self.thetas.append(self._theta(theta))
+            if recipe.momentum:
+                self.velocities.append(velocity[self.to_vec])
+            spread = np.zeros(self.M)  # Σ_s |Φ̃(t, s+1)| c_s, the magnitudes the product A_t Φ̃ carries
+            moved = []
+            for s, P in sources:
+                spread += np.abs(P) @ self._magnitude(s)
+                moved.append((s, self._apply(t, H, P)))
+            y_err = self._abs_A(t, H) @ y_err + _gamma(self.M) * (self._abs_A(t, H, terms=True) @ spread)
+            sources = [*moved, (t, np.eye(self.M))]
+            lo, hi, l2, changes, energy_e = self._box(t + 1, sources, y_err)
+            self.step_boxes.append(self._parameter_box(t + 1, lo - l2, hi + l2))
+            if (t + 1) % recipe.steps_per_epoch == 0:
+                boxes.append(self.step_boxes[-1])
+        self.steps.append(_Step(lo, hi, l2, 0.0, np.zeros(self.M)))
+        self.hessians = {}  # recomputed when a certificate needs them (they hold T m² floats)
+        return boxes
+
+    def _nominal_step(self, t: int, velocity):
+        """One nominal step exactly as `MLP.steps` computes it (``MLP.to_vector`` order)."""
+        model = MLP.from_vector(self._vector(self.thetas[t]), self.model.sizes)
+        rows = self.recipe.batches[t]
+        grad = model._gradient_vector(self.Xt[rows, :-1], self.y[rows], self.loss)
+        return self.recipe.update(model.to_vector(), velocity, grad, t)
+
+    def _injection_magnitude(self, s: int) -> np.ndarray:
+        """A bound (Θ order, flat) on the changed labels' gradient change at step ``s``: a changed row moves
+        parameter ``(a, f)`` by at most ``|x̃_jf| / |B|`` and at most ``k`` rows of the batch change."""
+        rows = self.recipe.batches[s]
+        per_f = _top_sum(self.abs_Xt[rows].T, self.k) / len(rows)
+        return np.tile(per_f, self.C)
+
+    def _state(self, s: int, g: np.ndarray) -> np.ndarray:
+        """A gradient-space vector entered into the state at step ``s`` (magnitudes)."""
+        return np.concatenate([abs(k) * g for k in self._kappa(s)])
+
+    def _magnitude(self, s: int) -> np.ndarray:
+        """``c_s``: a bound on the state vector entering at step ``s`` (the changed labels, the ℓ1 remainder's
+        hull, the rounding box)."""
+        rows = self.recipe.batches[s]
+        step = self.steps[s]
+        l1_hull = step.mass / len(rows) * np.tile(self.abs_Xt[rows].max(axis=0), self.C)
+        return self._state(s, self._injection_magnitude(s) + l1_hull) + step.box
+
+    def _response_matrix(self, s: int, P: np.ndarray) -> np.ndarray:
+        """``K`` (m × m): the response of the δ part to a gradient-space vector entering at step ``s``, through
+        ``Φ̃ = P`` (``P κ_s``)."""
+        kappa = self._kappa(s)
+        K = P[: self.m, : self.m] * kappa[0]
+        if self.recipe.momentum:
+            K = K + P[: self.m, self.m :] * kappa[1]
+        return K
+
+    def _contract(self, infl: np.ndarray, K: np.ndarray, rows: np.ndarray) -> np.ndarray:
+        """``infl[p, a, j] += K[p, (a, ·)] · x̃_j`` for the rows ``j`` of a batch (one product (p C × q)(q × B));
+        returns the added values."""
+        vals = (K.reshape(-1, self.q) @ self.Xt[rows].T).reshape(K.shape[0], self.C, len(rows))
+        if len(rows) == infl.shape[-1] and np.array_equal(rows, np.arange(len(rows))):
+            infl += vals
+        else:
+            infl[:, :, rows] += vals
+        return vals
+
+    def _box(self, t: int, sources, y_err: np.ndarray):
+        """The deviation box of the state at step ``t`` (state layout), the rows' first-order influences on
+        the δ part and an ℓ2 bound on its remainder part, for step ``t``'s remainder."""
+        m, n, C, q = self.m, len(self.Xt), self.C, self.q
+        l1_two = 0.0  # a bound on the ℓ2 norm of the ℓ1 remainders' part (δ part)
+        l1_nu = np.zeros(self.M - m)  # ... and their ν part, through |Φ̃| of the generators' hull
+        scale = np.zeros(m)  # the influences' rounding: Σ_s max_a Σ_f |K| max_i ‖x̃_i‖_∞ / |B|
+        boxes = np.zeros(self.M)  # Σ_s |Φ̃| r_s
+        grouped: dict[int, np.ndarray] = {}  # Σ K / |B| of the steps whose batches hold the same rows
+        for s, P in sources:
+            rows = self.recipe.batches[s]
+            B = len(rows)
+            K = self._response_matrix(s, P)
+            g = self.group[s]
+            grouped[g] = K / B if g not in grouped else grouped[g] + K / B
+            step = self.steps[s]
+            blocks = K.reshape(m, C, q)
+            if step.mass:  # the ℓ1 remainder over the generators e_a ⊗ x̃_i: ‖K (e_a ⊗ x̃_i)‖₂, exactly
+                gram = np.matmul(blocks.transpose(1, 2, 0), blocks.transpose(1, 0, 2))  # K_aᵀ K_a (C, q, q)
+                Xb = self.Xt[rows]
+                quad = np.einsum("ig,cig->ic", Xb, np.matmul(Xb[None], gram), optimize=True)
+                absq = np.abs(gram).max() * (self.abs_Xt[rows].sum(axis=1) ** 2)[:, None]
+                two = np.sqrt((np.maximum(quad, 0.0) + _gamma(m + 2 * q) * absq).max()) * (1.0 + _gamma(2))
+                l1_two += step.mass / B * two
+                if self.recipe.momentum:
+                    hull = step.mass / B * np.tile(self.abs_Xt[rows].max(axis=0), C)
+                    l1_nu += np.abs(P[m:]) @ self._state(s, hull)
+            scale += np.abs(blocks).sum(axis=2).max(axis=1) * self.x_inf[rows].max() / B
+            boxes += np.abs(P) @ step.box
+        infl = np.zeros((m, C, n))  # the response to row j's e_a, summed over its steps so far
+        for g, K in grouped.items():
+            self._contract(infl, K, self.recipe.batches[self.group.index(g)])
+        changes = self._flips(infl)  # (m, labels, n): parameter p's change when row j takes label a
+        up = np.maximum(changes, 0.0).max(axis=1)
+        down = np.maximum(-changes, 0.0).max(axis=1)
+        rounding = 2.0 * _gamma(q + len(sources)) * scale[:, None] * (self.x_inf / self.x_inf.max())[None, :]
+        hi = np.zeros(self.M)
+        lo = np.zeros(self.M)
+        hi[:m] = _aggregate(up + rounding, self.k, self.scope, self.recipe)
+        lo[:m] = -_aggregate(down + rounding, self.k, self.scope, self.recipe)
+        rest = (y_err + boxes) * (1.0 + _gamma(len(sources) + self.M))
+        rest[m:] += l1_nu * (1.0 + _gamma(self.M))
+        lo, hi = lo - rest, hi + rest
+        energy_e = (np.sqrt((rest[:m] ** 2).sum()) + l1_two) * (1.0 + _gamma(m))
+        if self.recipe.momentum:  # ν_t = (δ_{t-1} - δ_t) / λ_{t-1}: a bound from the two δ boxes
+            prev = self.steps[t - 1]
+            lr = float(self.recipe.rates[t - 1])
+            nu_lo = (prev.lo[:m] - hi[:m]) / lr
+            nu_hi = (prev.hi[:m] - lo[:m]) / lr
+            pad = _gamma(4) * (np.abs(nu_lo) + np.abs(nu_hi))
+            lo[m:] = np.maximum(lo[m:], nu_lo - pad)
+            hi[m:] = np.minimum(hi[m:], nu_hi + pad)
+        return lo, hi, l1_two * (1.0 + _gamma(4)), changes, energy_e
+
+    def _curvature_weights(self, t: int, reach: np.ndarray) -> np.ndarray:
+        """``w_ia`` (B, C) with ``Σ_c |q_ic| <= Σ_a w_ia Δz_ia²`` for the batch rows of step ``t`` and any
+        ``|Δz_i| <= reach_i``: ``Σ_c |q_c| <= max_τ Var_{s(τ)}(Δ) <= Σ_a s_a(τ) Δ_a²``, so ``w`` is the upper
+        end of each softmax entry over the box of the logits; for one output ``max |σ''| / 2`` over it."""
+        rows = self.recipe.batches[t]
+        z, _ = self._probs(self.thetas[t], rows)
+        zL, zU = z - reach, z + reach
+        if self.C == 1:
+            sL = np.maximum(sigmoid(zL) - 16.0 * _U, 0.0)
+            sU = np.minimum(sigmoid(zU) + 16.0 * _U, 1.0)
+            return 0.5 * _sigmoid_second_peak(sL, sU)
+        with np.errstate(over="ignore"):  # s_c <= 1 / (1 + Σ_{j≠c} e^{zL_j - zU_c})
+            off = ~np.eye(self.C, dtype=bool)[None]
+            sU = 1.0 / (1.0 + np.where(off, np.exp(zL[:, None, :] - zU[:, :, None]), 0.0).sum(axis=2))
+        return np.minimum(sU + 8.0 * (self.C + 4) * _U, 1.0)
+
+    def _energy(self, changes: np.ndarray, weights: np.ndarray, rows: np.ndarray) -> np.ndarray:
+        """``(Σ_{i∈rows} Σ_c w_ic (v_c · x̃_i)²)^{1/2}`` of every column ``v = changes[:, a, j]``, the largest
+        over the labels ``a``: per row ``j`` (n,), upward."""
+        Xb = self.Xt[rows]
+        # the class-weighted Grams G_c = Σ_i w_ic x̃_i x̃_iᵀ (C, q, q)
+        G = np.matmul(Xb.T[None] * weights.T[:, None, :], Xb[None])
+        L, n = changes.shape[1], changes.shape[2]
+        V = changes.reshape(self.C, self.q, L * n)
+        quad = np.einsum("cfx,cfx->x", V, np.matmul(G, V)).reshape(L, n)
+        # the quadratic forms' rounding: a (B + 2 q)-term sum, at most (Σ |v|)² max |G| in magnitude
+        absG = np.matmul(np.abs(Xb).T[None] * weights.T[:, None, :], np.abs(Xb)[None]).max()
+        ones = np.abs(V).sum(axis=(0, 1)).reshape(L, n)
+        out = np.maximum(quad, 0.0) + _gamma(len(rows) + 2 * self.q) * absG * ones * ones
+        return np.sqrt(out.max(axis=0)) * (1.0 + _gamma(2))
+
+    def _parameter_box(self, t: int, lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``θ̂_t`` plus the δ part of the box, padded, in `MLP.to_vector` order."""
+        theta = self.thetas[t].ravel()
+        low, high = theta + lo[: self.m], theta + hi[: self.m]
+        low = low - _gamma(2) * np.abs(low)
+        high = high + _gamma(2) * np.abs(high)
+        out_lo, out_hi = np.empty(self.m), np.empty(self.m)
+        out_lo[self.to_vec], out_hi[self.to_vec] = low, high
+        return out_lo, out_hi
+
+    # ------------------------------------------------------------------ the remainder of a step
+    def _remainder(self, t, lo, hi, l2, Mi, changes, energy_e, velocity) -> tuple[float, np.ndarray]:
+        """Step ``t``'s remainder: the mass ``W_t / |B_t|``-scaled ℓ1 part (returned as ``W_t``, the energy
+        bound times the curvature constant) and the rounding box (state layout): both float runs' gradients
+        and updates, and the float Hessian ``H̃_t`` against the exact one."""
+        recipe = self.recipe
+        rows = recipe.batches[t]
+        B = len(rows)
+        aXb = self.abs_Xt[rows]
+        m, q, C = self.m, self.q, self.C
+        box_part = np.maximum(np.abs(lo[:m]), np.abs(hi[:m])).reshape(C, q)
+        dmax = box_part + l2
+        Theta = self.thetas[t]
+        # W_t >= Σ_i Σ_c |q_ic| <= Σ_i Σ_a w_ia Δz_ia² = ‖δ‖_w² over the allowed datasets, with ‖δ‖_w <= (the
+        # first-order part, Minkowski over the changed rows) + λ_max^{1/2} ‖remainder part‖₂
+        reach = (aXb @ box_part.T + l2 * self.x_two[rows][:, None]) * (1.0 + _gamma(q))  # |Δz_i| (B, C)
+        weights = self._curvature_weights(t, reach + _gamma(q) * (aXb @ np.abs(Theta).T))
+        lin_energy = float(_aggregate(self._energy(changes, weights, rows), self.k, self.scope, recipe))
+        # λ_max of every weighted Gram (Gershgorin on Σ_i w_ic |x̃_i| |x̃_i|ᵀ)
+        lam = float((weights.T @ (aXb * aXb.sum(axis=1)[:, None])).max())
+        norm = lin_energy + np.sqrt(lam * (1.0 + _gamma(B + q))) * energy_e
+        mass = norm * norm * (1.0 + _gamma(8))
+        z_err = _gamma(q) * (aXb @ (np.abs(Theta) + dmax).T)  # the float logits of either run
+        mag_x = aXb.sum(axis=0) / B
+        # the float gradients of both runs: (B + 4)-term sums of |r| |x| <= |x|, the float softmax 8 (C + 4) u,
+        # and the float logits' rounding through ∂s/∂z (|Σ_a ∂s_c/∂z_a err_a| <= 2 max_a err_a)
+        g = 2.0 * (_gamma(B + 4) + 8.0 * (C + 4) * _U) * np.tile(mag_x, C)
+        g = g + 2.0 * 2.0 * np.tile((z_err.max(axis=1) @ aXb) / B, C)
+        # |H - H̃| |δ|: the float Hessian's B-term sums and its float softmax
+        proj = aXb @ dmax.T  # (B, C): |x̃_i| · |δ_c|
+        Mabs = np.abs(Mi) + 3.0 * 8.0 * (C + 4) * _U
+        hv = np.einsum("iac,ic,if->af", Mabs, proj, aXb, optimize=True).ravel()
+        g = g + _gamma(B + q + 4) * hv / B
+        box = self._state(t, g)
+        # the float update of both runs: θ' = θ - λ v, v = μ v + (g + ω θ), a few roundings each
+        lr, wd, mu = float(recipe.rates[t]), recipe.weight_decay, recipe.momentum
+        theta_mag = np.abs(Theta).ravel() + dmax.ravel()
+        v_mag = 2.0 * np.tile(mag_x, C) + wd * theta_mag
+        if mu and velocity is not None:
+            v_mag = v_mag + mu * (
+                np.abs(self.velocities[t - 1]) + np.maximum(np.abs(lo[m:]), np.abs(hi[m:])) + l2
+            )
+        box[:m] += 2.0 * 8.0 * _U * (theta_mag + lr * v_mag) * (1.0 + wd)
+        if mu:
+            box[m:] += 2.0 * 8.0 * _U * v_mag
+        return mass, box * (1.0 + _gamma(8))
+
+    # ------------------------------------------------------------------ per-query certificates
+    def margin_lower_bounds(
+        self, epoch: int, X: np.ndarray, pred: np.ndarray, chunk: int = 128
+    ) -> np.ndarray:
+        """A lower bound (m,), over every allowed dataset, of the margin ``min_{c ≠ pred} z_pred - z_c``
+        (``pred * z`` for one output) of the float model trained on it, at the rows of ``X`` after
+        ``epoch`` epochs (see the module docstring)."""
+        out = np.empty(len(X))
+        for start in range(0, len(X), chunk):
+            sl = slice(start, start + chunk)
+            out[sl] = self._margins(epoch, X[sl], pred[sl])
+        return out
+
+    def _margins(self, epoch: int, X: np.ndarray, pred: np.ndarray) -> np.ndarray:
+        recipe = self.recipe
+        T = recipe.epoch_end(epoch)
+        n_q, C, q, m, n = len(X), self.C, self.q, self.m, len(self.Xt)
+        Xq = np.hstack([X, np.ones((n_q, 1))])
+        # logit functionals ψ^{(i, c)} = e_c ⊗ x̃_i on the δ part: column i C + c
+        psi = np.zeros((self.M, n_q * C))
+        view = psi[:m].reshape(C, q, n_q, C)
+        for c in range(C):
+            view[c, :, :, c] = Xq.T
+        grouped: dict[int, np.ndarray] = {}  # Σ_s combo_s / |B_s| of the steps of each group
+        spread = np.zeros(n_q * C)  # Σ_s max_a Σ_f |combo| / |B|: each influence value's term sum
+        extra = np.zeros(n_q * C)  # remainders and defects
+        for s in range(T - 1, -1, -1):
+            rows = recipe.batches[s]
+            B = len(rows)
+            kappa = self._kappa(s)
+            combo = kappa[0] * psi[:m] + (kappa[1] * psi[m:] if recipe.momentum else 0.0)  # (m, Q)
+            g = self.group[s]
+            grouped[g] = combo / B if g not in grouped else grouped[g] + combo / B
+            blocks = combo.reshape(C, q, -1)
+            spread += np.abs(blocks).sum(axis=1).max(axis=0) / B
+            step = self.steps[s]
+            abs_psi = np.abs(psi)
+            # the ℓ1 remainder: a generator e_a ⊗ x̃_i responds by |combo_a · x̃_i| <= ‖combo_a‖₂ ‖x̃_i‖₂
+            top = np.sqrt((blocks * blocks).sum(axis=1)).max(axis=0) * self.x_two[rows].max()
+            extra += step.mass / B * top + abs_psi.T @ step.box
+            H, Mi = self._hessian(s)
+            # ε_s = A_sᵀ ψ_{s+1} - ψ_s: ‖ε_s‖_∞ <= the float product's rounding + λ ‖H - H̃‖ ‖ψ‖_∞
+            lr = float(recipe.rates[s])
+            h_norm = float(np.abs(H).sum(axis=1).max()) + recipe.weight_decay
+            growth = 1.0 + lr * h_norm + (2.0 * h_norm + recipe.momentum if recipe.momentum else 0.0)
+            eps = (_gamma(self.M) * growth + lr * self._hessian_error(s, Mi)) * abs_psi.max(axis=0)
+            extra += eps * step.magnitude().sum()
+            psi = self._apply_transpose(s, H, psi)
+        infl = np.zeros((n_q * C, C, n))  # the response of logit functional (i, c) to row j's e_a
+        for g, combo in grouped.items():
+            self._contract(infl, combo.T.reshape(-1, C, q), recipe.batches[self.group.index(g)])
+        per_row = 2.0 * _gamma(q + 2 * recipe.epochs) * spread[:, None] * self.x_inf[None, :]  # (Q, n)
+        Theta = self.thetas[T]
+        box_T = self.steps[T].magnitude()[:m].reshape(C, q)
+        z = Xq @ Theta.T
+        zerr = 2.0 * _gamma(q) * (np.abs(Xq) @ (np.abs(Theta) + box_T).T)  # both logits' float rounding
+        infl = infl.reshape(n_q, C, C, n)
+        extra = extra.reshape(n_q, C)
+        per_row = per_row.reshape(n_q, C, n)
+        index = np.arange(n_q)
+        p = np.asarray(pred).astype(np.int64)
+        if C == 1:
+            sign = np.where(p > 0, 1.0, -1.0)
+            down = np.maximum(-self._flips(sign[:, None, None] * infl[:, 0]), 0.0)[:, 0]  # (n_q, n)
+            worst = _aggregate(down + per_row[:, 0], self.k, self.scope, recipe)
+            return sign * z[:, 0] - worst - extra[:, 0] - zerr[:, 0]
+        diff = infl[index, p][:, None] - infl  # (n_q, C, C, n): responses of z_p - z_c
+        down = np.maximum(-self._flips(diff), 0.0).max(axis=2)  # (n_q, C, n)
+        worst = _aggregate(down + per_row[index, p][:, None] + per_row, self.k, self.scope, recipe)
+        own = (z[index, p] - extra[index, p] - zerr[index, p])[:, None]
+        bound = own + (-z - worst - extra - zerr)
+        bound[index, p] = np.inf
+        return bound.min(axis=1)
+
+    def _hessian_error(self, s: int, Mi: np.ndarray) -> float:
+        """``‖E_H‖_∞`` with ``|H_s - H̃_s| <= E_H``: the float Hessian's B-term sums and float softmax."""
+        rows = self.recipe.batches[s]
+        aXb = self.abs_Xt[rows]
+        Mabs = np.abs(Mi) + 3.0 * 8.0 * (self.C + 4) * _U
+        # row (a, f) of E_H sums to γ (1/B) Σ_i Σ_c (|M_i| + ε)[a, c] |x_if| ‖x̃_i‖_1
+        rowsum = np.einsum("iac,if,i->af", Mabs, aXb, aXb.sum(axis=1), optimize=True)
+        scale = 2.0 if self.recipe.momentum else 1.0
+        return float(rowsum.max()) * _gamma(len(rows) + self.q + 4) / len(rows) * scale
+
+
+def _sigmoid_second_peak(sL: np.ndarray, sU: np.ndarray) -> np.ndarray:
+    """``max |σ''| = max |s (1 - s)(1 - 2 s)|`` over ``s ∈ [sL, sU]`` (its ends and critical points)."""
+
+    def f(s):
+        return np.abs(s * (1.0 - s) * (1.0 - 2.0 * s))
+
+    best = np.maximum(f(sL), f(sU))
+    for crit in ((3.0 - np.sqrt(3.0)) / 6.0, (3.0 + np.sqrt(3.0)) / 6.0):
+        inside = (sL <= crit) & (crit <= sU)
+        best = np.where(inside, np.maximum(best, f(crit)), best)
+    return best * (1.0 + 8.0 * _U) + 8.0 * _U
