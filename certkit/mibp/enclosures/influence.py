@@ -55,6 +55,11 @@ from certkit.mibp.problem.recipe import Recipe
 __all__ = ["InfluenceEnclosure", "influence_supports"]
 
 _U = 2.0**-52
+_TINY = 1e-300
+#: The enclosure stops (says nothing from that step on) once the remainder's part of the deviation's energy
+#: is this many times its first-order part: the linearisation no longer describes the run, and the
+#: remainder's quadratic feedback only grows from there.
+LINEARISATION_LOST = 10.0
 
 
 def _gamma(terms: int) -> float:
@@ -174,6 +179,7 @@ class InfluenceEnclosure:
         self.hessians: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # (H̃_s, per-row ∂r/∂z) by step
         self.steps: list[_Step] = []
         self.step_boxes: list[tuple[np.ndarray, np.ndarray]] = []  # per step t >= 1 (index t - 1)
+        self.valid_steps = 0  # the steps whose deviation is bounded (all, unless the enclosure gave up)
 
     # ------------------------------------------------------------------ the linear model
     def _theta(self, vector: np.ndarray) -> np.ndarray:
@@ -274,7 +280,11 @@ class InfluenceEnclosure:
         boxes = []
         for t in range(recipe.n_steps):
             H, Mi = self._hessian(t)
-            mass, box = self._remainder(t, lo, hi, l2, Mi, changes, energy_e, velocity)
+            with np.errstate(over="ignore", invalid="ignore"):
+                mass, box, linear, rest = self._remainder(t, lo, hi, l2, Mi, changes, energy_e, velocity)
+            if not (np.isfinite(mass) and rest <= LINEARISATION_LOST * max(linear, _TINY)):
+                self._give_up(t, boxes)  # the remainder outgrew the first-order part: nothing to gain
+                break
             self.steps.append(_Step(lo, hi, l2, mass, box))
             theta, velocity = self._nominal_step(t, velocity)
             self.thetas.append(self._theta(theta))
@@ -291,9 +301,21 @@ class InfluenceEnclosure:
             self.step_boxes.append(self._parameter_box(t + 1, lo - l2, hi + l2))
             if (t + 1) % recipe.steps_per_epoch == 0:
                 boxes.append(self.step_boxes[-1])
-        self.steps.append(_Step(lo, hi, l2, 0.0, np.zeros(self.M)))
+        else:
+            self.steps.append(_Step(lo, hi, l2, 0.0, np.zeros(self.M)))
+            self.valid_steps = recipe.n_steps
         self.hessians = {}  # recomputed when a certificate needs them (they hold T m² floats)
         return boxes
+
+    def _give_up(self, t: int, boxes: list) -> None:
+        """The enclosure says nothing from step ``t`` on (boxes of every later step and epoch are unbounded);
+        the boxes of steps ``<= t`` stand."""
+        self.valid_steps = t
+        unbounded = (np.full(self.m, -np.inf), np.full(self.m, np.inf))
+        while len(self.step_boxes) < self.recipe.n_steps:
+            self.step_boxes.append(unbounded)
+        while len(boxes) < self.recipe.epochs:
+            boxes.append(unbounded)
 
     def _nominal_step(self, t: int, velocity):
         """One nominal step exactly as `MLP.steps` computes it (``MLP.to_vector`` order)."""
@@ -383,16 +405,21 @@ class InfluenceEnclosure:
         rest = (y_err + boxes) * (1.0 + _gamma(len(sources) + self.M))
         rest[m:] += l1_nu * (1.0 + _gamma(self.M))
         lo, hi = lo - rest, hi + rest
-        energy_e = (np.sqrt((rest[:m] ** 2).sum()) + l1_two) * (1.0 + _gamma(m))
-        if self.recipe.momentum:  # ν_t = (δ_{t-1} - δ_t) / λ_{t-1}: a bound from the two δ boxes
+        # the remainder part of δ (its ℓ2 norm): the boxes, the products' rounding, the influences' rounding
+        both = np.maximum(_aggregate(rounding, self.k, self.scope, self.recipe), 0.0)
+        energy_e = (np.sqrt(((rest[:m] + both) ** 2).sum()) + l1_two) * (1.0 + _gamma(m))
+        l2 = l1_two * (1.0 + _gamma(4))
+        if self.recipe.momentum:
+            # ν_t = (δ_{t-1} - δ_t + r) / λ_{t-1}, r the rounding of δ's float update (in the previous box):
+            # a bound from the two δ boxes (the ν part of the boxes above holds no first-order part)
             prev = self.steps[t - 1]
             lr = float(self.recipe.rates[t - 1])
-            nu_lo = (prev.lo[:m] - hi[:m]) / lr
-            nu_hi = (prev.hi[:m] - lo[:m]) / lr
+            slack = prev.box[:m] + prev.l2 + l2
+            nu_lo = (prev.lo[:m] - hi[:m] - slack) / lr
+            nu_hi = (prev.hi[:m] - lo[:m] + slack) / lr
             pad = _gamma(4) * (np.abs(nu_lo) + np.abs(nu_hi))
-            lo[m:] = np.maximum(lo[m:], nu_lo - pad)
-            hi[m:] = np.minimum(hi[m:], nu_hi + pad)
-        return lo, hi, l1_two * (1.0 + _gamma(4)), changes, energy_e
+            lo[m:], hi[m:] = nu_lo - pad, nu_hi + pad
+        return lo, hi, l2, changes, energy_e
 
     def _curvature_weights(self, t: int, reach: np.ndarray) -> np.ndarray:
         """``w_ia`` (B, C) with ``Σ_c |q_ic| <= Σ_a w_ia Δz_ia²`` for the batch rows of step ``t`` and any
@@ -436,10 +463,10 @@ class InfluenceEnclosure:
         return out_lo, out_hi
 
     # ------------------------------------------------------------------ the remainder of a step
-    def _remainder(self, t, lo, hi, l2, Mi, changes, energy_e, velocity) -> tuple[float, np.ndarray]:
-        """Step ``t``'s remainder: the mass ``W_t / |B_t|``-scaled ℓ1 part (returned as ``W_t``, the energy
-        bound times the curvature constant) and the rounding box (state layout): both float runs' gradients
-        and updates, and the float Hessian ``H̃_t`` against the exact one."""
+    def _remainder(self, t, lo, hi, l2, Mi, changes, energy_e, velocity) -> tuple:
+        """Step ``t``'s remainder: ``W_t`` (the ℓ1 part's mass times ``|B_t|``), the rounding box (state layout:
+        both float runs' gradients and updates, and the float Hessian ``H̃_t`` against the exact one), and the
+        two parts of the energy's bound (first-order, remainder)."""
         recipe = self.recipe
         rows = recipe.batches[t]
         B = len(rows)
@@ -455,7 +482,8 @@ class InfluenceEnclosure:
         lin_energy = float(_aggregate(self._energy(changes, weights, rows), self.k, self.scope, recipe))
         # λ_max of every weighted Gram (Gershgorin on Σ_i w_ic |x̃_i| |x̃_i|ᵀ)
         lam = float((weights.T @ (aXb * aXb.sum(axis=1)[:, None])).max())
-        norm = lin_energy + np.sqrt(lam * (1.0 + _gamma(B + q))) * energy_e
+        rest_energy = np.sqrt(lam * (1.0 + _gamma(B + q))) * energy_e
+        norm = lin_energy + rest_energy
         mass = norm * norm * (1.0 + _gamma(8))
         z_err = _gamma(q) * (aXb @ (np.abs(Theta) + dmax).T)  # the float logits of either run
         mag_x = aXb.sum(axis=0) / B
@@ -480,7 +508,7 @@ class InfluenceEnclosure:
         box[:m] += 2.0 * 8.0 * _U * (theta_mag + lr * v_mag) * (1.0 + wd)
         if mu:
             box[m:] += 2.0 * 8.0 * _U * v_mag
-        return mass, box * (1.0 + _gamma(8))
+        return mass, box * (1.0 + _gamma(8)), lin_energy, rest_energy
 
     # ------------------------------------------------------------------ per-query certificates
     def margin_lower_bounds(
@@ -498,6 +526,8 @@ class InfluenceEnclosure:
     def _margins(self, epoch: int, X: np.ndarray, pred: np.ndarray) -> np.ndarray:
         recipe = self.recipe
         T = recipe.epoch_end(epoch)
+        if T > self.valid_steps:  # the enclosure gave up before this epoch
+            return np.full(len(X), -np.inf)
         n_q, C, q, m, n = len(X), self.C, self.q, self.m, len(self.Xt)
         Xq = np.hstack([X, np.ones((n_q, 1))])
         # logit functionals ψ^{(i, c)} = e_c ⊗ x̃_i on the δ part: column i C + c
