@@ -167,14 +167,14 @@ def test_single_threaded_limits_the_block_and_restores_after_the_last_of_nested_
             inside.wait()
             if last:
                 left.wait()  # the other two have left their blocks
-                return parallel._SINGLE.depth, parallel._SINGLE.limiters != []
+                return parallel._SINGLE.depth, parallel._SINGLE.shared.limiters != []
         left.wait()
         return None
 
     with ThreadPoolExecutor(3) as pool:
         seen = list(pool.map(block, [True, False, False]))
     assert seen[0] == (1, True)
-    assert parallel._SINGLE.depth == 0 and parallel._SINGLE.limiters == []
+    assert parallel._SINGLE.depth == 0 and parallel._SINGLE.shared.limiters == []
     assert _native_threads() == before
 
 
@@ -268,6 +268,63 @@ def test_single_threaded_entered_in_several_threads_at_once_limits_every_pool_in
     env = {**os.environ, "OPENBLAS_NUM_THREADS": "2", "OMP_NUM_THREADS": "2"}
     proc = subprocess.run(
         [sys.executable, "-c", _CONCURRENT_THREADS], capture_output=True, text=True, env=env, timeout=120
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+
+
+_TWO_THREADS = """
+import threading
+import numpy as np
+import scipy.linalg  # a second OpenBLAS
+from threadpoolctl import threadpool_info
+from certkit.parallel import single_threaded
+
+def pools():
+    return {(p["internal_api"], p["filepath"]): p["num_threads"] for p in threadpool_info()}
+
+before = pools()
+assert min(before.values()) == 2, before
+first_open, second_closed = threading.Event(), threading.Event()
+seen = {}
+
+def first():
+    with single_threaded():
+        first_open.set()
+        second_closed.wait()
+        seen["first, after the second closed"] = pools()  # its block is still open
+        # an OpenMP library loaded while the block is open (by another thread): limited by a nested block
+        loader = threading.Thread(target=lambda: __import__("sklearn.utils._openmp_helpers"))
+        loader.start()
+        loader.join()
+        with single_threaded():
+            seen["first, nested, after a new OpenMP library"] = pools()
+
+def second():
+    first_open.wait()
+    with single_threaded():
+        seen["second"] = pools()
+    second_closed.set()
+
+threads = [threading.Thread(target=first), threading.Thread(target=second)]
+for t in threads:
+    t.start()
+for t in threads:
+    t.join()
+for when, limits in seen.items():
+    assert set(limits.values()) == {1}, (when, limits)
+assert len(seen) == 3 and "openmp" in {api for api, _ in seen["first, nested, after a new OpenMP library"]}
+after = pools()
+assert all(after[pool] == n for pool, n in before.items()) and set(after.values()) == {2}, (before, after)
+"""
+
+
+def test_single_threaded_in_two_threads_holds_until_the_last_block_closes():
+    """Issue 43 item 7: a block closing in one thread must not restore a pool while a block is open in
+    another, and a pool loaded while a thread's block is open (an OpenMP library imported by another thread)
+    is limited by that thread's next, nested block; every pool is back at 2 threads after the last block."""
+    env = {**os.environ, "OPENBLAS_NUM_THREADS": "2", "OMP_NUM_THREADS": "2"}
+    proc = subprocess.run(
+        [sys.executable, "-c", _TWO_THREADS], capture_output=True, text=True, env=env, timeout=120
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
 

@@ -157,23 +157,44 @@ def _blas_control(*, take: bool) -> None:
         clear(force=take)
 
 
+class _Limits:
+    """One-thread limits held on a set of thread pools, added to as libraries appear, restored at once."""
+
+    def __init__(self) -> None:
+        self.limiters: list[Any] = []
+        self.limited: set[str] = set()  # the libraries they hold, by file path
+
+    def add(self, libraries: Any, filepaths: list[str]) -> None:
+        """Limit those of ``filepaths`` (pools of ``libraries``, a ThreadpoolController) not held yet."""
+        new = [path for path in filepaths if path not in self.limited]
+        if new:
+            self.limiters.append(libraries.select(filepath=new).limit(limits=1))
+            self.limited.update(new)
+
+    def restore(self) -> None:
+        for limiter in reversed(self.limiters):
+            limiter.restore_original_limits()
+        self.limiters.clear()
+        self.limited.clear()
+
+
 class _SingleThreaded:
     """State of `single_threaded`: the blocks open in this process and in each thread, and their limits.
 
     Process-wide pools (OpenBLAS or BLIS on pthreads, MKL) are limited when the first block in the process
-    opens and restored when the last closes; a pool loaded by an import made while blocks are open is
-    limited when the next block opens. OpenMP's limit belongs to the calling thread, so each thread limits
-    its own OpenMP pools when its first block opens and restores them when its last closes.
+    opens and restored when the last closes. OpenMP's limit belongs to the calling thread, so each thread
+    limits its own OpenMP pools when its first block opens and restores them when its last closes. A pool of
+    either kind loaded by an import made while blocks are open (in any thread) is limited when the next
+    block opens.
     """
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
         self.depth = 0
-        self.limiters: list[Any] = []  # process-wide limits held while depth > 0
-        self.limited: set[str] = set()  # the libraries they hold, by file path
+        self.shared = _Limits()  # process-wide pools, held while depth > 0
         self.controller: Any = None
         self.modules = -1  # len(sys.modules) when the controller was made
-        self.thread = threading.local()  # depth and OpenMP limit of the calling thread
+        self.thread = threading.local()  # the calling thread's depth and OpenMP limits
 
     def _libraries(self) -> Any:
         if self.modules != len(sys.modules):  # a library imported since may bring a thread pool
@@ -186,37 +207,28 @@ class _SingleThreaded:
     def enter(self) -> None:
         with self.lock:
             libraries = self._libraries()
-            shared = [
-                lib.filepath
-                for lib in libraries.lib_controllers
-                if not _per_thread(lib) and lib.filepath not in self.limited
-            ]
-            if shared:
+            shared = [lib.filepath for lib in libraries.lib_controllers if not _per_thread(lib)]
+            if any(path not in self.shared.limited for path in shared):
                 _blas_control(take=True)
-                self.limiters.append(libraries.select(filepath=shared).limit(limits=1))
-                self.limited.update(shared)
+                self.shared.add(libraries, shared)
                 _blas_control(take=False)
             self.depth += 1
-            depth = getattr(self.thread, "depth", 0)
-            if depth == 0:
-                own = [lib.filepath for lib in libraries.lib_controllers if _per_thread(lib)]
-                self.thread.limiter = libraries.select(filepath=own).limit(limits=1) if own else None
-            self.thread.depth = depth + 1
+            if getattr(self.thread, "depth", 0) == 0:
+                self.thread.depth, self.thread.limits = 0, _Limits()
+            own = [lib.filepath for lib in libraries.lib_controllers if _per_thread(lib)]
+            self.thread.limits.add(libraries, own)
+            self.thread.depth += 1
 
     def exit(self) -> None:
         with self.lock:
             self.thread.depth -= 1
-            if self.thread.depth == 0 and self.thread.limiter is not None:
-                self.thread.limiter.restore_original_limits()
-                self.thread.limiter = None
+            if self.thread.depth == 0:
+                self.thread.limits.restore()
             self.depth -= 1
             if self.depth == 0:
                 _blas_control(take=True)
-                for limiter in reversed(self.limiters):
-                    limiter.restore_original_limits()
+                self.shared.restore()
                 _blas_control(take=False)
-                self.limiters.clear()
-                self.limited.clear()
 
 
 _SINGLE = _SingleThreaded()
@@ -232,11 +244,12 @@ def single_threaded() -> Iterator[None]:
     the CPUs (two workers with two OpenBLAS threads each on two cores were 40% slower in the causal graph
     search). Blocks nest and may be open in several threads at once, and the limit holds in every thread
     inside a block: process-wide pools (OpenBLAS, BLIS, MKL) are limited when the first block in the process
-    opens and restored when the last closes, including pools of libraries imported while blocks are open
-    (limited when the next block opens) and OpenBLAS while another thread holds threadpoolctl's right to set
-    its limit (a plain ``threadpool_limits(...)`` call keeps it); OpenMP pools, whose limit belongs to the
-    calling thread, are limited by each thread's first block and restored when that thread's last block
-    closes. Libraries are found with ``threadpoolctl``.
+    opens and restored when the last closes (a block closing in one thread leaves them limited while a block
+    is open in another), OpenBLAS also while another thread holds threadpoolctl's right to set its limit (a
+    plain ``threadpool_limits(...)`` call keeps it); OpenMP pools, whose limit belongs to the calling thread,
+    are limited by each thread's first block and restored when that thread's last block closes. A pool of a
+    library imported while blocks are open is limited when the next block opens, in a thread's nested
+    block too. Libraries are found with ``threadpoolctl``.
     """
     _SINGLE.enter()
     try:
