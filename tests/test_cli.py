@@ -53,6 +53,33 @@ def test_full_demo_tour_runs():
     assert proc.stdout.startswith(f"certkit {certkit.__version__} - demo tour (seed 0)")
     for mod in cli._load_commands():
         assert f"== {mod.NAME}: {mod.HELP}" in proc.stdout
+    # issue 43 item 5: stderr is not a terminal here, so progress is a plain line per stage (the bars wrote
+    # 186-264 updates, 20-29 KB, around 1.2 KB of tables in the MIBP section)
+    assert "\r" not in proc.stderr and len(proc.stderr) < 1500, proc.stderr
+    assert all(re.fullmatch(r"mibp: .*: \d+/\d+ (in \d+\.\d|after \d+) s", line)
+               for line in proc.stderr.splitlines()), proc.stderr
+
+
+def test_progress_into_a_log_is_a_few_plain_lines(tmp_path):
+    """Issue 43 item 5: the MIBP demo section and an interval `certkit mibp` run with stderr in a file."""
+    code = ("from certkit import cli; from certkit.mibp import _demo; _demo._exact_backend = lambda: None; "
+            "raise SystemExit(cli.main(['demo', '--only', 'mibp']))")
+    log = tmp_path / "log"
+    with open(log, "w") as handle:
+        proc = subprocess.run([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=handle, text=True,
+                              check=False, timeout=600)
+    assert proc.returncode == 0 and "== mibp" in proc.stdout
+    lines = log.read_text().splitlines(keepends=True)
+    assert [re.sub(r"\d+\.\d", "T", line) for line in lines] == [
+        "mibp: interval arithmetic,: 3/3 in T s\n",
+        "mibp: a recipe,: 4/4 in T s\n",
+    ]
+    # an interval run of certkit mibp is silent, as certified_training's default (docs/cli.md, docs/mibp.md)
+    with open(log, "w") as handle:
+        proc = subprocess.run([_script(), "mibp", "--epochs", "2"], stdout=subprocess.PIPE, stderr=handle,
+                              text=True, check=False, timeout=600)
+    assert proc.returncode == 0 and "certified accuracy" in proc.stdout
+    assert log.read_text() == ""
 
 
 def test_demo_section_via_python_m_is_deterministic():

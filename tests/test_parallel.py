@@ -4,6 +4,7 @@ import functools
 import math
 import operator
 import os
+import re
 import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
@@ -87,16 +88,40 @@ def test_exceptions_propagate():
 
 
 @pytest.mark.parametrize("executor", [None, 2])
-def test_progress_bar(capsys, executor):
+def test_progress_bar_on_a_terminal(capsys, monkeypatch, executor):
+    monkeypatch.setattr(parallel, "_to_terminal", lambda: True)
     out = parallel_map(FN, ITEMS, executor=executor, progress="solving")
     assert out == EXPECTED
     err = capsys.readouterr().err
-    assert "solving" in err
-    assert f"/{len(ITEMS)}" in err
+    assert "solving" in err and f"/{len(ITEMS)}" in err and "\r" in err  # a tqdm bar, redrawn in place
     parallel_map(FN, ITEMS, progress=True)
     assert f"/{len(ITEMS)}" in capsys.readouterr().err
     parallel_map(FN, ITEMS, progress=False)
     assert capsys.readouterr().err == ""
+
+
+@pytest.mark.parametrize("executor", [None, 2])
+def test_progress_in_a_log_is_a_plain_line_when_the_map_ends(capsys, executor):
+    """Issue 43 item 5: on a standard error that is not a terminal (capsys, a log file, CI) a bar wrote an
+    update per item; now one plain line at the end, and one per LOG_INTERVAL seconds while it runs."""
+    assert not parallel._to_terminal()
+    assert parallel_map(FN, ITEMS, executor=executor, progress="solving") == EXPECTED
+    err = capsys.readouterr().err
+    assert re.fullmatch(rf"solving: {len(ITEMS)}/{len(ITEMS)} in \d+\.\d s\n", err), err
+    parallel_map(FN, ITEMS, progress=True)
+    assert capsys.readouterr().err.startswith(f"progress: {len(ITEMS)}/{len(ITEMS)} in ")
+    parallel_map(FN, ITEMS, progress=False)
+    assert capsys.readouterr().err == ""
+
+
+def test_progress_lines_in_a_log_come_once_per_interval(capsys, monkeypatch):
+    clock = iter(range(0, 1000, 10))  # each reading of the clock 10 s after the last
+    monkeypatch.setattr(parallel.time, "monotonic", lambda: next(clock))
+    monkeypatch.setattr(parallel, "LOG_INTERVAL", 25.0)
+    assert parallel_map(FN, list(range(8)), progress="fits") == [3 * i for i in range(8)]
+    lines = capsys.readouterr().err.splitlines()
+    # items end at 10, 20, ..., 80 s: a line when 30 and 60 s have passed since the last, and the last one
+    assert lines == ["fits: 3/8 after 30 s", "fits: 6/8 after 60 s", "fits: 8/8 in 90.0 s"]
 
 
 @pytest.mark.parametrize(

@@ -516,7 +516,7 @@ def _train_and_certify(args, data, y, y_test, model, perturbation, rate, about) 
         time_limit=args.time_limit,
         tighten_bounds=args.tighten and args.backend != "interval",
         executor=args.workers,
-        progress=True,
+        progress=None,  # the library's default: a bar per epoch for program runs of 10 s or more
         verbose=args.verbose,
     )
     cert = certify_predictions(

@@ -28,6 +28,7 @@ import os
 import pickle
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
@@ -334,12 +335,53 @@ def _check_sendable(fn: Callable[..., Any]) -> None:
             )
 
 
+#: Seconds between two progress lines on a standard error that is not a terminal (a log file, CI).
+LOG_INTERVAL = 30.0
+
+
+class _LogProgress:
+    """Progress for a log: plain lines on standard error, one every `LOG_INTERVAL` seconds while the work
+    runs and one when it ends (a redrawn bar would write hundreds of updates into the file)."""
+
+    def __init__(self, total: int, desc: str | None) -> None:
+        self.total, self.desc, self.done = total, desc or "progress", 0
+        self.start = self.last = time.monotonic()
+
+    def _line(self, text: str) -> None:
+        print(f"{self.desc}: {self.done}/{self.total} {text}", file=sys.stderr, flush=True)
+
+    def update(self, n: int = 1) -> None:
+        self.done += n
+        now = time.monotonic()
+        if now - self.last >= LOG_INTERVAL and self.done < self.total:
+            self.last = now
+            self._line(f"after {now - self.start:.0f} s")
+
+    def close(self) -> None:
+        self._line(f"in {time.monotonic() - self.start:.1f} s")
+
+
+def _to_terminal() -> bool:
+    """Whether standard error is a terminal (or a notebook, where tqdm draws a widget)."""
+    from tqdm import autonotebook, std
+
+    if autonotebook.tqdm is not std.tqdm:
+        return True
+    try:
+        return sys.stderr.isatty()
+    except (AttributeError, ValueError):  # replaced by an object without isatty, or closed
+        return False
+
+
 def _progress_bar(total: int, progress: Progress) -> Any:
+    """A tqdm bar on a terminal, plain occasional lines (`_LogProgress`) elsewhere; None without progress."""
     if not progress:
         return None
+    desc = progress if isinstance(progress, str) else None
+    if not _to_terminal():
+        return _LogProgress(total, desc)
     from tqdm.auto import tqdm
 
-    desc = progress if isinstance(progress, str) else None
     return tqdm(total=total, desc=desc, leave=False)
 
 
