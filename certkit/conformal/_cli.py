@@ -13,7 +13,7 @@ import numpy as np
 from certkit.cli import file_name
 
 NAME = "conformal"
-HELP = "robust conformal prediction sets with one noisy forward pass (RCP1) vs. baselines on digits"
+HELP = "robust conformal prediction sets with one noisy forward pass (RCP1) vs. baselines on digits or --data"
 
 METHODS = ("split", "noisy", "rcp1", "bincp", "rscp+")
 
