@@ -47,7 +47,11 @@ def _load_commands() -> list:
 
 class _Parser(argparse.ArgumentParser):
     """An argument parser whose errors are one line ``<prog>: error: <message>`` on stderr (no usage
-    block; ``--help`` shows it) and exit status 2. Its subparsers are of this class too."""
+    block; ``--help`` shows it) and exit status 2, and that takes options only as they are spelt (no prefix
+    of a long option stands for it: ``--data`` is not ``--dataset``). Its subparsers are of this class too."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, allow_abbrev=False, **kwargs)
 
     def error(self, message: str) -> NoReturn:
         """Print ``message`` as the one error line and exit with status 2.
@@ -120,15 +124,32 @@ def _asks_for_version(argv: Sequence[str]) -> bool:
     return False
 
 
+def file_name(value: str) -> str:
+    """The ``type`` of an option or argument that names a file: any path but the empty one."""
+    if not value:
+        raise argparse.ArgumentTypeError("expected a file name, got an empty string")
+    return value
+
+
 def _subparser(parser: argparse.ArgumentParser, command: str) -> argparse.ArgumentParser:
     action = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
     return action.choices[command]
 
 
-def _error_message(exc: BaseException, parser: argparse.ArgumentParser) -> str:
-    """``exc`` as one line, with a leading Python argument name written as its command-line flag."""
+def _error_message(
+    exc: BaseException, parser: argparse.ArgumentParser, args: argparse.Namespace | None = None
+) -> str:
+    """``exc`` as one line, with a leading Python argument name written as its command-line flag; a file
+    that cannot be opened is named with the option that gave it (from ``args``, the parsed options)."""
     if isinstance(exc, OSError) and exc.filename is not None and exc.strerror:
-        return f"{exc.filename}: {exc.strerror}"
+        given = [
+            flag
+            for action in parser._actions
+            for flag in action.option_strings[:1]
+            if args is not None and isinstance(getattr(args, action.dest, None), str)
+            and getattr(args, action.dest) == exc.filename
+        ]
+        return f"{given[0] + ' ' if given else ''}{exc.filename}: {exc.strerror}"
     text = " ".join(str(exc).split()) or type(exc).__name__
     if text.startswith("rng seed ") and any("--seed" in action.option_strings for action in parser._actions):
         return "--seed " + text[len("rng seed ") :]  # the commands pass --seed to the rng= argument
@@ -139,7 +160,9 @@ def _error_message(exc: BaseException, parser: argparse.ArgumentParser) -> str:
     return text
 
 
-def cli_words(exc: BaseException, parser: argparse.ArgumentParser) -> str:
+def cli_words(
+    exc: BaseException, parser: argparse.ArgumentParser, args: argparse.Namespace | None = None
+) -> str:
     """The library's message as one line in the command line's words.
 
     ``backend='milp'`` becomes ``--backend milp``, and an option's name with an underscore
@@ -152,6 +175,8 @@ def cli_words(exc: BaseException, parser: argparse.ArgumentParser) -> str:
         The library's error.
     parser : argparse.ArgumentParser
         The subcommand's options.
+    args : argparse.Namespace, optional
+        The parsed options: a file that cannot be opened is named with the option that gave it.
 
     Returns
     -------
@@ -159,7 +184,7 @@ def cli_words(exc: BaseException, parser: argparse.ArgumentParser) -> str:
         The message, on one line.
     """
     if isinstance(exc, OSError):
-        return _error_message(exc, parser)
+        return _error_message(exc, parser, args)
     text = " ".join(str(exc).split()) or type(exc).__name__
     flags = {}  # dest -> (its first long flag, whether it is a switch)
     for action in parser._actions:
@@ -215,7 +240,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except _USER_ERRORS as exc:
         sys.stdout.flush()
         print(
-            f"certkit {args.command}: error: {_error_message(exc, _subparser(parser, args.command))}",
+            f"certkit {args.command}: error: {_error_message(exc, _subparser(parser, args.command), args)}",
             file=sys.stderr,
         )
         return 2

@@ -53,6 +53,33 @@ def test_full_demo_tour_runs():
     assert proc.stdout.startswith(f"certkit {certkit.__version__} - demo tour (seed 0)")
     for mod in cli._load_commands():
         assert f"== {mod.NAME}: {mod.HELP}" in proc.stdout
+    # issue 43 item 5: stderr is not a terminal here, so progress is a plain line per stage (the bars wrote
+    # 186-264 updates, 20-29 KB, around 1.2 KB of tables in the MIBP section)
+    assert "\r" not in proc.stderr and len(proc.stderr) < 1500, proc.stderr
+    assert all(re.fullmatch(r"mibp: .*: \d+/\d+ (in \d+\.\d|after \d+) s", line)
+               for line in proc.stderr.splitlines()), proc.stderr
+
+
+def test_progress_into_a_log_is_a_few_plain_lines(tmp_path):
+    """Issue 43 item 5: the MIBP demo section and an interval `certkit mibp` run with stderr in a file."""
+    code = ("from certkit import cli; from certkit.mibp import _demo; _demo._exact_backend = lambda: None; "
+            "raise SystemExit(cli.main(['demo', '--only', 'mibp']))")
+    log = tmp_path / "log"
+    with open(log, "w") as handle:
+        proc = subprocess.run([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=handle, text=True,
+                              check=False, timeout=600)
+    assert proc.returncode == 0 and "== mibp" in proc.stdout
+    lines = log.read_text().splitlines(keepends=True)
+    assert [re.sub(r"\d+\.\d", "T", line) for line in lines] == [
+        "mibp: interval arithmetic,: 3/3 in T s\n",
+        "mibp: a recipe,: 4/4 in T s\n",
+    ]
+    # an interval run of certkit mibp is silent, as certified_training's default (docs/cli.md, docs/mibp.md)
+    with open(log, "w") as handle:
+        proc = subprocess.run([_script(), "mibp", "--epochs", "2"], stdout=subprocess.PIPE, stderr=handle,
+                              text=True, check=False, timeout=600)
+    assert proc.returncode == 0 and "certified accuracy" in proc.stdout
+    assert log.read_text() == ""
 
 
 def test_demo_section_via_python_m_is_deterministic():
@@ -124,7 +151,7 @@ def test_foundation_demo_numbers():
     ("args", "message"),
     [
         (["circuits", "--scores", "missing.npy"],
-         "certkit circuits: error: missing.npy: No such file or directory"),
+         "certkit circuits: error: --data missing.npy: No such file or directory"),
         (["mibp", "--epsilon", "-1"], "certkit mibp: error: --epsilon must be >= 0"),
         (["mibp", "--hidden", "0"], "certkit mibp: error: --hidden must be >= 1, got 0"),
         (["conformal", "--confidence-level", "1.5"],
@@ -143,12 +170,18 @@ def test_scores_file_that_is_not_an_array_is_one_line(tmp_path):
     (tmp_path / "s.txt").write_text("hello")
     proc = _run(_script(), "circuits", "--scores", str(tmp_path / "s.txt"))
     assert proc.returncode == 2
-    expected = f"certkit circuits: error: --scores {tmp_path / 's.txt'} is not an array saved with numpy.save"
+    expected = f"certkit circuits: error: --data {tmp_path / 's.txt'} is not an array saved with numpy.save"
     assert proc.stderr.strip() == expected
     np.save(tmp_path / "v.npy", np.zeros(5))
     proc = _run(_script(), "circuits", "--scores", str(tmp_path / "v.npy"))
     assert proc.returncode == 2 and "2-D (examples, neurons)" in proc.stderr
     assert len(proc.stderr.splitlines()) == 1
+    np.savez(tmp_path / "two.npz", a=np.zeros((3, 2)), b=np.ones(2))  # it said "has shape None"
+    proc = _run(_script(), "circuits", "--data", str(tmp_path / "two.npz"))
+    assert proc.returncode == 2 and proc.stderr == (
+        f"certkit circuits: error: --data {tmp_path / 'two.npz'} is an .npz archive; expected one (examples, "
+        "neurons) matrix saved with numpy.save\n"
+    )
 
 
 def test_default_top_k_fits_a_narrow_score_matrix(tmp_path):
@@ -251,9 +284,11 @@ sys.exit(cli.main(["demo"]))
         (
             ["causal", "x.csv", "--dataset", "sachs"],
             "certkit causal",
-            "argument --dataset: not allowed with argument csv",
+            "argument --dataset: not allowed with argument FILE",
         ),
-        (["causal"], "certkit causal", "one of the arguments csv --dataset is required"),
+        (["causal"], "certkit causal", "one of the arguments FILE --data --dataset is required"),
+        (["causal", "--data", "x.csv", "--dataset", "sachs"], "certkit causal",
+         "argument --dataset: not allowed with argument --data"),
         (["causal", "x.csv", "--bogus", "3"], "certkit causal", "unrecognized arguments: --bogus 3"),
         (["mibp", "--epochs", "x"], "certkit mibp", "argument --epochs: invalid int value: 'x'"),
         (["conformal", "--sigma", "x"], "certkit conformal", "argument --sigma: invalid float value: 'x'"),
@@ -302,3 +337,113 @@ def test_cli_words_rewrites_option_names_but_not_user_data():
         ("batch_size(x) is a call", None),
     ]:
         assert cli.cli_words(ValueError(message), parser) == (expected or message)
+
+
+# ------------------------------------------------------------------------------------------------
+# issue 43 item 4: --data everywhere, no abbreviations, files named with their option
+
+
+def _csv(path, n=60, seed=0):
+    """Three columns a, b, c of linear-Gaussian data (for certkit causal)."""
+    gen = np.random.default_rng(seed)
+    a = gen.normal(size=n)
+    b = a + 0.5 * gen.normal(size=n)
+    c = b - a + 0.5 * gen.normal(size=n)
+    np.savetxt(path, np.column_stack([a, b, c]), delimiter=",", header="a,b,c", comments="")
+    return str(path)
+
+
+def test_causal_takes_data_and_no_option_is_abbreviated(tmp_path, capsys):
+    """`certkit causal --data FILE` was taken for --dataset ("invalid choice ... 'sachs'")."""
+    path = _csv(tmp_path / "abc.csv")
+    assert cli.main(["causal", "--data", path, "--max-components", "1", "--mechanism", "linear"]) == 0
+    by_option = capsys.readouterr().out
+    assert cli.main(["causal", path, "--max-components", "1", "--mechanism", "linear"]) == 0
+    timings = re.compile(r"\d+\.\d s")
+    assert timings.sub("", capsys.readouterr().out) == timings.sub("", by_option)  # the positional FILE too
+    assert "60 samples x 3 variables" in by_option
+    for argv, command, unknown in [
+        (["causal", "--data", path, "--lo"], "causal", "--lo"),  # --log's prefix
+        (["mibp", "--epoch", "1"], "mibp", "--epoch 1"),
+        (["demo", "--se", "3"], "demo", "--se 3"),
+        (["conformal", "--conf", "0.8"], "conformal", "--conf 0.8"),
+    ]:
+        with pytest.raises(SystemExit) as exc:
+            cli.main(argv)
+        assert exc.value.code == 2
+        assert capsys.readouterr().err == f"certkit {command}: error: unrecognized arguments: {unknown}\n"
+
+
+@pytest.mark.parametrize(
+    ("argv", "option"),
+    [
+        (["mibp", "--weights", ""], "--weights"),
+        (["mibp", "--output", ""], "--output"),
+        (["mibp", "--data", ""], "--data"),
+        (["performative", "--data", ""], "--data"),
+        (["ope", "--data", ""], "--data"),  # was: the simulated data, silently
+        (["circuits", "--data", ""], "--data/--scores"),  # was: the synthetic scores, silently
+        (["circuits", "--scores", ""], "--data/--scores"),
+        (["conformal", "--data", ""], "--data"),
+        (["causal", "--data", ""], "--data"),
+        (["causal", ""], "FILE"),
+    ],
+)
+def test_an_empty_file_name_is_refused_naming_its_option(capsys, argv, option):
+    with pytest.raises(SystemExit) as exc:
+        cli.main(argv)
+    assert exc.value.code == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err == (
+        f"certkit {argv[0]}: error: argument {option}: expected a file name, got an empty string\n"
+    )
+
+
+def test_a_file_that_cannot_be_opened_is_named_with_its_option(tmp_path, capsys):
+    missing = str(tmp_path / "missing")
+    for argv, option in [
+        (["mibp", "--weights", missing], "--weights "),
+        (["mibp", "--data", missing], "--data "),
+        (["performative", "--data", missing], "--data "),
+        (["ope", "--data", missing], "--data "),
+        (["circuits", "--scores", missing], "--data "),
+        (["conformal", "--data", missing], "--data "),
+        (["causal", "--data", missing], "--data "),
+        (["causal", missing], ""),  # the positional FILE: its path alone
+    ]:
+        assert cli.main(argv) == 2, argv
+        captured = capsys.readouterr()
+        expected = f"certkit {argv[0]}: error: {option}{missing}: No such file or directory\n"
+        assert captured.err == expected, argv
+
+
+def test_an_output_that_cannot_be_written_is_refused_before_training(tmp_path, capsys, monkeypatch):
+    """`--output` to a path that could not be written trained first, then failed naming neither."""
+    import certkit.mibp as mibp
+
+    def no_training(*args, **kwargs):
+        raise AssertionError("trained before checking --output")
+
+    monkeypatch.setattr(mibp, "certified_training", no_training)
+    unwritable = "/proc/certkit-results.json"  # no file can be made there, even by root
+    if not Path("/proc/self").is_dir():
+        pytest.skip("needs Linux's /proc")
+    assert cli.main(["mibp", "--output", unwritable]) == 2
+    assert capsys.readouterr().err == (
+        f"certkit mibp: error: --output '{unwritable}' cannot be written: No such file or directory\n"
+    )
+    for path, reason in [
+        (tmp_path, "is a directory; name a file, e.g. results.json"),
+        (tmp_path / "none" / "r.json", f": the directory {tmp_path / 'none'} does not exist"),
+    ]:
+        assert cli.main(["mibp", "--output", str(path)]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith(f"certkit mibp: error: --output '{path}'") and reason in err
+    # the check leaves a file it made no trace, and an existing file as it was
+    new, old = tmp_path / "new.json", tmp_path / "old.json"
+    old.write_text("kept")
+    for path in (new, old):
+        with pytest.raises(AssertionError, match="trained before"):
+            cli.main(["mibp", "--output", str(path)])
+    assert not new.exists() and old.read_text() == "kept"

@@ -4,6 +4,7 @@ import functools
 import math
 import operator
 import os
+import re
 import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
@@ -87,16 +88,40 @@ def test_exceptions_propagate():
 
 
 @pytest.mark.parametrize("executor", [None, 2])
-def test_progress_bar(capsys, executor):
+def test_progress_bar_on_a_terminal(capsys, monkeypatch, executor):
+    monkeypatch.setattr(parallel, "_to_terminal", lambda: True)
     out = parallel_map(FN, ITEMS, executor=executor, progress="solving")
     assert out == EXPECTED
     err = capsys.readouterr().err
-    assert "solving" in err
-    assert f"/{len(ITEMS)}" in err
+    assert "solving" in err and f"/{len(ITEMS)}" in err and "\r" in err  # a tqdm bar, redrawn in place
     parallel_map(FN, ITEMS, progress=True)
     assert f"/{len(ITEMS)}" in capsys.readouterr().err
     parallel_map(FN, ITEMS, progress=False)
     assert capsys.readouterr().err == ""
+
+
+@pytest.mark.parametrize("executor", [None, 2])
+def test_progress_in_a_log_is_a_plain_line_when_the_map_ends(capsys, executor):
+    """Issue 43 item 5: on a standard error that is not a terminal (capsys, a log file, CI) a bar wrote an
+    update per item; now one plain line at the end, and one per LOG_INTERVAL seconds while it runs."""
+    assert not parallel._to_terminal()
+    assert parallel_map(FN, ITEMS, executor=executor, progress="solving") == EXPECTED
+    err = capsys.readouterr().err
+    assert re.fullmatch(rf"solving: {len(ITEMS)}/{len(ITEMS)} in \d+\.\d s\n", err), err
+    parallel_map(FN, ITEMS, progress=True)
+    assert capsys.readouterr().err.startswith(f"progress: {len(ITEMS)}/{len(ITEMS)} in ")
+    parallel_map(FN, ITEMS, progress=False)
+    assert capsys.readouterr().err == ""
+
+
+def test_progress_lines_in_a_log_come_once_per_interval(capsys, monkeypatch):
+    clock = iter(range(0, 1000, 10))  # each reading of the clock 10 s after the last
+    monkeypatch.setattr(parallel.time, "monotonic", lambda: next(clock))
+    monkeypatch.setattr(parallel, "LOG_INTERVAL", 25.0)
+    assert parallel_map(FN, list(range(8)), progress="fits") == [3 * i for i in range(8)]
+    lines = capsys.readouterr().err.splitlines()
+    # items end at 10, 20, ..., 80 s: a line when 30 and 60 s have passed since the last, and the last one
+    assert lines == ["fits: 3/8 after 30 s", "fits: 6/8 after 60 s", "fits: 8/8 in 90.0 s"]
 
 
 @pytest.mark.parametrize(
@@ -167,14 +192,14 @@ def test_single_threaded_limits_the_block_and_restores_after_the_last_of_nested_
             inside.wait()
             if last:
                 left.wait()  # the other two have left their blocks
-                return parallel._SINGLE.depth, parallel._SINGLE.limiters != []
+                return parallel._SINGLE.depth, parallel._SINGLE.shared.limiters != []
         left.wait()
         return None
 
     with ThreadPoolExecutor(3) as pool:
         seen = list(pool.map(block, [True, False, False]))
     assert seen[0] == (1, True)
-    assert parallel._SINGLE.depth == 0 and parallel._SINGLE.limiters == []
+    assert parallel._SINGLE.depth == 0 and parallel._SINGLE.shared.limiters == []
     assert _native_threads() == before
 
 
@@ -268,6 +293,63 @@ def test_single_threaded_entered_in_several_threads_at_once_limits_every_pool_in
     env = {**os.environ, "OPENBLAS_NUM_THREADS": "2", "OMP_NUM_THREADS": "2"}
     proc = subprocess.run(
         [sys.executable, "-c", _CONCURRENT_THREADS], capture_output=True, text=True, env=env, timeout=120
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+
+
+_TWO_THREADS = """
+import threading
+import numpy as np
+import scipy.linalg  # a second OpenBLAS
+from threadpoolctl import threadpool_info
+from certkit.parallel import single_threaded
+
+def pools():
+    return {(p["internal_api"], p["filepath"]): p["num_threads"] for p in threadpool_info()}
+
+before = pools()
+assert min(before.values()) == 2, before
+first_open, second_closed = threading.Event(), threading.Event()
+seen = {}
+
+def first():
+    with single_threaded():
+        first_open.set()
+        second_closed.wait()
+        seen["first, after the second closed"] = pools()  # its block is still open
+        # an OpenMP library loaded while the block is open (by another thread): limited by a nested block
+        loader = threading.Thread(target=lambda: __import__("sklearn.utils._openmp_helpers"))
+        loader.start()
+        loader.join()
+        with single_threaded():
+            seen["first, nested, after a new OpenMP library"] = pools()
+
+def second():
+    first_open.wait()
+    with single_threaded():
+        seen["second"] = pools()
+    second_closed.set()
+
+threads = [threading.Thread(target=first), threading.Thread(target=second)]
+for t in threads:
+    t.start()
+for t in threads:
+    t.join()
+for when, limits in seen.items():
+    assert set(limits.values()) == {1}, (when, limits)
+assert len(seen) == 3 and "openmp" in {api for api, _ in seen["first, nested, after a new OpenMP library"]}
+after = pools()
+assert all(after[pool] == n for pool, n in before.items()) and set(after.values()) == {2}, (before, after)
+"""
+
+
+def test_single_threaded_in_two_threads_holds_until_the_last_block_closes():
+    """Issue 43 item 7: a block closing in one thread must not restore a pool while a block is open in
+    another, and a pool loaded while a thread's block is open (an OpenMP library imported by another thread)
+    is limited by that thread's next, nested block; every pool is back at 2 threads after the last block."""
+    env = {**os.environ, "OPENBLAS_NUM_THREADS": "2", "OMP_NUM_THREADS": "2"}
+    proc = subprocess.run(
+        [sys.executable, "-c", _TWO_THREADS], capture_output=True, text=True, env=env, timeout=120
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
 

@@ -59,3 +59,16 @@ def test_user_docs_describe_the_product_not_its_history():
         text = (docs / page).read_text()
         for phrase in ("used to", "(before)", "(after)", "aimed for", "in the issue", "previous kernel"):
             assert phrase not in text, f"docs/{page} says {phrase!r}"
+
+
+def test_readme_says_how_long_the_tests_take_and_how_to_run_a_fast_subset():
+    """Issue 43 item 9: the test command said neither how long it runs nor how to run a part of it first."""
+    setup = README[README.index("## Set up"):README.index("## Capabilities")]
+    assert re.search(r"The whole suite takes about \d+ minutes on two free cores", setup)
+    subsets = re.findall(r"`python -m pytest -n 2 ([^`]+)`", setup)
+    assert subsets and all(part.startswith(("tests/", "-m")) for part in subsets)
+    for path in (p for subset in subsets for p in subset.split() if p.startswith("tests/")):
+        assert (README_PATH.parent / path).exists(), path
+    assert '-m "not slow"' in subsets
+    pyproject = (README_PATH.parent / "pyproject.toml").read_text()
+    assert '"slow: ' in pyproject  # the marker the subset leaves out is registered

@@ -8,7 +8,7 @@ import time
 
 import numpy as np
 
-from certkit.cli import cli_words
+from certkit.cli import cli_words, file_name
 
 NAME = "causal"
 HELP = "causal mixture discovery: causal graph, changing mechanisms and hidden groups from pooled data"
@@ -27,7 +27,16 @@ def _n_knots(value: str) -> int | str:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of the subcommand."""
     source = parser.add_mutually_exclusive_group(required=True)
-    source.add_argument("csv", nargs="?", help="CSV file: a header row of variable names, then numeric rows")
+    source.add_argument(
+        "csv",
+        nargs="?",
+        type=file_name,
+        metavar="FILE",
+        help="CSV file: a header row of variable names, then numeric rows (or --data FILE)",
+    )
+    source.add_argument(
+        "--data", type=file_name, metavar="FILE", help="the CSV file, as an option as in the other commands"
+    )
     source.add_argument("--dataset", choices=("sachs",), help="an embedded data set instead of a CSV file")
     parser.add_argument(
         "--max-components", type=int, default=5, help="mechanisms per node to consider (default 5)"
@@ -95,7 +104,7 @@ def _load(args: argparse.Namespace) -> tuple[np.ndarray, list[str], object]:
         return np.log(ds.X), list(ds.feature_names), ds
     from certkit.datasets._base import read_numeric_csv
 
-    X, names = read_numeric_csv(args.csv, how=_FORMAT)
+    X, names = read_numeric_csv(args.data if args.csv is None else args.csv, how=_FORMAT)
     if args.log:
         if np.any(~(X > 0)):
             raise ValueError("--log needs strictly positive values")
@@ -155,7 +164,7 @@ def run(args: argparse.Namespace) -> int:
     except (ValueError, TypeError, OSError, ImportError) as exc:
         parser = argparse.ArgumentParser()
         add_arguments(parser)  # to write the estimator's argument names as their flags
-        print(f"certkit causal: error: {cli_words(exc, parser)}", file=sys.stderr)
+        print(f"certkit causal: error: {cli_words(exc, parser, args)}", file=sys.stderr)
         return 2
     print(model.summary())
     print(f"\n{X.shape[0]} samples x {X.shape[1]} variables in {elapsed:.1f} s")

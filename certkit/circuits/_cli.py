@@ -7,6 +7,8 @@ import time
 
 import numpy as np
 
+from certkit.cli import file_name
+
 NAME = "circuits"
 HELP = "certified circuits: certify neuron inclusion against edits of the concept dataset"
 
@@ -25,7 +27,10 @@ def synthetic_scores(
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of the subcommand."""
     parser.add_argument(
+        "--data",
         "--scores",
+        dest="scores",
+        type=file_name,
         metavar="FILE.npy",
         help="(n, N) per-example score matrix saved with numpy.save (default: synthetic scores)",
     )
@@ -64,10 +69,16 @@ def _load_scores(path: str) -> np.ndarray:
     try:
         scores = np.load(path)
     except ValueError as exc:  # not an .npy file (numpy then refuses to unpickle it)
-        raise ValueError(f"--scores {path} is not an array saved with numpy.save") from exc
-    if not isinstance(scores, np.ndarray) or scores.ndim != 2:
-        shape = getattr(scores, "shape", None)
-        raise ValueError(f"--scores must hold a 2-D (examples, neurons) matrix, {path} has shape {shape}")
+        raise ValueError(f"--data {path} is not an array saved with numpy.save") from exc
+    if not isinstance(scores, np.ndarray):  # an .npz archive
+        scores.close()
+        raise ValueError(
+            f"--data {path} is an .npz archive; expected one (examples, neurons) matrix saved with numpy.save"
+        )
+    if scores.ndim != 2:
+        raise ValueError(
+            f"--data must hold a 2-D (examples, neurons) matrix, {path} has shape {scores.shape}"
+        )
     return scores
 
 
@@ -105,7 +116,7 @@ def run(args: argparse.Namespace) -> int:
     """Certify the circuit and print the summary with a radius histogram."""
     from certkit._results import format_table
 
-    if args.scores:
+    if args.scores is not None:
         scores = _load_scores(args.scores)
     else:
         scores = synthetic_scores(np.random.default_rng(args.seed))

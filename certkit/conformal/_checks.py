@@ -87,8 +87,13 @@ def model_classes(model: Any) -> np.ndarray | None:
             classes = None
         if classes is not None:
             classes = as_numpy(classes, "model.classes_")
-            if classes.ndim == 1 and classes.size > 0:
-                return classes
+            if classes.ndim != 1 or classes.size == 0:
+                raise ValueError(
+                    "the model's classes_ must be a non-empty 1-D array, the class of every output column, "
+                    f"got shape {classes.shape}; a multi-output classifier's classes are not supported: pass "
+                    "a function returning one output's probabilities"
+                )
+            return classes
     return None
 
 
@@ -101,11 +106,19 @@ def _integer_labels(y: np.ndarray) -> np.ndarray | None:
     return None
 
 
-def _index_of(y: np.ndarray, classes: np.ndarray) -> np.ndarray:
-    """Position of every label of ``y`` in ``classes``; -1 for a label that is not there."""
+def _index_of(y: np.ndarray, classes: np.ndarray, name: str) -> np.ndarray:
+    """Position of every label of ``y`` in ``classes`` (named ``name``); -1 for a label that is not there."""
     position: dict[Any, int] = {}
     for i, c in enumerate(classes.tolist()):
-        position.setdefault(c, i)
+        try:
+            first = position.setdefault(c, i)
+        except TypeError:
+            raise TypeError(f"{name} must hold hashable class labels, got a {type(c).__name__}") from None
+        if first != i:
+            raise ValueError(
+                f"{name} repeats the class {c!r} (columns {first} and {i}); each output column must stand "
+                "for a different class"
+            )
     try:
         values, inverse = np.unique(y, return_inverse=True)
     except TypeError:  # labels of several types that do not sort together: one by one
@@ -125,7 +138,7 @@ def encode_labels(
     if classes is not None:
         if classes.shape[0] != n_classes:
             raise ValueError(f"{name} has {classes.shape[0]} classes but the output has {n_classes} columns")
-        codes = _index_of(y, classes)
+        codes = _index_of(y, classes, name)
         if np.any(codes < 0):
             unknown = list(dict.fromkeys(y[codes < 0].tolist()))
             raise ValueError(
@@ -161,7 +174,7 @@ def encode_labels(
             "with classes_ (e.g. clf.predict_proba), or give y as the output columns' indices "
             f"in [0, {n_classes - 1}]"
         )
-    return values, _index_of(y, values)
+    return values, _index_of(y, values, "the labels")
 
 
 def sample_noise(rng: np.random.Generator, shape: tuple[int, ...], sigma: float, noise: str) -> np.ndarray:

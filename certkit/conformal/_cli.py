@@ -1,4 +1,5 @@
-"""``certkit conformal``: robust conformal prediction on the digits data, RCP1 against the baselines."""
+"""``certkit conformal``: robust conformal prediction on the digits data or a user's labelled file, RCP1
+against the baselines."""
 
 from __future__ import annotations
 
@@ -9,14 +10,27 @@ from typing import Any
 
 import numpy as np
 
+from certkit.cli import file_name
+
 NAME = "conformal"
-HELP = "robust conformal prediction sets with one noisy forward pass (RCP1) vs. baselines on digits"
+HELP = "robust conformal prediction sets with one noisy forward pass (RCP1) vs. baselines on digits or --data"
 
 METHODS = ("split", "noisy", "rcp1", "bincp", "rscp+")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of ``certkit conformal``."""
+    parser.add_argument(
+        "--data",
+        type=file_name,
+        metavar="FILE",
+        help="a user's labelled data instead of digits: a CSV file (header row, numeric feature columns, the "
+        "label column last or --label; labels are class codes or names) or an .npz archive of X (n, d) and "
+        "y (n,); the features are used as they are: --sigma and --radius are in their units",
+    )
+    parser.add_argument(
+        "--label", default=None, help="the label column of a --data CSV file (default: the last)"
+    )
     parser.add_argument("--sigma", type=float, default=0.25, help="smoothing noise std (default 0.25)")
     parser.add_argument("--radius", type=float, default=0.125, help="l2 attack radius (default 0.125)")
     parser.add_argument(
@@ -48,25 +62,36 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
 
 
-def _digits_model(sigma: float, rng: np.random.Generator) -> tuple:
-    r"""A Gaussian class-conditional (nearest-centroid softmax) model of digits seen through noise.
+def _centroid_model(
+    data: Any, sizes: tuple[int, int], sigma: float, scale: str, rng: np.random.Generator
+) -> tuple:
+    r"""A Gaussian class-conditional (nearest-centroid softmax) model of ``data`` (a `Dataset`) seen through
+    noise, and its calibration and test parts.
 
-    Class means from 600 training images and one shared isotropic variance (pixel variance plus
-    ``sigma**2``) give linear logits $(x \cdot \mu_k - \|\mu_k\|^2/2)/v$: trained in closed form,
-    instantly, and well calibrated for inputs carrying the smoothing noise.
+    The rows are permuted; the first ``sizes[0]`` train the model, the next ``sizes[1]`` calibrate and the
+    rest test. Class means and one shared isotropic variance (the training rows' variance around their class
+    mean plus ``sigma**2``) give linear logits $(x \cdot \mu_k - \|\mu_k\|^2/2)/v$: trained in closed form,
+    instantly, and well calibrated for inputs carrying the smoothing noise. ``scale`` says what ``sigma`` is
+    measured against, for the error on a ``sigma`` whose square overflows.
     """
-    from certkit.datasets import load_digits
-
-    data = load_digits()
-    perm = rng.permutation(len(data.y))
-    train, cal, test = perm[:600], perm[600:1400], perm[1400:]
-    X_tr, y_tr = data.X[train], data.y[train]
-    mu = np.stack([X_tr[y_tr == k].mean(axis=0) for k in range(10)])
     if not math.isfinite(sigma * sigma):
         raise ValueError(
-            f"sigma={sigma:g} is too large: its square overflows float64; use a sigma on the scale of the "
-            "pixels (in [0, 1])"
+            f"sigma={sigma:g} is too large: its square overflows float64; use a sigma on the scale of {scale}"
         )
+    n_train, n_cal = sizes
+    perm = rng.permutation(len(data.y))
+    train, cal, test = perm[:n_train], perm[n_train : n_train + n_cal], perm[n_train + n_cal :]
+    X_tr, y_tr = data.X[train], data.y[train]
+    n_classes = len(data.target_names)
+    missing = np.flatnonzero(np.bincount(y_tr, minlength=n_classes) == 0)
+    if missing.size:
+        k = int(missing[0])
+        raise ValueError(
+            f"data: the class {data.target_names[k]!r} has no row among the {n_train} that train the model "
+            f"(a third of the rows, drawn with --seed; it has {int(np.sum(data.y == k))} of {len(data.y)}): "
+            "give more rows of it, or leave it out"
+        )
+    mu = np.stack([X_tr[y_tr == k].mean(axis=0) for k in range(n_classes)])
     var = float(np.mean((X_tr - mu[y_tr]) ** 2)) + sigma**2
     coef, intercept = mu / var, -0.5 * (mu**2).sum(axis=1) / var
     return coef, intercept, (data.X[cal], data.y[cal]), (data.X[test], data.y[test])
@@ -95,8 +120,11 @@ def compare(
     n_samples: int = 256,
     attack_steps: int = 10,
     rng: np.random.Generator,
+    data: str | None = None,
+    label: str | None = None,
 ) -> str:
-    """Calibrate the chosen methods on digits and return the comparison table.
+    """Calibrate the chosen methods on the labelled file ``data`` (label column ``label``, read by
+    `certkit._labelled_file.read_labelled`; None: digits) and return the comparison table.
 
     A method whose every clean prediction set holds all labels is marked trivial (``*`` and a note
     under the table); without torch the attack is skipped and a note says what torch would add.
@@ -118,7 +146,22 @@ def compare(
     check_level(confidence_level)
     check_integer(n_samples, "n_samples", minimum=1)
     check_integer(attack_steps, "attack_steps", minimum=0)
-    coef, intercept, (X_cal, y_cal), (X_test, y_test) = _digits_model(sigma, rng)
+    if data is None:
+        from certkit.datasets import load_digits
+
+        if label is not None:
+            raise ValueError("label names a column of a --data CSV file")
+        rows, source, scale, sizes = load_digits(), "digits", "the pixels (in [0, 1])", (600, 800)
+    else:
+        from certkit._labelled_file import read_labelled
+
+        read = read_labelled(data, label)
+        rows, source, scale = read.data, f"{read.data.name} ({read.where})", "the feature columns"
+        n = len(rows.y)
+        sizes = (round(n / 3), round(4 * n / 9))  # about digits' shares (600 / 800 / 397 of 1797)
+        if n - sum(sizes) < 1:
+            raise ValueError(f"data: {data} has {n} rows; it needs at least 3 (to train, calibrate and test)")
+    coef, intercept, (X_cal, y_cal), (X_test, y_test) = _centroid_model(rows, sizes, sigma, scale, rng)
     model, is_torch = _linear_model(coef, intercept)
     common = {"conformity_score": score, "confidence_level": confidence_level, "output": "logits", "rng": rng}
     smooth = {"sigma": sigma, "radius": radius, **common}
@@ -168,7 +211,7 @@ def compare(
             "more --n-samples or a smaller --radius make it informative",
         )
     title = (
-        f"digits, nearest-centroid softmax; sigma={sigma}, radius={radius}, "
+        f"{source}, nearest-centroid softmax; sigma={sigma}, radius={radius}, "
         f"confidence_level={confidence_level}, score={score}; {len(y_cal)} calibration / "
         f"{len(y_test)} test points; attack: {note}"
     )
@@ -190,6 +233,8 @@ def run(args: argparse.Namespace) -> int:
             n_samples=args.n_samples,
             attack_steps=args.attack_steps,
             rng=check_rng(args.seed),  # a negative --seed: ValueError, named by the command
+            data=args.data,
+            label=args.label,
         )
     )
     return 0

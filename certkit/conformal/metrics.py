@@ -62,7 +62,14 @@ def coverage(sets: Any, y: Any, *, classes: Any = None) -> float:
 def _set_columns(y: Any, sets: np.ndarray, classes: Any) -> np.ndarray:
     """The column of ``sets`` of every label of ``y`` (indices, or labels among ``classes``)."""
     if classes is None:
-        y = check_array(y, "y", ndim=1, dtype=int)
+        labels = as_numpy(y, "y")
+        if labels.dtype.kind in "USOb":  # class labels, not the columns of sets
+            raise TypeError(
+                f"y holds class labels (dtype {labels.dtype}), not column indices of sets: pass the class of "
+                "every column with classes=, e.g. coverage(sets, y, classes=clf.classes_) for the "
+                "estimator clf that made the sets"
+            )
+        y = check_array(labels, "y", ndim=1, dtype=int)
         check_same_length(("sets", sets), ("y", y))
         if y.min() < 0 or y.max() >= sets.shape[1]:
             raise ValueError(f"y must contain labels in [0, {sets.shape[1] - 1}]")

@@ -9,7 +9,7 @@ import time
 
 import numpy as np
 
-from certkit.cli import cli_words
+from certkit.cli import cli_words, file_name
 from certkit.mibp._cli_data import DATASETS, _builtin, _encode, load_data, load_file, load_weights
 from certkit.mibp._demo import demo
 
@@ -51,6 +51,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     source.add_argument(
         "--data",
+        type=file_name,
         metavar="FILE",
         help="a user's labelled data instead: a CSV file (header row, numeric rows, the label column last or "
         "--label) or an .npz archive of X (n, d) and y (n,); features are standardised with the training "
@@ -176,6 +177,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--weights",
+        type=file_name,
         metavar="FILE",
         default=None,
         help="start from your own weights instead: an .npz of W0, b0, W1, b1, ... (W<l> of shape (outputs, "
@@ -191,6 +193,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--output",
+        type=file_name,
         metavar="FILE",
         default=None,
         help="also write the results to FILE as JSON: the per-epoch boxes (summary and bounds), the "
@@ -330,7 +333,7 @@ def run(args: argparse.Namespace) -> int:
         return 2
     except (ValueError, TypeError, OSError, ImportError) as exc:
         sys.stdout.flush()
-        print(f"certkit mibp: error: {cli_words(exc, parser)}", file=sys.stderr)
+        print(f"certkit mibp: error: {cli_words(exc, parser, args)}", file=sys.stderr)
         return 2
     data, y_test, about = setup[0], setup[2], setup[-1]
     print(res.summary())
@@ -357,7 +360,7 @@ def run(args: argparse.Namespace) -> int:
             _write_output(args, data, y_test, res, cert, about, chance, remark)
         except (ValueError, OSError) as exc:
             sys.stdout.flush()
-            print(f"certkit mibp: error: {cli_words(exc, parser)}", file=sys.stderr)
+            print(f"certkit mibp: error: {cli_words(exc, parser, args)}", file=sys.stderr)
             return 2
         print(f"  results written to      {args.output}")
     print(f"  total time              {time.perf_counter() - start:.1f} s")
@@ -365,7 +368,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _check_output(path: str) -> None:
-    """Before training: ``--output`` must name a file in an existing directory."""
+    """Before training: ``--output`` must name a file that can be written (it is opened for appending, which
+    changes nothing, and removed again if it did not exist)."""
     import os
 
     if os.path.isdir(path):
@@ -373,8 +377,14 @@ def _check_output(path: str) -> None:
     folder = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(folder):
         raise ValueError(f"output {path!r}: the directory {folder} does not exist")
-    if not os.access(folder, os.W_OK):
-        raise ValueError(f"output {path!r}: the directory {folder} is not writable")
+    existed = os.path.lexists(path)
+    try:
+        with open(path, "a", encoding="utf-8"):
+            pass
+    except OSError as exc:
+        raise ValueError(f"output {path!r} cannot be written: {exc.strerror or exc}") from None
+    if not existed:
+        os.remove(path)
 
 
 def _write_output(args, data, y_test, res, cert, about, chance, remark) -> None:
@@ -516,7 +526,7 @@ def _train_and_certify(args, data, y, y_test, model, perturbation, rate, about) 
         time_limit=args.time_limit,
         tighten_bounds=args.tighten and args.backend != "interval",
         executor=args.workers,
-        progress=True,
+        progress=None,  # the library's default: a bar per epoch for program runs of 10 s or more
         verbose=args.verbose,
     )
     cert = certify_predictions(

@@ -3,14 +3,11 @@ encoded for the chosen loss."""
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 
 import numpy as np
 
 DATASETS = ("two_moons", "iris2", "iris3", "breast_cancer")
-#: A label column with more distinct values than this is taken for a feature, not classes.
-MAX_CLASSES = 50
 
 
 @dataclass(frozen=True)
@@ -97,144 +94,24 @@ def load_data(name: str, *, rng: int = 0, test_size: float = 0.25) -> BenchmarkD
     return BenchmarkData(name, data.X, y, data.X_test, y_test, n_out)
 
 
-_FILE_FORMAT = (
-    "a CSV file (a header row of names, then rows of numbers; the label column is --label, default the "
-    "last, and may hold class names) or a NumPy .npz archive (numpy.savez) of the arrays X (n, d) and y (n,) "
-    "of class labels"
-)
-
-
-def _read_csv(path: str, label: str | None) -> tuple[np.ndarray, np.ndarray, str, tuple[str, ...]]:
-    """A CSV file's numeric feature columns and its label column: numbers when every label is one, else the
-    labels as text (surrounding spaces dropped)."""
-    import csv
-    import io
-
-    from certkit.datasets._base import _file_kind
-
-    with open(path, "rb") as handle:
-        raw = handle.read()
-    try:
-        rows = list(csv.reader(io.StringIO(raw.decode("utf-8-sig"), newline="")))
-    except (UnicodeDecodeError, csv.Error) as exc:
-        raise ValueError(
-            f"{path} is not a UTF-8 text CSV file ({_file_kind(raw)}); --data reads {_FILE_FORMAT}"
-        ) from exc
-    if len(rows) < 2:
-        raise ValueError(f"{path} needs a header row and at least one data row")
-    names = rows[0]
-    if label is not None and label not in names:
-        raise ValueError(f"label {label!r} is not a column of {path}; its columns are {names}")
-    if len(names) < 2:
-        raise ValueError(f"data: {path} has one column; it needs feature columns and a label column")
-    column = len(names) - 1 if label is None else names.index(label)
-    features = [c for c in range(len(names)) if c != column]
-    X = np.empty((len(rows) - 1, len(features)))
-    labels = []
-    for r, row in enumerate(rows[1:], start=2):
-        if len(row) != len(names):
-            raise ValueError(f"{path} line {r} has {len(row)} fields, the header has {len(names)}")
-        for j, c in enumerate(features):
-            try:
-                X[r - 2, j] = float(row[c])
-            except ValueError:
-                raise ValueError(
-                    f"{path} line {r}, column {names[c]!r}: {row[c]!r} is not a number"
-                ) from None
-        labels.append(row[column].strip())
-        if not labels[-1]:
-            raise ValueError(f"{path} line {r}: the label column {names[column]!r} is empty")
-    try:
-        y = np.array([float(v) for v in labels])
-    except ValueError:  # class names: the labels are text
-        y = np.array(labels)
-    return X, y, f"label column {names[column]!r}", tuple(names[c] for c in features)
-
-
-def _read_file(path: str, label: str | None) -> tuple[np.ndarray, np.ndarray, str, tuple[str, ...] | None]:
-    """Features, raw labels, a description of a user's CSV or NPZ file and the feature columns' names (None
-    for an NPZ file) (ValueError naming --data)."""
-    with open(path, "rb") as handle:
-        npz = path.endswith(".npz") or handle.read(4) == b"PK\x03\x04"
-    if not npz:
-        return _read_csv(path, label)
-    if label is not None:
-        raise ValueError("label names a CSV column; an .npz archive holds the arrays X and y")
-    try:
-        loaded = np.load(path, allow_pickle=False)
-    except (ValueError, EOFError, OSError) as exc:
-        if isinstance(exc, FileNotFoundError):
-            raise
-        raise ValueError(f"data: {path} is not {_FILE_FORMAT}") from None
-    if not isinstance(loaded, np.lib.npyio.NpzFile):
-        raise ValueError(f"data: {path} holds a single array; expected {_FILE_FORMAT}")
-    with loaded as f:
-        missing = [k for k in ("X", "y") if k not in f.files]
-        if missing:
-            raise ValueError(
-                f"data: {path} lacks the arrays {missing} (it has {f.files}); expected {_FILE_FORMAT}"
-            )
-        try:
-            return f["X"], f["y"], "arrays X and y", None
-        except ValueError:  # object arrays, which are not read without allow_pickle
-            raise ValueError(
-                f"data: {path} holds arrays of Python objects; expected {_FILE_FORMAT}"
-            ) from None
-
-
-def _class_codes(y: np.ndarray, where: str) -> tuple[np.ndarray, tuple[str, ...]]:
-    """Labels as codes ``0..C-1`` (the sorted distinct values) and the values as class names."""
-    if y.ndim != 1:
-        raise ValueError(f"data: the labels ({where}) must be one value per row, got shape {y.shape}")
-    if y.dtype.kind in "iub":
-        y = y.astype(np.int64)
-    elif y.dtype.kind == "f":
-        bad = ~np.isfinite(y) | (y != np.round(y))
-        if bad.any():
-            raise ValueError(
-                f"data: the labels ({where}) must be class codes (whole numbers), got {y[bad][:3].tolist()}"
-            )
-    elif y.dtype.kind not in "US":
-        raise ValueError(f"data: the labels ({where}) must be class codes, got dtype {y.dtype}")
-    values, codes = np.unique(y, return_inverse=True)
-    if values.size < 2:
-        raise ValueError(
-            f"data: the labels ({where}) hold one class only ({values.tolist()}); need two or more"
-        )
-    if values.size > MAX_CLASSES:
-        raise ValueError(
-            f"data: the labels ({where}) have {values.size} distinct values; certkit mibp trains a "
-            f"classifier of at most {MAX_CLASSES} classes: name the class column with --label"
-        )
-    names = tuple(str(int(v)) if y.dtype.kind == "f" else str(v) for v in values)
-    return codes.astype(np.int64), names
-
-
 def load_file(
     path: str, *, label: str | None = None, test_size: float = 0.25, rng: int = 0, standardise: bool = True
 ) -> _Classes:
-    """A user's labelled data: a stratified split (``test_size`` held out, seed ``rng``), standardised with
-    the training part's statistics (unless ``standardise=False``), labels as class codes (ValueError naming
-    the option on bad input)."""
-    from certkit._validation import check_array
-    from certkit.datasets import Dataset
+    """A user's labelled data (`certkit._labelled_file.read_labelled`): a stratified split (``test_size`` held
+    out, seed ``rng``), standardised with the training part's statistics (unless ``standardise=False``),
+    labels as class codes (ValueError naming the option on bad input)."""
+    from certkit._labelled_file import read_labelled
 
-    X, y, where, columns = _read_file(path, label)
-    X = check_array(X, "data X", ndim=2)
-    if X.shape[1] < 1 or X.shape[0] < 2:
-        raise ValueError(f"data: {path} needs at least 2 rows and 1 feature column, got {X.shape}")
-    y = np.asarray(y)
-    if y.shape[:1] != X.shape[:1]:
-        raise ValueError(
-            f"data: {path} has {X.shape[0]} rows of features but {y.shape[0] if y.ndim else 0} labels"
-        )
-    codes, names = _class_codes(y, where)
-    full = Dataset(os.path.basename(path), X, codes, tuple(f"x{j}" for j in range(X.shape[1])), names, path)
+    read = read_labelled(path, label)
+    full = read.data
     split = full.split(test_size=test_size, rng=rng)
     Xtr, Xte = split.X_train, split.X_test
     if standardise:
-        Xtr, Xte = _standardise(Xtr, Xte, columns)
-    return _Classes(f"{full.name} ({where})", Xtr, split.y_train, Xte, split.y_test, len(names), names)
+        Xtr, Xte = _standardise(Xtr, Xte, read.columns)
+    return _Classes(
+        f"{full.name} ({read.where})", Xtr, split.y_train, Xte, split.y_test, len(full.target_names),
+        full.target_names,
+    )
 
 
 _WEIGHTS_FORMAT = (

@@ -27,7 +27,8 @@ def demo(rng: np.random.Generator) -> str:
 
     The setting is fixed (data split and initialisation seed 0, whatever ``rng``): it is one where the
     exact certificate certifies visibly more test points than the interval one (see docs/mibp.md).  The
-    exact programs take 20-40 s: their solves and the certification show progress bars (on stderr).  Two
+    exact programs take 20-40 s: their solves and the certification show progress on stderr (bars on a
+    terminal, a plain line per stage in a log: `certkit.parallel._progress_bar`).  Two
     closing lines show a recipe of `certified_training` beyond plain gradient descent (under a second).
     """
     from certkit._results import format_table

@@ -8,6 +8,8 @@ import time
 
 import numpy as np
 
+from certkit.cli import file_name
+
 NAME = "ope"
 HELP = "off-policy evaluation under strategic behaviour: strategic DR vs naive DR on logged explanations"
 
@@ -23,6 +25,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of the subcommand."""
     parser.add_argument(
         "--data",
+        type=file_name,
         metavar="FILE.npz",
         help="logged data: a NumPy .npz archive (numpy.savez) of the arrays x_pre, x_post, moved, action, "
         "reward, pscore (default: simulate)",
@@ -170,7 +173,7 @@ def run(args: argparse.Namespace) -> int:
     from certkit.ope.disclosure import _XPostMismatchError
 
     try:
-        data = _load(args.data) if args.data else None
+        data = None if args.data is None else _load(args.data)
         _check_thetas(args, None if data is None else data.x_pre.shape[1])
         pi0, pi = _policies(args)
         sim = None
@@ -196,8 +199,8 @@ def run(args: argparse.Namespace) -> int:
         add_arguments(parser)  # to write a leading argument name as its flag (n=... -> --n=...)
         if isinstance(exc, _XPostMismatchError):  # the command line sets the tolerance with --x-post-tol
             exc = ValueError(exc.command_line_message)
-        text = _error_message(exc, parser)
-        if not args.data and text.startswith(("--data:", "--data ")):  # the simulated data, not a --data file
+        text = _error_message(exc, parser, args)
+        if args.data is None and text.startswith(("--data:", "--data ")):  # simulated, not a --data file
             text = "simulated data" + text[len("--data") :]
         print(f"certkit ope: error: {text}", file=sys.stderr)
         return 2

@@ -28,6 +28,7 @@ import os
 import pickle
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
@@ -157,23 +158,44 @@ def _blas_control(*, take: bool) -> None:
         clear(force=take)
 
 
+class _Limits:
+    """One-thread limits held on a set of thread pools, added to as libraries appear, restored at once."""
+
+    def __init__(self) -> None:
+        self.limiters: list[Any] = []
+        self.limited: set[str] = set()  # the libraries they hold, by file path
+
+    def add(self, libraries: Any, filepaths: list[str]) -> None:
+        """Limit those of ``filepaths`` (pools of ``libraries``, a ThreadpoolController) not held yet."""
+        new = [path for path in filepaths if path not in self.limited]
+        if new:
+            self.limiters.append(libraries.select(filepath=new).limit(limits=1))
+            self.limited.update(new)
+
+    def restore(self) -> None:
+        for limiter in reversed(self.limiters):
+            limiter.restore_original_limits()
+        self.limiters.clear()
+        self.limited.clear()
+
+
 class _SingleThreaded:
     """State of `single_threaded`: the blocks open in this process and in each thread, and their limits.
 
     Process-wide pools (OpenBLAS or BLIS on pthreads, MKL) are limited when the first block in the process
-    opens and restored when the last closes; a pool loaded by an import made while blocks are open is
-    limited when the next block opens. OpenMP's limit belongs to the calling thread, so each thread limits
-    its own OpenMP pools when its first block opens and restores them when its last closes.
+    opens and restored when the last closes. OpenMP's limit belongs to the calling thread, so each thread
+    limits its own OpenMP pools when its first block opens and restores them when its last closes. A pool of
+    either kind loaded by an import made while blocks are open (in any thread) is limited when the next
+    block opens.
     """
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
         self.depth = 0
-        self.limiters: list[Any] = []  # process-wide limits held while depth > 0
-        self.limited: set[str] = set()  # the libraries they hold, by file path
+        self.shared = _Limits()  # process-wide pools, held while depth > 0
         self.controller: Any = None
         self.modules = -1  # len(sys.modules) when the controller was made
-        self.thread = threading.local()  # depth and OpenMP limit of the calling thread
+        self.thread = threading.local()  # the calling thread's depth and OpenMP limits
 
     def _libraries(self) -> Any:
         if self.modules != len(sys.modules):  # a library imported since may bring a thread pool
@@ -186,37 +208,28 @@ class _SingleThreaded:
     def enter(self) -> None:
         with self.lock:
             libraries = self._libraries()
-            shared = [
-                lib.filepath
-                for lib in libraries.lib_controllers
-                if not _per_thread(lib) and lib.filepath not in self.limited
-            ]
-            if shared:
+            shared = [lib.filepath for lib in libraries.lib_controllers if not _per_thread(lib)]
+            if any(path not in self.shared.limited for path in shared):
                 _blas_control(take=True)
-                self.limiters.append(libraries.select(filepath=shared).limit(limits=1))
-                self.limited.update(shared)
+                self.shared.add(libraries, shared)
                 _blas_control(take=False)
             self.depth += 1
-            depth = getattr(self.thread, "depth", 0)
-            if depth == 0:
-                own = [lib.filepath for lib in libraries.lib_controllers if _per_thread(lib)]
-                self.thread.limiter = libraries.select(filepath=own).limit(limits=1) if own else None
-            self.thread.depth = depth + 1
+            if getattr(self.thread, "depth", 0) == 0:
+                self.thread.depth, self.thread.limits = 0, _Limits()
+            own = [lib.filepath for lib in libraries.lib_controllers if _per_thread(lib)]
+            self.thread.limits.add(libraries, own)
+            self.thread.depth += 1
 
     def exit(self) -> None:
         with self.lock:
             self.thread.depth -= 1
-            if self.thread.depth == 0 and self.thread.limiter is not None:
-                self.thread.limiter.restore_original_limits()
-                self.thread.limiter = None
+            if self.thread.depth == 0:
+                self.thread.limits.restore()
             self.depth -= 1
             if self.depth == 0:
                 _blas_control(take=True)
-                for limiter in reversed(self.limiters):
-                    limiter.restore_original_limits()
+                self.shared.restore()
                 _blas_control(take=False)
-                self.limiters.clear()
-                self.limited.clear()
 
 
 _SINGLE = _SingleThreaded()
@@ -232,11 +245,12 @@ def single_threaded() -> Iterator[None]:
     the CPUs (two workers with two OpenBLAS threads each on two cores were 40% slower in the causal graph
     search). Blocks nest and may be open in several threads at once, and the limit holds in every thread
     inside a block: process-wide pools (OpenBLAS, BLIS, MKL) are limited when the first block in the process
-    opens and restored when the last closes, including pools of libraries imported while blocks are open
-    (limited when the next block opens) and OpenBLAS while another thread holds threadpoolctl's right to set
-    its limit (a plain ``threadpool_limits(...)`` call keeps it); OpenMP pools, whose limit belongs to the
-    calling thread, are limited by each thread's first block and restored when that thread's last block
-    closes. Libraries are found with ``threadpoolctl``.
+    opens and restored when the last closes (a block closing in one thread leaves them limited while a block
+    is open in another), OpenBLAS also while another thread holds threadpoolctl's right to set its limit (a
+    plain ``threadpool_limits(...)`` call keeps it); OpenMP pools, whose limit belongs to the calling thread,
+    are limited by each thread's first block and restored when that thread's last block closes. A pool of a
+    library imported while blocks are open is limited when the next block opens, in a thread's nested
+    block too. Libraries are found with ``threadpoolctl``.
     """
     _SINGLE.enter()
     try:
@@ -321,12 +335,53 @@ def _check_sendable(fn: Callable[..., Any]) -> None:
             )
 
 
+#: Seconds between two progress lines on a standard error that is not a terminal (a log file, CI).
+LOG_INTERVAL = 30.0
+
+
+class _LogProgress:
+    """Progress for a log: plain lines on standard error, one every `LOG_INTERVAL` seconds while the work
+    runs and one when it ends (a redrawn bar would write hundreds of updates into the file)."""
+
+    def __init__(self, total: int, desc: str | None) -> None:
+        self.total, self.desc, self.done = total, desc or "progress", 0
+        self.start = self.last = time.monotonic()
+
+    def _line(self, text: str) -> None:
+        print(f"{self.desc}: {self.done}/{self.total} {text}", file=sys.stderr, flush=True)
+
+    def update(self, n: int = 1) -> None:
+        self.done += n
+        now = time.monotonic()
+        if now - self.last >= LOG_INTERVAL and self.done < self.total:
+            self.last = now
+            self._line(f"after {now - self.start:.0f} s")
+
+    def close(self) -> None:
+        self._line(f"in {time.monotonic() - self.start:.1f} s")
+
+
+def _to_terminal() -> bool:
+    """Whether standard error is a terminal (or a notebook, where tqdm draws a widget)."""
+    from tqdm import autonotebook, std
+
+    if autonotebook.tqdm is not std.tqdm:
+        return True
+    try:
+        return sys.stderr.isatty()
+    except (AttributeError, ValueError):  # replaced by an object without isatty, or closed
+        return False
+
+
 def _progress_bar(total: int, progress: Progress) -> Any:
+    """A tqdm bar on a terminal, plain occasional lines (`_LogProgress`) elsewhere; None without progress."""
     if not progress:
         return None
+    desc = progress if isinstance(progress, str) else None
+    if not _to_terminal():
+        return _LogProgress(total, desc)
     from tqdm.auto import tqdm
 
-    desc = progress if isinstance(progress, str) else None
     return tqdm(total=total, desc=desc, leave=False)
 
 

@@ -10,6 +10,8 @@ import time
 
 import numpy as np
 
+from certkit.cli import file_name
+
 NAME = "performative"
 HELP = "performative generalization bounds: Wasserstein worst/best-case risks and the change-learn trade-off"
 
@@ -49,57 +51,32 @@ def _fit_model(X: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray, np
     return X, y, model.coef_[0], float(model.intercept_[0])
 
 
-_DATA_FORMAT = (
-    "a CSV file (a header row of names, then numeric rows; the label column is --label, default the last) "
-    "or a NumPy .npz archive (numpy.savez) of the arrays X (n, d) and y (n,), labels 0/1 or -1/+1"
-)
-
-
 def _load_data(path: str, label: str | None) -> tuple[np.ndarray, np.ndarray]:
-    """Features and labels (in {-1, +1}) of a user's CSV or NPZ file; ValueError naming --data otherwise."""
-    from certkit._validation import check_array
-    from certkit.datasets._base import read_numeric_csv
+    """Features and labels (in {-1, +1}) of a user's CSV or NPZ file
+    (`certkit._labelled_file.read_labelled`); ValueError naming --data otherwise."""
+    from certkit._labelled_file import read_labelled
 
-    if path.endswith(".npz"):
-        if label is not None:
-            raise ValueError("label names a CSV column; an .npz archive holds X and y")
-        try:
-            with np.load(path, allow_pickle=False) as f:
-                X, y = f["X"], f["y"]
-        except (KeyError, ValueError, EOFError, OSError) as exc:
-            if isinstance(exc, FileNotFoundError):
-                raise
-            raise ValueError(f"data: {path} is not {_DATA_FORMAT}") from None
-    else:
-        table, names = read_numeric_csv(path, how=f"--data reads {_DATA_FORMAT}")
-        column = len(names) - 1 if label is None else _column(names, label)
-        X, y = np.delete(table, column, axis=1), table[:, column]
-    X = check_array(X, "data X", ndim=2)
-    y = check_array(y, "data y", ndim=1, shape=(X.shape[0],))
-    if X.shape[1] < 1 or X.shape[0] < 2:
-        raise ValueError(f"data needs at least 2 rows and 1 feature column besides the label, got {X.shape}")
-    classes = set(np.unique(y).tolist())
-    if not (classes <= {0.0, 1.0} or classes <= {-1.0, 1.0}) or len(classes) != 2:
+    read = read_labelled(path, label)
+    classes = read.data.target_names
+    if len(classes) != 2 or (read.numeric and set(classes) not in ({"0", "1"}, {"-1", "1"})):
+        values = [float(c) for c in classes[:5]] if read.numeric else list(classes[:5])
         raise ValueError(
-            f"data labels must be two classes coded 0/1 or -1/+1, got values {sorted(classes)[:5]}"
+            f"data labels must be two classes coded 0/1 or -1/+1, got values {values}; or two class names "
+            "(text), the later in sorted order taken as +1"
         )
-    return X, np.where(y > 0, 1.0, -1.0)
-
-
-def _column(names: list[str], label: str) -> int:
-    if label not in names:
-        raise ValueError(f"label {label!r} is not a column of the CSV file; its columns are {names}")
-    return names.index(label)
+    return read.data.X, np.where(read.data.y == 1, 1.0, -1.0)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of the subcommand."""
     parser.add_argument(
         "--data",
+        type=file_name,
         metavar="FILE",
-        help="labelled data: a CSV file (header row, numeric rows, the label column last or --label) or an "
-        ".npz archive of X and y; labels 0/1 or -1/+1; features are scaled to [0, 1] and a logistic model "
-        "fitted (default: the NSW/LaLonde sample)",
+        help="labelled data: a CSV file (header row, numeric feature columns, the label column last or "
+        "--label) or an .npz archive of X and y; labels 0/1, -1/+1 or two class names (the later in sorted "
+        "order +1); features are scaled to [0, 1] and a logistic model fitted (default: the NSW/LaLonde "
+        "sample)",
     )
     parser.add_argument(
         "--label", default=None, help="the label column of a --data CSV file (default: the last)"
@@ -248,7 +225,7 @@ def run(args: argparse.Namespace) -> int:
             )
             risks.append((r, radius, lo, hi))
     except (ValueError, TypeError, OSError) as exc:
-        print(f"certkit performative: error: {_error_message(exc, _parser())}", file=sys.stderr)
+        print(f"certkit performative: error: {_error_message(exc, _parser(), args)}", file=sys.stderr)
         return 2
     names = list(bounds[0].terms)
     rows = [[r, *(bd.terms[k] for k in names), bd.total] for r, bd in zip(shares, bounds)]

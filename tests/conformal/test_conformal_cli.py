@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 import numpy as np
 
@@ -78,3 +79,72 @@ def test_without_torch_the_table_has_no_nan_and_says_what_torch_adds(monkeypatch
                         attack_steps=5, rng=np.random.default_rng(0))
     assert "nan" not in text and "attacked" not in text.splitlines()[1]
     assert 'pip install "certkit[torch]" adds the attacked columns' in text
+
+
+def _iris_csv(path):
+    from certkit.datasets import load_iris
+
+    iris = load_iris()
+    names = np.array(iris.target_names)[iris.y]
+    rows = [f"{name}," + ",".join(f"{v:g}" for v in x) for name, x in zip(names, iris.X)]
+    path.write_text("species,sl,sw,pl,pw\n" + "\n".join(rows) + "\n")
+    return str(path), iris.X, names
+
+
+def test_data_takes_a_users_labelled_file(tmp_path, capsys):
+    """Issue 43 item 4: certkit conformal could not take a user's data; --data FILE --label COLUMN read as
+    certkit mibp and certkit performative read it, the same model and report as for digits."""
+    from certkit import cli
+
+    path, X, names = _iris_csv(tmp_path / "iris.csv")
+    argv = ["conformal", "--label", "species", "--attack-steps", "2", "--radius", "0.1", "--seed", "3"]
+    assert cli.main([*argv, "--data", path]) == 0
+    out = capsys.readouterr().out
+    title, header = out.splitlines()[:2]
+    assert title.startswith("iris.csv (label column 'species'), nearest-centroid softmax; sigma=0.25, "
+                            "radius=0.1")
+    assert "67 calibration / 33 test points; attack: smoothed PGD, 2 steps" in title  # 50 / 67 / 33 of 150
+    assert header.split() == ["method", "size", "coverage", "size", "(attacked)", "coverage", "(attacked)",
+                              "passes/input", "ms/input"]
+    methods = ["split CP (clean)", "noisy CP (uncorrected)", "RCP1", "BinCP (m=256)", "RSCP+ (n_s=256)"]
+    rows = {line.strip()[: len(m)]: line for line in out.splitlines()[3:] for m in methods if m in line}
+    assert list(rows) == methods
+    size, coverage = (float(v) for v in rows["RCP1"].split()[1:3])
+    assert 1.0 <= size <= 3.0 and coverage >= 0.85  # 3 classes; 90% coverage, on 33 test points
+    # the same rows as an .npz archive (class names as y): the same table but for its title and timings
+    np.savez(tmp_path / "iris.npz", X=X, y=names)
+    assert cli.main([*argv[:1], *argv[3:], "--data", str(tmp_path / "iris.npz")]) == 0
+    npz = capsys.readouterr().out
+    assert "iris.npz (arrays X and y)" in npz
+
+    def table(text):
+        return [line.split()[:-1] for line in text.splitlines()[3:]]
+
+    assert table(npz) == table(out)
+
+
+def test_data_mistakes_are_one_line(tmp_path, capsys):
+    from certkit import cli
+
+    path = _iris_csv(tmp_path / "iris.csv")[0]
+    cases = [
+        (["--label", "species"], "--label names a column of a --data CSV file"),
+        (["--data", path], f"{path} line 2, column 'species': 'setosa' is not a number; the label column "
+                           "is the last, 'pw', unless --label names another of ['species', 'sl', 'sw', 'pl', "
+                           "'pw']"),
+        (["--data", path, "--label", "kind"], "--label 'kind' is not a column of the CSV file; its columns "
+                                              "are ['species', 'sl', 'sw', 'pl', 'pw']"),
+    ]
+    lone = tmp_path / "lone.csv"  # one row of a fourth class: it cannot be in the training third
+    lone.write_text(Path(path).read_text() + "emu,5,3,2,1\n")
+    cases.append((["--data", str(lone), "--label", "species", "--seed", "0"],
+                  "--data: the class 'emu' has no row among the 50 that train the model (a third of the "
+                  "rows, drawn with --seed; it has 1 of 151): give more rows of it, or leave it out"))
+    two = tmp_path / "two.csv"
+    two.write_text("a,y\n1,0\n2,1\n")
+    cases.append((["--data", str(two)], f"--data: {two} has 2 rows; it needs at least 3 (to train, calibrate "
+                                        "and test)"))
+    for argv, message in cases:
+        assert cli.main(["conformal", *argv]) == 2, argv
+        captured = capsys.readouterr()
+        assert captured.out == "" and captured.err == f"certkit conformal: error: {message}\n", argv

@@ -78,10 +78,14 @@ def test_cli_options_are_validated_before_any_work(monkeypatch, argv, flag):
     def no_work(*args, **kwargs):
         raise AssertionError("the data and the model were loaded before the options were checked")
 
-    monkeypatch.setattr(_cli, "_digits_model", no_work)
+    monkeypatch.setattr("certkit.datasets.load_digits", no_work)
+    monkeypatch.setattr("certkit._labelled_file.read_labelled", no_work)
+    monkeypatch.setattr(_cli, "_centroid_model", no_work)
     parser = argparse.ArgumentParser()
     _cli.add_arguments(parser)
     start = time.perf_counter()
     with pytest.raises(ValueError, match=rf"^{flag}"):
         _cli.run(parser.parse_args(list(argv)))
+    with pytest.raises(ValueError, match=rf"^{flag}"):  # a user's file is not read either
+        _cli.run(parser.parse_args([*argv, "--data", "data.csv"]))
     assert time.perf_counter() - start < 1.0

@@ -120,6 +120,43 @@ def test_label_errors_are_clear(fitted):
         SplitConformalClassifier(fitted.predict_proba).fit(X[:2], np.array([[0], [1, 2]], dtype=object))
 
 
+def test_classes_that_repeat_a_label_or_are_not_1d_are_refused(fitted):
+    """Issue 43 item 6: a classes_ that repeats a label was accepted (its labels were all mapped to the first
+    of the repeated columns), and a 2-D classes_ was ignored (the labels were sorted instead)."""
+    X, y = _data()
+    for make in CLASSIFIERS:
+        with pytest.raises(
+            ValueError,
+            match=r"^the model's classes_ repeats the class 'cat' \(columns 0 and 2\); each output column "
+            r"must stand for a different class$",
+        ):
+            make(Relabelled(fitted.predict_proba, ["cat", "dog", "cat"])).fit(X, NAMES[np.minimum(y, 1)])
+        for classes in ([NAMES], NAMES[:, None], []):
+            with pytest.raises(ValueError, match=r"^the model's classes_ must be a non-empty 1-D array, the "
+                               r"class of every output column, got shape \(\d*,? ?\d*\)"):
+                make(Relabelled(fitted.predict_proba, classes)).fit(X, NAMES[y])
+    # 1 and 1.0 are one label: a repeat too
+    with pytest.raises(ValueError, match=r"repeats the class 1.0 \(columns 1 and 2\)"):
+        classes = np.array([0, 1, 1.0], dtype=object)
+        SplitConformalClassifier(Relabelled(fitted.predict_proba, classes)).fit(X, y)
+    sets = SplitConformalClassifier(fitted.predict_proba).fit(X, y).predict_set(X)
+    with pytest.raises(ValueError, match=r"^classes repeats the class 'dog' \(columns 1 and 2\)"):
+        coverage(sets, NAMES[np.minimum(y, 1)], classes=["cat", "dog", "dog"])
+
+
+def test_coverage_of_class_labels_says_how_to_pass_the_classes(fitted):
+    """Issue 43 item 6: string labels without classes= said only "y must contain integers"."""
+    X, y = _data()
+    named = SplitConformalClassifier(Relabelled(fitted.predict_proba, NAMES)).fit(X, NAMES[y])
+    sets = named.predict_set(X)
+    for labels in (NAMES[y], NAMES[y].astype(object), y == 1):
+        with pytest.raises(TypeError, match=r"^y holds class labels \(dtype \S+\), not column indices of "
+                           r"sets: pass the class of every column with classes=, e\.g\. coverage\(sets, y, "
+                           r"classes=clf\.classes_\)"):
+            coverage(sets, labels)
+    assert coverage(sets, NAMES[y], classes=named.classes_) == coverage(sets, y)
+
+
 def test_metrics_take_the_labels_given_to_calibrate(fitted):
     X, y = _data()
     coded = SplitConformalClassifier(fitted.predict_proba).fit(X, y)

@@ -67,6 +67,52 @@ def test_cli_is_registered_and_the_demo_is_deterministic(capsys):
     assert text == _cli.demo(np.random.default_rng(1))
 
 
+def _write(path, header, rows):
+    path.write_text(header + "\n" + "\n".join(",".join(str(v) for v in row) for row in rows) + "\n")
+    return str(path)
+
+
+def test_data_takes_the_class_names_mibp_takes_and_says_where_the_labels_are(tmp_path, capsys):
+    """Issue 43 item 4: one reader of a labelled CSV for both commands. performative refused class names
+    that mibp took on the same file, and with the label column first it did not suggest --label."""
+    gen = np.random.default_rng(0)
+    X = gen.normal(size=(80, 2))
+    employed = X[:, 0] + 0.5 * gen.normal(size=80) > 0
+    names = _write(tmp_path / "names.csv", "outcome,a,b",
+                   [("yes" if e else "no", a, b) for e, (a, b) in zip(employed, X)])
+    coded = _write(tmp_path / "coded.csv", "outcome,a,b", [(int(e), a, b) for e, (a, b) in zip(employed, X)])
+    out = {}
+    for path in (names, coded):
+        assert cli.main(["performative", "--data", path, "--label", "outcome", "--shares", "0.1"]) == 0
+        out[path] = re.sub(rf"{re.escape(path)}|\(\d+\.\d+ s\)", "", capsys.readouterr().out)
+    assert out[names] == out[coded] and "on its 80 rows" in out[names]  # "yes" is +1, as 1 is
+    assert cli.main(["mibp", "--data", names, "--label", "outcome"]) == 0
+    assert "names.csv (label column 'outcome')" in capsys.readouterr().out
+    # the label column first, no --label: both commands say where the labels were looked for, alike
+    errors = []
+    for command in ("performative", "mibp"):
+        assert cli.main([command, "--data", coded]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith(f"certkit {command}: error: --data: the labels (label column 'b') must be ")
+        errors.append(err.split(": error: ")[1])
+    assert errors[0] == errors[1]
+    assert errors[0].endswith(
+        "; the label column is the last, 'b', unless --label names another of ['outcome', 'a', 'b']\n"
+    )
+    assert cli.main(["performative", "--data", names]) == 2  # text in a feature column: the same hint
+    assert capsys.readouterr().err == (
+        f"certkit performative: error: {names} line 2, column 'outcome': {'yes' if employed[0] else 'no'!r} "
+        "is not a number; the label column is the last, 'b', unless --label names another of "
+        "['outcome', 'a', 'b']\n"
+    )
+    three = _write(tmp_path / "three.csv", "a,b,y", [(a, b, "abc"[i % 3]) for i, (a, b) in enumerate(X)])
+    assert cli.main(["performative", "--data", three]) == 2
+    assert capsys.readouterr().err == (
+        "certkit performative: error: --data labels must be two classes coded 0/1 or -1/+1, got values "
+        "['a', 'b', 'c']; or two class names (text), the later in sorted order taken as +1\n"
+    )
+
+
 def test_plot_bound_terms(tmp_path):
     pytest.importorskip("matplotlib")
     import matplotlib
