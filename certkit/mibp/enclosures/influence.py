@@ -266,8 +266,8 @@ class InfluenceEnclosure:
 
     # ------------------------------------------------------------------ the run
     def run(self) -> list[tuple[np.ndarray, np.ndarray]]:
-        """Bound every step's deviation; returns, for epochs ``1..T``, the padded box ``(lower, upper)`` of the
-        parameters (`MLP.to_vector` order)."""
+        """Bound every step's deviation; returns, for epochs ``1..T``, the padded box ``(lower, upper)`` of
+        the parameters (`MLP.to_vector` order)."""
         recipe = self.recipe
         self.thetas = [self._theta(self.model.to_vector())]
         velocity = None
@@ -344,8 +344,8 @@ class InfluenceEnclosure:
         return self._state(s, self._injection_magnitude(s) + l1_hull) + step.box
 
     def _response_matrix(self, s: int, P: np.ndarray) -> np.ndarray:
-        """``K`` (m × m): the response of the δ part to a gradient-space vector entering at step ``s``, through
-        ``Φ̃ = P`` (``P κ_s``)."""
+        """``K`` (m × m): the response of the δ part to a gradient-space vector entering at step ``s``,
+        through ``Φ̃ = P`` (``P κ_s``)."""
         kappa = self._kappa(s)
         K = P[: self.m, : self.m] * kappa[0]
         if self.recipe.momentum:
@@ -353,8 +353,8 @@ class InfluenceEnclosure:
         return K
 
     def _contract(self, infl: np.ndarray, K: np.ndarray, rows: np.ndarray) -> np.ndarray:
-        """``infl[p, a, j] += K[p, (a, ·)] · x̃_j`` for the rows ``j`` of a batch (one product (p C × q)(q × B));
-        returns the added values."""
+        """``infl[p, a, j] += K[p, (a, ·)] · x̃_j`` for the rows ``j`` of a batch (one product
+        (p C × q)(q × B)); returns the added values."""
         vals = (K.reshape(-1, self.q) @ self.Xt[rows].T).reshape(K.shape[0], self.C, len(rows))
         if len(rows) == infl.shape[-1] and np.array_equal(rows, np.arange(len(rows))):
             infl += vals
@@ -464,9 +464,9 @@ class InfluenceEnclosure:
 
     # ------------------------------------------------------------------ the remainder of a step
     def _remainder(self, t, lo, hi, l2, Mi, changes, energy_e, velocity) -> tuple:
-        """Step ``t``'s remainder: ``W_t`` (the ℓ1 part's mass times ``|B_t|``), the rounding box (state layout:
-        both float runs' gradients and updates, and the float Hessian ``H̃_t`` against the exact one), and the
-        two parts of the energy's bound (first-order, remainder)."""
+        """Step ``t``'s remainder: ``W_t`` (the ℓ1 part's mass times ``|B_t|``), the rounding box (state
+        layout: both float runs' gradients and updates, and the float Hessian ``H̃_t`` against the exact
+        one), and the two parts of the energy's bound (first-order, remainder)."""
         recipe = self.recipe
         rows = recipe.batches[t]
         B = len(rows)
@@ -487,7 +487,8 @@ class InfluenceEnclosure:
         mass = norm * norm * (1.0 + _gamma(8))
         z_err = _gamma(q) * (aXb @ (np.abs(Theta) + dmax).T)  # the float logits of either run
         mag_x = aXb.sum(axis=0) / B
-        # the float gradients of both runs: (B + 4)-term sums of |r| |x| <= |x|, the float softmax 8 (C + 4) u,
+        # the float gradients of both runs: (B + 4)-term sums of |r| |x| <= |x|, the float softmax
+        # 8 (C + 4) u,
         # and the float logits' rounding through ∂s/∂z (|Σ_a ∂s_c/∂z_a err_a| <= 2 max_a err_a)
         g = 2.0 * (_gamma(B + 4) + 8.0 * (C + 4) * _U) * np.tile(mag_x, C)
         g = g + 2.0 * 2.0 * np.tile((z_err.max(axis=1) @ aXb) / B, C)
