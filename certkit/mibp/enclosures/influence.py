@@ -283,7 +283,9 @@ class InfluenceEnclosure:
             with np.errstate(over="ignore", invalid="ignore"):
                 mass, box, linear, rest = self._remainder(t, lo, hi, l2, Mi, changes, energy_e, velocity)
             if not (np.isfinite(mass) and rest <= LINEARISATION_LOST * max(linear, _TINY)):
-                self._give_up(t, boxes)  # the remainder outgrew the first-order part: nothing to gain
+                # the remainder outgrew the first-order part: the box before step t stands, nothing after it
+                self.steps.append(_Step(lo, hi, l2, 0.0, np.zeros(self.M)))
+                self._give_up(t, boxes)
                 break
             self.steps.append(_Step(lo, hi, l2, mass, box))
             theta, velocity = self._nominal_step(t, velocity)

@@ -1,0 +1,259 @@
+"""The influence enclosure (``carry="influence"``, the default's choice for linear models under label flips):
+exact oracles that retrain every allowed dataset, both scopes, every recipe option it bounds, float
+summation orders, attacks, the automatic choice and where it gives up."""
+
+import itertools
+
+import numpy as np
+import pytest
+
+from certkit.mibp import (
+    MLP,
+    FeatureBox,
+    LabelFlips,
+    Removals,
+    certified_training,
+    certify_predictions,
+)
+from certkit.mibp.certification.attack import attack_violation
+
+
+def _data(n, d, C, seed):
+    gen = np.random.default_rng(seed)
+    X = gen.normal(size=(n, d))
+    if C == 1:
+        return X, (X[:, 0] + 0.5 * gen.normal(size=n) > 0).astype(float)
+    W = gen.normal(size=(C, d))
+    return X, np.argmax(X @ W.T + 0.5 * gen.normal(size=(n, C)), axis=1)
+
+
+def _allowed(y, classes, k, scope, recipe, target=None):
+    """Every labelling the perturbation allows: at most k changed labels (scope='run'), or at most k in every
+    batch of the run's batch order (scope='batch'); each changed label any other class (or the target)."""
+    n = len(y)
+    batches = [set(b.tolist()) for b in recipe.batches]
+    limit = k if scope == "run" else min(n, k * recipe.steps_per_epoch)  # each epoch's batches cover the rows
+    for r in range(limit + 1):
+        for rows in itertools.combinations(range(n), r):
+            if scope == "batch" and any(len(b.intersection(rows)) > k for b in batches):
+                continue
+            options = [[c for c in classes if c != y[j] and (target is None or c == target)] for j in rows]
+            for labels in itertools.product(*options):
+                y2 = y.copy()
+                y2[list(rows)] = labels
+                yield y2
+
+
+def _margins(model, X, pred):
+    f = model.forward(X)
+    if f.shape[1] == 1:
+        return np.where(pred > 0, f[:, 0], -f[:, 0])
+    own = f[np.arange(len(X)), pred]
+    f = f.copy()
+    f[np.arange(len(X)), pred] = -np.inf
+    return own - f.max(axis=1)
+
+
+def _oracle(res, X, y, classes, k, scope, X_test, target=None):
+    """Retrain every allowed dataset: the largest excess over the boxes (every epoch) and, per test point, the
+    smallest margin of the nominal prediction over the allowed datasets."""
+    pred = res.nominal.predict(X_test)
+    excess, smallest = -np.inf, np.full(len(X_test), np.inf)
+    count = 0
+    for y2 in _allowed(y, classes, k, scope, res.recipe, target):
+        path = res.nominal_path[0].run(X, y2, res.recipe)
+        for t in range(1, res.epochs + 1):
+            v = path[t].to_vector()
+            lo, hi = res.lower[t].to_vector(), res.upper[t].to_vector()
+            excess = max(excess, float(np.max(np.maximum(lo - v, v - hi))))
+        smallest = np.minimum(smallest, _margins(path[-1], X_test, pred))
+        count += 1
+    return excess, smallest, count
+
+
+CASES = [  # (n, C, k, scope, recipe options)
+    (30, 3, 1, "run", dict(epochs=3, learning_rate=0.5)),
+    (24, 3, 2, "run", dict(epochs=2, learning_rate=0.4, weight_decay=0.05)),
+    (30, 3, 1, "run", dict(epochs=3, learning_rate=0.3, momentum=0.5)),
+    (30, 1, 2, "run", dict(epochs=3, learning_rate=0.8)),
+    (36, 3, 1, "run", dict(epochs=2, learning_rate=0.2, batch_size=12, shuffle=True, rng=3)),
+    (36, 3, 1, "batch", dict(epochs=2, learning_rate=0.2, batch_size=18)),
+    (36, 1, 1, "batch", dict(epochs=2, learning_rate=0.4, batch_size=12, shuffle=True, rng=1)),
+]
+
+
+@pytest.mark.parametrize(("n", "C", "k", "scope", "options"), CASES)
+def test_every_allowed_dataset_retrained_stays_in_the_boxes_and_keeps_certified_predictions(
+    n, C, k, scope, options
+):
+    """Exact oracle: every labelling the perturbation allows (both scopes, with mini-batches, shuffling,
+    momentum, weight decay, one output) retrained by `MLP.train`; its parameters lie in every epoch's box
+    and every certified test prediction is the retrained model's; the certificate is close to the truth."""
+    X, y = _data(n, 3, C, seed=n + C + k)
+    loss = "cross_entropy" if C > 1 else "binary_cross_entropy"
+    res = certified_training(
+        MLP.random([3, C], rng=1), X, y, perturbation=LabelFlips(k, scope=scope), loss=loss, **options
+    )
+    assert res.carry == "influence" and res.auto_carry and res.influence is not None
+    X_test = np.random.default_rng(0).normal(size=(40, 3))
+    cert = certify_predictions(res, X_test)
+    classes = list(range(C)) if C > 1 else [0.0, 1.0]
+    excess, smallest, count = _oracle(res, X, y, classes, k, scope, X_test)
+    assert count > n  # the enumeration covered every allowed labelling
+    assert excess <= 0.0, f"a retrained run leaves its box by {excess}"
+    assert np.all(smallest >= cert.margin_lower, where=cert.certified)
+    assert np.all(smallest[cert.certified] > 0)
+    stable = np.mean(smallest > 0)
+    assert np.mean(cert.certified) >= stable - 0.2 and np.mean(cert.certified) > 0.3
+
+
+def test_targeted_flips_and_the_scopes_nest():
+    """Targeted flips retrained exactly; the run scope's bound is never looser than the batch scope's (it
+    allows fewer datasets), and with the full batch both are the same."""
+    X, y = _data(30, 3, 3, seed=5)
+    kw = dict(loss="cross_entropy", epochs=2, learning_rate=0.4)
+    res = certified_training(MLP.random([3, 3], rng=1), X, y, perturbation=LabelFlips(1, target=2), **kw)
+    X_test = np.random.default_rng(1).normal(size=(30, 3))
+    cert = certify_predictions(res, X_test)
+    excess, smallest, _ = _oracle(res, X, y, [0, 1, 2], 1, "run", X_test, target=2)
+    assert excess <= 0.0 and np.all(smallest[cert.certified] > 0)
+    full = [
+        certify_predictions(
+            certified_training(MLP.random([3, 3], rng=1), X, y, perturbation=LabelFlips(2, scope=s), **kw),
+            X_test,
+        ).margin_lower
+        for s in ("run", "batch")
+    ]
+    np.testing.assert_array_equal(full[0], full[1])
+    mini = [
+        certify_predictions(
+            certified_training(
+                MLP.random([3, 3], rng=1), X, y, perturbation=LabelFlips(1, scope=s), batch_size=10, **kw
+            ),
+            X_test,
+        ).margin_lower
+        for s in ("run", "batch")
+    ]
+    assert np.all(mini[0] >= mini[1])
+
+
+def test_other_summation_orders_stay_inside():
+    """The boxes hold the float run of any summation order: the same batches with their rows in another order
+    (a user's DataLoader), retrained on allowed labellings, stay in the boxes."""
+    X, y = _data(40, 4, 3, seed=7)
+    res = certified_training(
+        MLP.random([4, 3], rng=2),
+        X,
+        y,
+        perturbation=LabelFlips(1),
+        loss="cross_entropy",
+        epochs=3,
+        learning_rate=0.5,
+        batch_size=20,
+    )
+    gen = np.random.default_rng(3)
+    shuffled = [[gen.permutation(b) for b in res.recipe.batches[e * 2 : e * 2 + 2]] for e in range(3)]
+    for y2 in itertools.islice(_allowed(y, [0, 1, 2], 1, "batch", res.recipe), 0, None, 97):
+        other = certified_training(  # only the nominal run of this order matters here
+            MLP.random([4, 3], rng=2),
+            X,
+            y2,
+            perturbation=LabelFlips(0),
+            loss="cross_entropy",
+            learning_rate=0.5,
+            batches=shuffled,
+            carry="box",
+        )
+        for t in range(1, 4):
+            assert res.contains(other.nominal_path[t], t)
+
+
+def test_attacks_stay_inside_the_influence_boxes():
+    X, y = _data(40, 3, 3, seed=9)
+    pert = LabelFlips(2, scope="run")
+    res = certified_training(
+        MLP.random([3, 3], rng=0),
+        X,
+        y,
+        perturbation=pert,
+        loss="cross_entropy",
+        epochs=3,
+        learning_rate=0.5,
+        batch_size=20,
+        momentum=0.3,
+    )
+    assert res.carry == "influence"
+    violation, count = attack_violation(res, X, y, pert, restarts=6, steps=4, rng=0)
+    assert count >= 6 and violation <= 0.0
+
+
+def test_the_default_chooses_the_carry_and_says_so():
+    X, y = _data(30, 3, 3, seed=2)
+    kw = dict(loss="cross_entropy", learning_rate=0.3, epochs=2)
+    linear = certified_training(MLP.random([3, 3], rng=0), X, y, perturbation=LabelFlips(1), **kw)
+    assert linear.carry == "influence" and "carry=influence (chosen by carry=auto)" in linear.summary()
+    box = certified_training(MLP.random([3, 3], rng=0), X, y, perturbation=LabelFlips(1), carry="box", **kw)
+    assert box.influence is None and not box.auto_carry
+    # the influence boxes are inside the box carry's, and certify at least as much
+    for t in range(1, 3):
+        assert np.all(linear.lower[t].to_vector() >= box.lower[t].to_vector())
+        assert np.all(linear.upper[t].to_vector() <= box.upper[t].to_vector())
+    X_test = np.random.default_rng(4).normal(size=(50, 3))
+    assert np.all(
+        certify_predictions(linear, X_test).margin_lower >= certify_predictions(box, X_test).margin_lower
+    )
+    hidden = certified_training(MLP.random([3, 4, 3], rng=0), X, y, perturbation=LabelFlips(1), **kw)
+    assert hidden.carry == "box" and hidden.auto_carry
+    for model, pert, why in [
+        (MLP.random([3, 4, 3], rng=0), LabelFlips(1), "a model with hidden layers"),
+        (MLP.random([3, 3], rng=0), Removals(1), "this perturbation"),
+        (MLP.random([3, 3], rng=0), FeatureBox(0.1) & LabelFlips(1), "moving inputs"),
+    ]:
+        with pytest.raises(ValueError, match=f"carry='influence' cannot bound {why}"):
+            certified_training(model, X, y, perturbation=pert, carry="influence", **kw)
+    with pytest.raises(ValueError, match="carry='influence' cannot bound per-sample clipping"):
+        certified_training(
+            MLP.random([3, 3], rng=0),
+            X,
+            y,
+            perturbation=LabelFlips(1),
+            carry="influence",
+            clip_value=0.1,
+            **kw,
+        )
+
+
+def test_it_gives_up_where_the_linearisation_breaks_and_the_box_carry_stands():
+    """One flip in a batch of 4 rows at a large rate moves the model far from its linearisation: the enclosure
+    stops (unbounded, no per-query bound) and the result is the box carry's."""
+    X, y = _data(12, 2, 3, seed=1)
+    kw = dict(loss="cross_entropy", learning_rate=2.0, epochs=4, batch_size=4)
+    res = certified_training(MLP.random([2, 3], rng=0), X, y, perturbation=LabelFlips(1), **kw)
+    box = certified_training(MLP.random([2, 3], rng=0), X, y, perturbation=LabelFlips(1), carry="box", **kw)
+    assert res.influence.valid_steps < res.recipe.n_steps
+    for t in range(res.influence.valid_steps // res.recipe.steps_per_epoch + 1, res.epochs + 1):
+        np.testing.assert_array_equal(res.lower[t].to_vector(), box.lower[t].to_vector())
+    X_test = np.random.default_rng(0).normal(size=(20, 2))
+    np.testing.assert_array_equal(
+        certify_predictions(res, X_test).margin_lower, certify_predictions(box, X_test).margin_lower
+    )
+
+
+@pytest.mark.slow
+def test_a_ten_class_digits_run_certifies_with_the_default_call():
+    """The 10-class run where every interval method certified nothing: scikit-learn's digits, a linear model,
+    the full batch, rate 1, 5 epochs; the default call certifies most test predictions against one flipped
+    label and many against five (the box carry: none)."""
+    from certkit.datasets import load_digits
+
+    data = load_digits().split(test_size=0.2, rng=0)
+    X, X_test = data.X_train, data.X_test  # pixels in [0, 1]
+    kw = dict(loss="cross_entropy", epochs=5, learning_rate=1.0)
+    accuracy = {}
+    for k in (1, 5):
+        res = certified_training(
+            MLP.random([64, 10], init="torch", rng=0), X, data.y_train, perturbation=LabelFlips(k), **kw
+        )
+        accuracy[k] = certify_predictions(res, X_test).certified_accuracy(data.y_test)
+    nominal = float(np.mean(res.nominal.predict(X_test) == data.y_test))
+    assert accuracy[1] >= 0.75 * nominal and accuracy[5] >= 0.4 * nominal, (accuracy, nominal)
