@@ -168,6 +168,9 @@ class InfluenceEnclosure:
             target = sets.flip_target
             self.allowed = (np.ones(len(y), dtype=bool) if target is None else (self.y != target))[:, None]
         self.k = int(sets.label_flips)
+        self._own = self.y.astype(np.int64) * len(y) + np.arange(len(y))  # flat index of (y_j, j)
+        self._all_other = bool(np.all(self.allowed.sum(axis=1) == self.allowed.shape[1] - 1))
+        self.XtT = np.ascontiguousarray(self.Xt.T)
         self.scope = sets.scope
         c, f = np.divmod(np.arange(self.m), self.q)  # Θ order (c, f) -> MLP.to_vector order
         self.to_vec = np.where(f < d, c * d + f, self.C * d + c)
@@ -253,16 +256,21 @@ class InfluenceEnclosure:
         top = np.concatenate([diag + (lr * np.abs(Hw) if terms else 0.0), lr * mu * eye], axis=1)
         return np.concatenate([top, np.concatenate([np.abs(Hw), mu * eye], axis=1)])
 
-    def _flips(self, values: np.ndarray) -> np.ndarray:
-        """The change of a functional when row ``j`` takes an allowed other label, from its responses
-        ``values[..., a, j]`` to row ``j``'s logit-space ``e_a`` (``(..., C, n)``); returns ``(..., L, n)``,
-        0 where the label is not allowed (``L = C``, or 1 for one output)."""
+    def _flip_extremes(self, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The largest increase and decrease (``(..., n)``, nonnegative) of a functional when row ``j`` takes
+        an allowed other label, from its responses ``values[..., a, j]`` to row ``j``'s logit-space ``e_a``
+        (``(..., C, n)``): the change is ``values[y_j] - values[a]`` (for one output ``(2 y_j - 1)
+        values``), and ``a = y_j`` changes nothing, so the extremes are those of the allowed labels."""
         if self.C == 1:
-            return values * (self.allowed.T * (2.0 * self.y - 1.0))
-        n = values.shape[-1]
-        out = np.subtract(values[..., self.y, np.arange(n)][..., None, :], values)
-        out *= self.allowed.T
-        return out
+            change = values[..., 0, :] * (self.allowed[:, 0] * (2.0 * self.y - 1.0))
+            return np.maximum(change, 0.0), np.maximum(-change, 0.0)
+        own = values.reshape(*values.shape[:-2], -1)[..., self._own]  # values[..., y_j, j]
+        if self._all_other:  # every other label allowed: the own label's change (0) joins the extremes
+            low, high = values.min(axis=-2), values.max(axis=-2)
+        else:
+            low = np.where(self.allowed.T, values, np.inf).min(axis=-2)
+            high = np.where(self.allowed.T, values, -np.inf).max(axis=-2)
+        return np.maximum(own - low, 0.0), np.maximum(high - own, 0.0)
 
     # ------------------------------------------------------------------ the run
     def run(self) -> list[tuple[np.ndarray, np.ndarray]]:
@@ -276,12 +284,12 @@ class InfluenceEnclosure:
         lo = hi = np.zeros(self.M)
         l2 = 0.0
         energy_e = 0.0  # ‖remainder part of δ_t‖₂, for the next step's energy
-        changes = np.zeros((self.m, 1, len(self.Xt)))  # the rows' first-order influences on δ_t
+        infl = np.zeros((self.m, self.C, len(self.Xt)))  # the rows' first-order influences on δ_t
         boxes = []
         for t in range(recipe.n_steps):
             H, Mi = self._hessian(t)
             with np.errstate(over="ignore", invalid="ignore"):
-                mass, box, linear, rest = self._remainder(t, lo, hi, l2, Mi, changes, energy_e, velocity)
+                mass, box, linear, rest = self._remainder(t, lo, hi, l2, Mi, infl, energy_e, velocity)
             if not (np.isfinite(mass) and rest <= LINEARISATION_LOST * max(linear, _TINY)):
                 # the remainder outgrew the first-order part: the box before step t stands, nothing after it
                 self.steps.append(_Step(lo, hi, l2, 0.0, np.zeros(self.M)))
@@ -299,7 +307,7 @@ class InfluenceEnclosure:
                 moved.append((s, self._apply(t, H, P)))
             y_err = self._abs_A(t, H) @ y_err + _gamma(self.M) * (self._abs_A(t, H, terms=True) @ spread)
             sources = [*moved, (t, np.eye(self.M))]
-            lo, hi, l2, changes, energy_e = self._box(t + 1, sources, y_err)
+            lo, hi, l2, infl, energy_e = self._box(t + 1, sources, y_err)
             self.step_boxes.append(self._parameter_box(t + 1, lo - l2, hi + l2))
             if (t + 1) % recipe.steps_per_epoch == 0:
                 boxes.append(self.step_boxes[-1])
@@ -357,8 +365,10 @@ class InfluenceEnclosure:
     def _contract(self, infl: np.ndarray, K: np.ndarray, rows: np.ndarray) -> np.ndarray:
         """``infl[p, a, j] += K[p, (a, ·)] · x̃_j`` for the rows ``j`` of a batch (one product
         (p C × q)(q × B)); returns the added values."""
-        vals = (K.reshape(-1, self.q) @ self.Xt[rows].T).reshape(K.shape[0], self.C, len(rows))
-        if len(rows) == infl.shape[-1] and np.array_equal(rows, np.arange(len(rows))):
+        whole = len(rows) == infl.shape[-1] and np.array_equal(rows, np.arange(len(rows)))
+        XT = self.XtT if whole else np.ascontiguousarray(self.XtT[:, rows])
+        vals = (K.reshape(-1, self.q) @ XT).reshape(K.shape[0], self.C, len(rows))
+        if whole:
             infl += vals
         else:
             infl[:, :, rows] += vals
@@ -396,9 +406,7 @@ class InfluenceEnclosure:
         infl = np.zeros((m, C, n))  # the response to row j's e_a, summed over its steps so far
         for g, K in grouped.items():
             self._contract(infl, K, self.recipe.batches[self.group.index(g)])
-        changes = self._flips(infl)  # (m, labels, n): parameter p's change when row j takes label a
-        up = np.maximum(changes, 0.0).max(axis=1)
-        down = np.maximum(-changes, 0.0).max(axis=1)
+        up, down = self._flip_extremes(infl)  # (m, n): parameter p's extremes when row j flips
         rounding = 2.0 * _gamma(q + len(sources)) * scale[:, None] * (self.x_inf / self.x_inf.max())[None, :]
         hi = np.zeros(self.M)
         lo = np.zeros(self.M)
@@ -421,7 +429,7 @@ class InfluenceEnclosure:
             nu_hi = (prev.hi[:m] - lo[:m] + slack) / lr
             pad = _gamma(4) * (np.abs(nu_lo) + np.abs(nu_hi))
             lo[m:], hi[m:] = nu_lo - pad, nu_hi + pad
-        return lo, hi, l2, changes, energy_e
+        return lo, hi, l2, infl, energy_e
 
     def _curvature_weights(self, t: int, reach: np.ndarray) -> np.ndarray:
         """``w_ia`` (B, C) with ``Σ_c |q_ic| <= Σ_a w_ia Δz_ia²`` for the batch rows of step ``t`` and any
@@ -439,19 +447,32 @@ class InfluenceEnclosure:
             sU = 1.0 / (1.0 + np.where(off, np.exp(zL[:, None, :] - zU[:, :, None]), 0.0).sum(axis=2))
         return np.minimum(sU + 8.0 * (self.C + 4) * _U, 1.0)
 
-    def _energy(self, changes: np.ndarray, weights: np.ndarray, rows: np.ndarray) -> np.ndarray:
-        """``(Σ_{i∈rows} Σ_c w_ic (v_c · x̃_i)²)^{1/2}`` of every column ``v = changes[:, a, j]``, the largest
-        over the labels ``a``: per row ``j`` (n,), upward."""
+    def _energy(self, infl: np.ndarray, weights: np.ndarray, rows: np.ndarray) -> np.ndarray:
+        """``(Σ_{i∈rows} Σ_c w_ic (v_c · x̃_i)²)^{1/2}`` of the first-order change ``v`` of every row ``j``'s
+        allowed flip (``v = infl[:, y_j, j] - infl[:, a, j]``; for one output ``(2 y_j - 1) infl[:, 0, j]``),
+        the largest over its labels: per row ``j`` (n,), upward.  Expanded as ``oᵀGo - 2 oᵀG I_a + I_aᵀG I_a``
+        with ``G`` the class-weighted Grams ``Σ_i w_ic x̃_i x̃_iᵀ``, padded for the expansion's rounding."""
         Xb = self.Xt[rows]
-        # the class-weighted Grams G_c = Σ_i w_ic x̃_i x̃_iᵀ (C, q, q)
-        G = np.matmul(Xb.T[None] * weights.T[:, None, :], Xb[None])
-        L, n = changes.shape[1], changes.shape[2]
-        V = changes.reshape(self.C, self.q, L * n)
-        quad = np.einsum("cfx,cfx->x", V, np.matmul(G, V)).reshape(L, n)
-        # the quadratic forms' rounding: a (B + 2 q)-term sum, at most (Σ |v|)² max |G| in magnitude
-        absG = np.matmul(np.abs(Xb).T[None] * weights.T[:, None, :], np.abs(Xb)[None]).max()
-        ones = np.abs(V).sum(axis=(0, 1)).reshape(L, n)
-        out = np.maximum(quad, 0.0) + _gamma(len(rows) + 2 * self.q) * absG * ones * ones
+        C, q, n = self.C, self.q, infl.shape[-1]
+        G = np.matmul(Xb.T[None] * weights.T[:, None, :], Xb[None])  # (C, q, q)
+        absG = float(np.matmul(np.abs(Xb).T[None] * weights.T[:, None, :], np.abs(Xb)[None]).max())
+        flat = infl.reshape(C, q, C * n)  # [c, f, (a, j)]
+        GI = np.matmul(G, flat).reshape(C, q, C, n)
+        I = flat.reshape(C, q, C, n)  # noqa: E741 (the influences, as in the docstring)
+        norm1 = np.abs(I).sum(axis=(0, 1))  # (a, n): ‖I_a‖₁ of every row
+        if C == 1:
+            quad = np.where(self.allowed.T, np.einsum("cfaj,cfaj->aj", I, GI), 0.0)  # (1, n)
+            bound = norm1**2
+        else:
+            idx = np.arange(n)
+            own_I = I[:, :, self.y, idx]  # (C, q, n)
+            own_GI = GI[:, :, self.y, idx]
+            oGo = np.einsum("cfj,cfj->j", own_I, own_GI)
+            oGI = np.einsum("cfj,cfaj->aj", own_I, GI)
+            IGI = np.einsum("cfaj,cfaj->aj", I, GI)
+            quad = np.where(self.allowed.T, oGo[None] - 2.0 * oGI + IGI, 0.0)
+            bound = np.where(self.allowed.T, (norm1[self.y, idx][None] + norm1) ** 2, 0.0)
+        out = np.maximum(quad, 0.0) + _gamma(len(rows) + 4 * q) * absG * bound
         return np.sqrt(out.max(axis=0)) * (1.0 + _gamma(2))
 
     def _parameter_box(self, t: int, lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -465,7 +486,7 @@ class InfluenceEnclosure:
         return out_lo, out_hi
 
     # ------------------------------------------------------------------ the remainder of a step
-    def _remainder(self, t, lo, hi, l2, Mi, changes, energy_e, velocity) -> tuple:
+    def _remainder(self, t, lo, hi, l2, Mi, infl, energy_e, velocity) -> tuple:
         """Step ``t``'s remainder: ``W_t`` (the ℓ1 part's mass times ``|B_t|``), the rounding box (state
         layout: both float runs' gradients and updates, and the float Hessian ``H̃_t`` against the exact
         one), and the two parts of the energy's bound (first-order, remainder)."""
@@ -481,7 +502,7 @@ class InfluenceEnclosure:
         # first-order part, Minkowski over the changed rows) + λ_max^{1/2} ‖remainder part‖₂
         reach = (aXb @ box_part.T + l2 * self.x_two[rows][:, None]) * (1.0 + _gamma(q))  # |Δz_i| (B, C)
         weights = self._curvature_weights(t, reach + _gamma(q) * (aXb @ np.abs(Theta).T))
-        lin_energy = float(_aggregate(self._energy(changes, weights, rows), self.k, self.scope, recipe))
+        lin_energy = float(_aggregate(self._energy(infl, weights, rows), self.k, self.scope, recipe))
         # λ_max of every weighted Gram (Gershgorin on Σ_i w_ic |x̃_i| |x̃_i|ᵀ)
         lam = float((weights.T @ (aXb * aXb.sum(axis=1)[:, None])).max())
         rest_energy = np.sqrt(lam * (1.0 + _gamma(B + q))) * energy_e
@@ -524,6 +545,7 @@ class InfluenceEnclosure:
         for start in range(0, len(X), chunk):
             sl = slice(start, start + chunk)
             out[sl] = self._margins(epoch, X[sl], pred[sl])
+        self.hessians = {}
         return out
 
     def _margins(self, epoch: int, X: np.ndarray, pred: np.ndarray) -> np.ndarray:
@@ -578,14 +600,16 @@ class InfluenceEnclosure:
         p = np.asarray(pred).astype(np.int64)
         if C == 1:
             sign = np.where(p > 0, 1.0, -1.0)
-            down = np.maximum(-self._flips(sign[:, None, None] * infl[:, 0]), 0.0)[:, 0]  # (n_q, n)
+            _, down = self._flip_extremes(sign[:, None, None] * infl[:, 0])  # (n_q, n)
             worst = _aggregate(down + per_row[:, 0], self.k, self.scope, recipe)
             return sign * z[:, 0] - worst - extra[:, 0] - zerr[:, 0]
-        diff = infl[index, p][:, None] - infl  # (n_q, C, C, n): responses of z_p - z_c
-        down = np.maximum(-self._flips(diff), 0.0).max(axis=2)  # (n_q, C, n)
-        worst = _aggregate(down + per_row[index, p][:, None] + per_row, self.k, self.scope, recipe)
-        own = (z[index, p] - extra[index, p] - zerr[index, p])[:, None]
-        bound = own + (-z - worst - extra - zerr)
+        own = infl[index, p]  # (n_q, C, n): responses of z_p
+        worst = np.empty((n_q, C))
+        for c in range(C):  # responses of z_p - z_c, one competitor at a time
+            _, down = self._flip_extremes(own - infl[:, c])
+            worst[:, c] = _aggregate(down + per_row[index, p] + per_row[:, c], self.k, self.scope, recipe)
+        own_bound = (z[index, p] - extra[index, p] - zerr[index, p])[:, None]
+        bound = own_bound + (-z - worst - extra - zerr)
         bound[index, p] = np.inf
         return bound.min(axis=1)
 
