@@ -209,10 +209,16 @@ class InfluenceEnclosure:
         else:
             Mi = s[:, :, None] * np.eye(self.C)[None] - s[:, :, None] * s[:, None, :]
         Xb = self.Xt[rows]
-        # H[(a, f), (c, g)] = (1/B) Σ_i M_i[a, c] x_if x_ig: one product of (q × B) and (B × C C q)
-        Y = (Mi[:, :, :, None] * Xb[:, None, None, :]).reshape(len(rows), -1)
-        H = (Xb.T @ Y).reshape(self.q, self.C, self.C, self.q).transpose(1, 0, 2, 3).reshape(self.m, self.m)
-        self.hessians[t] = (H / len(rows), Mi)
+        XbT = np.ascontiguousarray(Xb.T)
+        # H[(a, f), (c, g)] = (1/B) Σ_i M_i[a, c] x_if x_ig: one (q × B)(B × q) product per class pair
+        H = np.empty((self.C, self.q, self.C, self.q))
+        for a in range(self.C):
+            for c in range(a, self.C):
+                block = XbT @ (Xb * Mi[:, a, c, None])
+                H[a, :, c, :] = block
+                if c != a:
+                    H[c, :, a, :] = block.T
+        self.hessians[t] = (H.reshape(self.m, self.m) / len(rows), Mi)
         return self.hessians[t]
 
     def _kappa(self, t: int) -> np.ndarray:
@@ -362,22 +368,27 @@ class InfluenceEnclosure:
             K = K + P[: self.m, self.m :] * kappa[1]
         return K
 
-    def _contract(self, infl: np.ndarray, K: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    def _contract(self, infl: np.ndarray | None, K: np.ndarray, rows: np.ndarray) -> np.ndarray:
         """``infl[p, a, j] += K[p, (a, ·)] · x̃_j`` for the rows ``j`` of a batch (one product
-        (p C × q)(q × B)); returns the added values."""
-        whole = len(rows) == infl.shape[-1] and np.array_equal(rows, np.arange(len(rows)))
+        (p C × q)(q × B)); returns ``infl`` (a new array when it is None)."""
+        n = len(self.Xt)
+        whole = len(rows) == n and np.array_equal(rows, np.arange(n))
         XT = self.XtT if whole else np.ascontiguousarray(self.XtT[:, rows])
         vals = (K.reshape(-1, self.q) @ XT).reshape(K.shape[0], self.C, len(rows))
+        if infl is None:  # the first batch: the influences so far are its own
+            if whole:
+                return vals
+            infl = np.zeros((K.shape[0], self.C, n))
         if whole:
             infl += vals
         else:
             infl[:, :, rows] += vals
-        return vals
+        return infl
 
     def _box(self, t: int, sources, y_err: np.ndarray):
         """The deviation box of the state at step ``t`` (state layout), the rows' first-order influences on
         the δ part and an ℓ2 bound on its remainder part, for step ``t``'s remainder."""
-        m, n, C, q = self.m, len(self.Xt), self.C, self.q
+        m, C, q = self.m, self.C, self.q
         l1_two = 0.0  # a bound on the ℓ2 norm of the ℓ1 remainders' part (δ part)
         l1_nu = np.zeros(self.M - m)  # ... and their ν part, through |Φ̃| of the generators' hull
         scale = np.zeros(m)  # the influences' rounding: Σ_s max_a Σ_f |K| max_i ‖x̃_i‖_∞ / |B|
@@ -403,9 +414,9 @@ class InfluenceEnclosure:
                     l1_nu += np.abs(P[m:]) @ self._state(s, hull)
             scale += np.abs(blocks).sum(axis=2).max(axis=1) * self.x_inf[rows].max() / B
             boxes += np.abs(P) @ step.box
-        infl = np.zeros((m, C, n))  # the response to row j's e_a, summed over its steps so far
+        infl = None  # the response to row j's e_a, summed over its steps so far (m, C, n)
         for g, K in grouped.items():
-            self._contract(infl, K, self.recipe.batches[self.group.index(g)])
+            infl = self._contract(infl, K, self.recipe.batches[self.group.index(g)])
         up, down = self._flip_extremes(infl)  # (m, n): parameter p's extremes when row j flips
         rounding = 2.0 * _gamma(q + len(sources)) * scale[:, None] * (self.x_inf / self.x_inf.max())[None, :]
         hi = np.zeros(self.M)
@@ -459,7 +470,8 @@ class InfluenceEnclosure:
         flat = infl.reshape(C, q, C * n)  # [c, f, (a, j)]
         GI = np.matmul(G, flat).reshape(C, q, C, n)
         I = flat.reshape(C, q, C, n)  # noqa: E741 (the influences, as in the docstring)
-        norm1 = np.abs(I).sum(axis=(0, 1))  # (a, n): ‖I_a‖₁ of every row
+        # (a, n): a bound on ‖I_a‖₁ of every row, √m ‖I_a‖₂ (for the rounding allowance alone)
+        norm1 = np.sqrt(np.einsum("cfaj,cfaj->aj", I, I) * (self.m * (1.0 + _gamma(self.m))))
         if C == 1:
             quad = np.where(self.allowed.T, np.einsum("cfaj,cfaj->aj", I, GI), 0.0)  # (1, n)
             bound = norm1**2
@@ -585,9 +597,9 @@ class InfluenceEnclosure:
             eps = (_gamma(self.M) * growth + lr * self._hessian_error(s, Mi)) * abs_psi.max(axis=0)
             extra += eps * step.magnitude().sum()
             psi = self._apply_transpose(s, H, psi)
-        infl = np.zeros((n_q * C, C, n))  # the response of logit functional (i, c) to row j's e_a
+        infl = None  # the response of logit functional (i, c) to row j's e_a (Q, C, n)
         for g, combo in grouped.items():
-            self._contract(infl, combo.T.reshape(-1, C, q), recipe.batches[self.group.index(g)])
+            infl = self._contract(infl, combo.T.reshape(-1, C, q), recipe.batches[self.group.index(g)])
         per_row = 2.0 * _gamma(q + 2 * recipe.epochs) * spread[:, None] * self.x_inf[None, :]  # (Q, n)
         Theta = self.thetas[T]
         box_T = self.steps[T].magnitude()[:m].reshape(C, q)
