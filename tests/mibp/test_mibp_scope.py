@@ -1,0 +1,103 @@
+"""The whole-run budget (``scope="run"``) and the per-batch one (``scope="batch"``) of `LabelFlips`, `Budget`
+and `Removals`: exact oracles that retrain every allowed dataset with several batches per epoch and shuffling,
+the box carry's bound holding for both, and the keyword's checks."""
+
+import itertools
+
+import numpy as np
+import pytest
+
+from certkit.mibp import (
+    MLP,
+    Budget,
+    FeatureBox,
+    LabelFlips,
+    Removals,
+    certified_training,
+)
+
+GEN = np.random.default_rng(8)
+X = GEN.normal(size=(9, 2))
+Y = np.array([0, 1, 2, 0, 1, 2, 1, 0, 2])
+RECIPE = dict(epochs=2, learning_rate=0.05, batch_size=3, shuffle=True, rng=4)
+
+
+def _inside(res, path):
+    for t in range(1, res.epochs + 1):
+        v = path[t].to_vector()
+        assert np.all(res.lower[t].to_vector() <= v) and np.all(v <= res.upper[t].to_vector()), t
+
+
+def _sets(n, k, scope, recipe):
+    """Every set of rows the scope allows to change: at most k in all (run), or at most k in every batch of
+    the batch order (batch: a fixed set, so every epoch's batches constrain it)."""
+    batches = [set(b.tolist()) for b in recipe.batches]
+    limit = k if scope == "run" else k * recipe.steps_per_epoch
+    for size in range(limit + 1):
+        for rows in itertools.combinations(range(n), size):
+            if scope == "batch" and any(len(b.intersection(rows)) > k for b in batches):
+                continue
+            yield rows
+
+
+@pytest.mark.parametrize("scope", ["run", "batch"])
+def test_every_flip_set_of_the_scope_stays_in_the_box_carrys_boxes(scope):
+    """Exact oracle: a network with a hidden layer (the box carry), 3 batches per epoch, shuffled; every set
+    of changed labels the scope allows, each any other class, retrained."""
+    model = MLP.random([2, 3, 3], rng=0)
+    res = certified_training(
+        model, X, Y, perturbation=LabelFlips(1, scope=scope), loss="cross_entropy", **RECIPE
+    )
+    assert res.carry == "box"
+    count = 0
+    for rows in _sets(len(X), 1, scope, res.recipe):
+        for labels in itertools.product(*[[c for c in range(3) if c != Y[j]] for j in rows]):
+            y2 = Y.copy()
+            y2[list(rows)] = labels
+            _inside(res, model.run(X, y2, res.recipe))
+            count += 1
+    assert count == 1 + 9 * 2 if scope == "run" else count > 1 + 9 * 2
+    assert np.max(res.upper[-1].to_vector() - res.lower[-1].to_vector()) < 1.0  # not a vacuous box
+
+
+@pytest.mark.parametrize("scope", ["run", "batch"])
+def test_every_removal_set_of_the_scope_stays_in_the_boxes(scope):
+    """Exact oracle: every set of removed rows the scope allows (the batches without them), retrained."""
+    model = MLP.random([2, 3, 3], rng=1)
+    res = certified_training(
+        model, X, Y, perturbation=Removals(1, scope=scope), loss="cross_entropy", **RECIPE
+    )
+    count = 0
+    for rows in _sets(len(X), 1, scope, res.recipe):
+        _inside(res, model.run(X, Y, res.recipe.without(rows)))
+        count += 1
+    assert count == 10 if scope == "run" else count > 10
+
+
+@pytest.mark.parametrize("scope", ["run", "batch"])
+def test_every_vertex_of_a_scoped_feature_budget_stays_in_the_boxes(scope):
+    """Exact oracle: every vertex of the input box of every row set the scope allows (the extremes of a
+    one-row feature budget), retrained."""
+    model = MLP.random([2, 3, 3], rng=2)
+    pert = Budget(FeatureBox(0.1), 1, scope=scope)
+    res = certified_training(model, X, Y, perturbation=pert, loss="cross_entropy", **RECIPE)
+    for rows in itertools.islice(_sets(len(X), 1, scope, res.recipe), 0, 40):
+        for signs in itertools.product((-1.0, 1.0), repeat=2 * len(rows)):
+            X2 = X.copy()
+            X2[list(rows)] += 0.1 * np.reshape(signs, (len(rows), 2))
+            _inside(res, model.run(X2, Y, res.recipe))
+
+
+def test_the_scope_is_checked_and_shown():
+    for make in (
+        lambda s: LabelFlips(1, scope=s),
+        lambda s: Removals(1, scope=s),
+        lambda s: Budget(FeatureBox(0.1), 1, scope=s),
+    ):
+        with pytest.raises(ValueError, match=r"scope must be 'batch' .* or 'run'"):
+            make("epoch")
+        with pytest.raises(ValueError, match="scope must be"):
+            make(None)
+        assert "scope='run'" in repr(make("run")) and "scope" not in repr(make("batch"))
+    assert LabelFlips(2, scope="run").sets(X).scope == "run"
+    assert Budget(FeatureBox(0.1) & LabelFlips(1), 2, scope="run").sets(X).scope == "run"
