@@ -23,6 +23,7 @@ __all__ = [
     "output_derivative",
     "pad",
     "softmax_bounds",
+    "tree_sum",
 ]
 
 _U = 2.0**-52
@@ -43,6 +44,17 @@ def pad(
 def magnitude(lo, hi):
     """``max(|lo|, |hi|)``: bounds both ends and grows with the interval (keeps the padding monotone)."""
     return np.maximum(np.abs(lo), np.abs(hi))
+
+
+def tree_sum(A: np.ndarray) -> np.ndarray:
+    """``A`` summed over its last axis by a pairwise tree that the axis's length alone fixes: the same
+    additions in the same order for every row, however many rows there are (so the sum is a monotone
+    function of each entry, and a row's sum does not depend on the rows beside it)."""
+    while A.shape[-1] > 1:
+        half = A.shape[-1] // 2
+        pairs = A[..., :half] + A[..., half : 2 * half]
+        A = np.concatenate([pairs, A[..., 2 * half :]], axis=-1) if A.shape[-1] % 2 else pairs
+    return A[..., 0]
 
 
 def _imul(aL, aU, bL, bU):
