@@ -27,6 +27,18 @@ from certkit.mibp.certification.certify import (
 )
 from certkit.mibp.certification.selection import EpochSelection, select_epoch
 from certkit.mibp.enclosures.sgd_step import BoundsOverflowError
+from certkit.mibp.privacy import (
+    MECHANISMS,
+    BudgetExhaustedError,
+    EnsembleProfile,
+    PrivatePredictor,
+    StabilityProfile,
+    ensemble_profile,
+    private_predict,
+    release_probabilities,
+    row_parts,
+    stability_profile,
+)
 from certkit.mibp.problem.mlp import MLP
 from certkit.mibp.problem.perturbation import (
     Budget,
@@ -56,11 +68,14 @@ __all__ = [
     "CARRIES",
     "FORMULATIONS",
     "MAX_SCALE",
+    "MECHANISMS",
     "MLP",
     "BoundsOverflowError",
     "Budget",
+    "BudgetExhaustedError",
     "CertifiedTrainingResult",
     "Compose",
+    "EnsembleProfile",
     "EpochSelection",
     "FeatureBox",
     "GurobiLicenseError",
@@ -72,14 +87,21 @@ __all__ = [
     "OrdinalShift",
     "Perturbation",
     "PredictionCertificate",
+    "PrivatePredictor",
     "Recipe",
     "RegressionCertificate",
     "Removals",
     "SolveStats",
+    "StabilityProfile",
     "TargetBox",
     "UnsoundBoundError",
     "certified_training",
     "certify_predictions",
     "certify_regression",
+    "ensemble_profile",
+    "private_predict",
+    "release_probabilities",
+    "row_parts",
     "select_epoch",
+    "stability_profile",
 ]
