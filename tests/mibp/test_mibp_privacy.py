@@ -281,6 +281,8 @@ def test_refusals_name_the_argument():
         stability_profile(model, X, y, X, ks=[0.5], **kw)
     with pytest.raises(ValueError, match="use a classification loss"):
         stability_profile(MLP.random([2, 1], rng=0), X, X[:, 0], X, ks=[0], loss="mse", clip_value=0.3)
+    with pytest.raises(TypeError, match=r"unexpected recipe option\(s\) \['backend'\]"):
+        stability_profile(model, X, y, X, ks=[0], backend="lp", **kw)
     with pytest.raises(TypeError, match="perturbation must be None"):
         stability_profile(model, X, y, X, ks=[0], perturbation="neighbours", **kw)
     with pytest.raises(ValueError, match="X_query must have shape"):
@@ -304,3 +306,23 @@ def test_refusals_name_the_argument():
         private_predict(unlearning, epsilon=1.0)
     template = stability_profile(model, X, y, X, ks=range(3), perturbation=Neighbours(0, public=[0]), **kw)
     assert isinstance(template, StabilityProfile) and template.relation == "neighbours"
+
+
+def test_rungs_share_the_first_step_and_equal_certified_training():
+    """Every rung starts from the first step's shared row bounds; its box is `certified_training`'s with
+    `Neighbours(k)` exactly, so the profile certifies exactly what those boxes certify."""
+    from certkit.mibp import certified_training
+    from certkit.mibp.enclosures.neighbours import neighbour_margins
+
+    gen = np.random.default_rng(8)
+    X = gen.normal(size=(50, 2))
+    y = (X[:, 0] > 0.2).astype(int)
+    Xq = gen.normal(size=(30, 2))
+    kw = dict(loss="cross_entropy", clip_value=0.1, learning_rate=1.0, epochs=2, batch_size=25, momentum=0.3)
+    profile = stability_profile(MLP.random([2, 2], rng=0), X, y, Xq, ks=range(6), **kw)
+    pred = profile.class_index
+    for j, k in enumerate(range(6)):
+        res = certified_training(MLP.random([2, 2], rng=0), X, y, perturbation=Neighbours(k), **kw)
+        alone = neighbour_margins(res.lower[-1], res.upper[-1], Xq, pred) > 0
+        expected = alone & (profile.certified[:, j - 1] if j else True)
+        assert np.array_equal(profile.certified[:, j], expected)

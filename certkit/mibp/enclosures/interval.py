@@ -20,10 +20,10 @@ __all__ = [
     "interval_loss_derivative",
     "interval_margin",
     "magnitude",
+    "ordered_sum",
     "output_derivative",
     "pad",
     "softmax_bounds",
-    "tree_sum",
 ]
 
 _U = 2.0**-52
@@ -46,15 +46,11 @@ def magnitude(lo, hi):
     return np.maximum(np.abs(lo), np.abs(hi))
 
 
-def tree_sum(A: np.ndarray) -> np.ndarray:
-    """``A`` summed over its last axis by a pairwise tree that the axis's length alone fixes: the same
-    additions in the same order for every row, however many rows there are (so the sum is a monotone
-    function of each entry, and a row's sum does not depend on the rows beside it)."""
-    while A.shape[-1] > 1:
-        half = A.shape[-1] // 2
-        pairs = A[..., :half] + A[..., half : 2 * half]
-        A = np.concatenate([pairs, A[..., 2 * half :]], axis=-1) if A.shape[-1] % 2 else pairs
-    return A[..., 0]
+def ordered_sum(A: np.ndarray) -> np.ndarray:
+    """``A`` summed over its last axis left to right (``np.add.accumulate``): the same additions in the same
+    order for every row, however many rows there are, so the sum is a monotone function of each entry and a
+    row's sum does not depend on the rows beside it (``np.sum`` promises neither)."""
+    return np.add.accumulate(A, axis=-1)[..., -1]
 
 
 def _imul(aL, aU, bL, bU):

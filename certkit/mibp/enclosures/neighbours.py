@@ -9,9 +9,11 @@ inside the box of the training set at budget ``k`` — not only in exact arithme
 says why it holds) but for the floating-point numbers computed.  Every bound here is therefore a composition
 of operations each monotone in its arguments (IEEE addition, subtraction, multiplication, division and square
 root are: their rounding is monotone), evaluated in an order fixed by the shape of one row's arrays: never by
-the number of rows, the chunking, or BLAS's blocking (no matrix products: sums over a layer's inputs run
-through `_tree_sum`).  The sums over a batch's rows are exact: each row's bound is rounded outward to a grid
-(a power of two) coarse enough that the sums of up to ``n + k`` rows are integers below ``2**53``.  ``exp``
+the number of rows, the chunking, or BLAS's blocking (no matrix products: sums over a layer's inputs run left
+to right, `certkit.mibp.enclosures.interval.ordered_sum`).  The sums over a batch's rows are exact: each
+row's bound is rounded outward to a grid (a power of two fixed by the clipping bound, or by the batch's
+largest bound without clipping, and by `MAX_BATCH_ROWS`) coarse enough that the sums of any batch are
+integers below ``2**53``.  ``exp``
 enters only at the points of a grid whose spacing (``2**-30`` relative) is far wider than its rounding, so
 that its values at distinct points are ordered (`_exp_bounds`).  Shrinking a parameter box therefore never
 widens any computed bound, and a row's bound is the same number whatever batch or chunk it is computed in.
@@ -30,7 +32,7 @@ from typing import Any
 import numpy as np
 
 from certkit.mibp.enclosures.clipping import clip_bounds
-from certkit.mibp.enclosures.interval import magnitude, tree_sum
+from certkit.mibp.enclosures.interval import magnitude, ordered_sum
 from certkit.mibp.enclosures.sgd_step import BoundsOverflowError, _merge_smallest
 from certkit.mibp.problem.input_sets import InputSets, NeighbourSets
 from certkit.mibp.problem.losses import check_labels, label_classes
@@ -39,18 +41,19 @@ from certkit.mibp.problem.recipe import Recipe
 from certkit.parallel import rows_per_chunk
 
 __all__ = [
+    "MAX_BATCH_ROWS",
     "NeighbourMean",
     "added_row_bounds",
     "check_neighbour_batches",
     "forward",
     "neighbour_margins",
+    "neighbour_mean",
     "neighbour_step",
+    "neighbour_update",
     "row_gradients",
 ]
 
 _U = 2.0**-52
-#: Terms that one fixed tree sums before they join a running sum over a layer's inputs.
-_BLOCK = 16
 #: Spacing of the points where ``exp`` is evaluated (its rounding is about ``2**-52`` relative).
 _EXP_GRID = 2.0**-30
 #: ``exp`` is evaluated in ``[-_EXP_LOW, _EXP_HIGH]`` only (normal results there, rounding below one ulp).
@@ -67,30 +70,37 @@ def _pad(lo: np.ndarray, hi: np.ndarray, mag: Any, terms: int) -> tuple[np.ndarr
     return lo - err, hi + err
 
 
-def _products(aL, aU, bL, bU):
-    """Elementwise bounds on ``a b`` (the smallest and largest of the four corner products, each one rounding
-    from its exact value) and their magnitude ``max|a| max|b|``."""
-    p, q, r, s = aL * bL, aL * bU, aU * bL, aU * bU
-    lo = np.minimum(np.minimum(p, q), np.minimum(r, s))
-    hi = np.maximum(np.maximum(p, q), np.maximum(r, s))
-    return lo, hi, magnitude(aL, aU) * magnitude(bL, bU)
+def _products(aL, aU, bL, bU, kind: str):
+    """Elementwise bounds on ``a b``: the smallest and largest of the four corner products (each one rounding
+    from its exact value).  ``kind`` says what is known of ``b`` — ``"exact"`` (``bL`` is ``bU``),
+    ``"nonneg"`` (``bL >= 0``, activations after a ReLU) or ``"any"`` — and picks the corners that can be
+    extreme without computing the others; the values are those of the four-corner minimum and maximum (the
+    rounding is monotone), so they are monotone in the four ends whatever the kind."""
+    if kind == "exact":
+        p, q = aL * bL, aU * bL
+        return np.minimum(p, q), np.maximum(p, q)
+    if kind == "nonneg":
+        return aL * np.where(aL >= 0, bL, bU), aU * np.where(aU >= 0, bU, bL)
+    p, q, r, t = aL * bL, aL * bU, aU * bL, aU * bU
+    return np.minimum(np.minimum(p, q), np.minimum(r, t)), np.maximum(np.maximum(p, q), np.maximum(r, t))
 
 
-def _contract(aL, aU, bL, bU):
+def _contract(aL, aU, bL, bU, kind: str):
     """Bounds on ``Σ_j a[..., j] b[..., j]`` over the last axis (broadcast), unpadded, and the sum of the
-    terms' magnitudes: blocks of `_BLOCK` terms summed by a fixed tree, the blocks added in order."""
-    length = max(aL.shape[-1], bL.shape[-1])
-    lo = hi = mag = 0.0
-    for start in range(0, length, _BLOCK):
-        at = slice(start, start + _BLOCK)
-        pl, ph, pm = _products(aL[..., at], aU[..., at], bL[..., at], bU[..., at])
-        lo, hi, mag = lo + tree_sum(pl), hi + tree_sum(ph), mag + tree_sum(pm)
-    return lo, hi, mag
+    terms' magnitudes ``max|a| max|b|``; every sum runs left to right (`ordered_sum`)."""
+    lo, hi = _products(aL, aU, bL, bU, kind)
+    mb = np.abs(bL) if kind == "exact" else bU if kind == "nonneg" else magnitude(bL, bU)
+    return ordered_sum(lo), ordered_sum(hi), ordered_sum(magnitude(aL, aU) * mb)
 
 
-def _affine(WL, WU, bL, bU, hL, hU):
+def _kind(layer: int, exact: bool) -> str:
+    """What is known of the input of ``layer``: the rows (exact, or boxes of any sign) or ReLU activations."""
+    return ("exact" if exact else "any") if layer == 0 else "nonneg"
+
+
+def _affine(WL, WU, bL, bU, hL, hU, kind: str):
     """Padded bounds (n, o) on ``h Wᵀ + b`` for interval ``W`` (o, i), ``b`` (o,) and rows ``h`` (n, i)."""
-    lo, hi, mag = _contract(hL[:, None, :], hU[:, None, :], WL[None], WU[None])
+    lo, hi, mag = _contract(WL[None], WU[None], hL[:, None, :], hU[:, None, :], kind)
     mag = mag + magnitude(bL, bU)
     return _pad(lo + bL, hi + bU, mag, WL.shape[1] + 2)
 
@@ -101,9 +111,9 @@ def forward(lower: MLP, upper: MLP, XL: np.ndarray, XU: np.ndarray):
     `certkit.mibp.enclosures.interval.interval_forward`."""
     acts, pre = [(XL, XU)], []
     hL, hU = XL, XU
-    last = len(lower.weights) - 1
+    last, exact = len(lower.weights) - 1, XL is XU
     for layer, (WL, WU, bL, bU) in enumerate(zip(lower.weights, upper.weights, lower.biases, upper.biases)):
-        zL, zU = _affine(WL, WU, bL, bU, hL, hU)
+        zL, zU = _affine(WL, WU, bL, bU, hL, hU, _kind(layer, exact))
         pre.append((zL, zU))
         hL, hU = (zL, zU) if layer == last else (np.maximum(zL, 0.0), np.maximum(zU, 0.0))
         acts.append((hL, hU))
@@ -139,11 +149,11 @@ def _logit_differences(lower: MLP, upper: MLP, acts, pre) -> tuple[np.ndarray, n
     its input once, intersected with the differences of the logit bounds; padded for the float logits."""
     WL, WU, bL, bU = lower.weights[-1], upper.weights[-1], lower.biases[-1], upper.biases[-1]
     hL, hU = acts[-2]
+    kind = _kind(len(lower.weights) - 1, acts[0][0] is acts[0][1])
     dWL, dWU = WL[None, :, :] - WU[:, None, :], WU[None, :, :] - WL[:, None, :]  # [i, j] bounds W_j - W_i
-    lo, hi, _ = _contract(hL[:, None, None, :], hU[:, None, None, :], dWL[None], dWU[None])
+    lo, hi, _ = _contract(dWL[None], dWU[None], hL[:, None, None, :], hU[:, None, None, :], kind)
     # each logit's float sum has magnitude Σ |W_c| |h| + |b_c|, which bounds the differences' terms too
-    mh, mW = magnitude(hL, hU)[:, None, :], magnitude(WL, WU)[None]
-    mag = _contract(mh, mh, mW, mW)[0] + magnitude(bL, bU)
+    mag = _contract(WL[None], WU[None], hL[:, None, :], hU[:, None, :], kind)[2] + magnitude(bL, bU)
     dL, dU = _pad(
         lo + (bL[None, :] - bU[:, None]),
         hi + (bU[None, :] - bL[:, None]),
@@ -170,8 +180,8 @@ def _output_derivative(lower: MLP, upper: MLP, acts, pre, y: np.ndarray, loss: s
     if loss == "cross_entropy":
         dL, dU = _logit_differences(lower, upper, acts, pre)
         C = fL.shape[1]
-        sL = 1.0 / tree_sum(_exp_bounds(dU, upper=True))  # softmax_i = 1 / Σ_j exp(z_j - z_i)
-        sU = 1.0 / tree_sum(_exp_bounds(dL, upper=False))
+        sL = 1.0 / ordered_sum(_exp_bounds(dU, upper=True))  # softmax_i = 1 / Σ_j exp(z_j - z_i)
+        sU = 1.0 / ordered_sum(_exp_bounds(dL, upper=False))
         err = 8.0 * (C + 4) * _U
         sL, sU = np.maximum(sL - err, 0.0), np.minimum(sU + err, 1.0)
         onehot = (np.arange(C)[None, :] == y[:, None]).astype(np.float64)
@@ -193,7 +203,7 @@ def _output_derivative(lower: MLP, upper: MLP, acts, pre, y: np.ndarray, loss: s
     aL, aU = (vL > 0).astype(np.float64), (vU > 0).astype(np.float64)
     aL[rows, y], aU[rows, y] = 0.0, 0.0
     gL, gU = aL.copy(), aU.copy()
-    gL[rows, y], gU[rows, y] = -tree_sum(aU), -tree_sum(aL)
+    gL[rows, y], gU[rows, y] = -ordered_sum(aU), -ordered_sum(aL)
     return gL, gU
 
 
@@ -206,13 +216,13 @@ def _hidden_derivative(lower: MLP, upper: MLP, layer: int, gzL, gzU, y, loss: st
         dWL = np.where(keep, WL[None] - WU[y][:, None, :], 0.0)  # (n, C, H)
         dWU = np.where(keep, WU[None] - WL[y][:, None, :], 0.0)
         lo, hi, _ = _contract(
-            np.swapaxes(dWL, 1, 2), np.swapaxes(dWU, 1, 2), gzL[:, None, :], gzU[:, None, :]
+            np.swapaxes(dWL, 1, 2), np.swapaxes(dWU, 1, 2), gzL[:, None, :], gzU[:, None, :], "any"
         )
-        mW, mg = magnitude(WL, WU), magnitude(gzL, gzU)[:, None, :]
+        mW = magnitude(WL, WU)
         C = WL.shape[0]
-        mag = _contract(mg, mg, mW.T[None], mW.T[None])[0]
+        mag = _contract(WL.T[None], WU.T[None], gzL[:, None, :], gzU[:, None, :], "any")[2]
         return _pad(lo, hi, mag + 8.0 * (C + 4) * mW[y], C + 2)
-    lo, hi, mag = _contract(gzL[:, None, :], gzU[:, None, :], WL.T[None], WU.T[None])
+    lo, hi, mag = _contract(WL.T[None], WU.T[None], gzL[:, None, :], gzU[:, None, :], "any")
     return _pad(lo, hi, mag, WL.shape[0])
 
 
@@ -221,10 +231,11 @@ def _gradients(lower: MLP, upper: MLP, XL, XU, y, loss: str) -> tuple[np.ndarray
     (one rounding each, padded by the batch sum)."""
     acts, pre = forward(lower, upper, XL, XU)
     gzL, gzU = _output_derivative(lower, upper, acts, pre, y, loss)
-    n, parts = len(XL), []
+    n, parts, exact = len(XL), [], XL is XU
     for layer in range(len(lower.weights) - 1, -1, -1):
         hL, hU = acts[layer]
-        wl, wu, _ = _products(gzL[:, :, None], gzU[:, :, None], hL[:, None, :], hU[:, None, :])
+        kind = _kind(layer, exact)
+        wl, wu = _products(gzL[:, :, None], gzU[:, :, None], hL[:, None, :], hU[:, None, :], kind)
         parts[:0] = [(wl.reshape(n, -1), wu.reshape(n, -1)), (gzL, gzU)]
         if layer > 0:
             ghL, ghU = _hidden_derivative(lower, upper, layer, gzL, gzU, y, loss)
@@ -295,12 +306,14 @@ class NeighbourMean:
     either ``z`` (then it is the choice ``(r, a + 1)`` of this batch with ``z``'s value raised to ``HU``) or
     not (``(r - 1, a)``, ``z`` among the removed); with one row less it is ``(r + 1, a)``; every candidate
     mean is monotone in the rows' values, and the rows' bounds themselves only shrink with the parameter
-    box.  Here the rows' bounds are rounded outward to multiples of ``grid`` (a power of two), so every sum
-    is an exact integer multiple of it (below ``2**53`` by the choice of ``grid``), each candidate's quotient
+    box.  Here the rows' bounds are rounded outward to multiples of ``grid`` (a power of two, the same or
+    coarser for the larger box: coarser rounding outward only widens), so every sum is an exact integer
+    multiple of it (below ``2**53`` by the choice of ``grid``), each candidate's quotient
     is rounded once, and the largest rounded quotient is the rounding of the largest exact one: the
     computed bound is a monotone function of the exact one.  Then it is padded for the nominal run's float
     mean (``n + k + 4`` terms of the magnitudes, a quotient) and the rows' own rounding (one ulp each).
-    Between chunks only the sums and each entry's ``k`` extreme private values are kept.
+    Between chunks only the sums and each entry's ``k`` extreme private values are kept (so one
+    accumulation serves every smaller ``k``: `bounds`).
 
     Parameters
     ----------
@@ -338,15 +351,21 @@ class NeighbourMean:
             self.low_top = -_merge_smallest(-self.low_top, -qL[private], self.k)
             self.high_bottom = _merge_smallest(self.high_bottom, qU[private], self.k)
 
-    def bounds(self) -> tuple[np.ndarray, np.ndarray]:
-        """Padded ``(lo, hi)`` bounds on the batch's mean gradient over every allowed change."""
+    def bounds(self, k: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """Padded ``(lo, hi)`` bounds on the batch's mean gradient over every change of at most ``k`` rows
+        (default: the ``k`` it was made for; a smaller one uses the first of the kept extremes, the same
+        numbers a `NeighbourMean` made for it would have)."""
         if self.rows != self.n:
             raise RuntimeError("internal error: a NeighbourMean bounded before all its rows were added")
-        n, k = self.n, self.k
-        r_max = min(k, self.private)
+        k = self.k if k is None else k
+        if k > self.k:
+            raise RuntimeError("internal error: a NeighbourMean bounded for more changes than it kept")
+        n, r_max = self.n, min(k, self.private)
         # the r extreme private values in order: B_r = their first r summed (exact integers)
-        low = np.vstack([np.zeros((1, len(self.lo))), np.cumsum(-np.sort(-self.low_top, axis=0), axis=0)])
-        high = np.vstack([np.zeros((1, len(self.hi))), np.cumsum(np.sort(self.high_bottom, axis=0), axis=0)])
+        low = np.cumsum(-np.sort(-self.low_top, axis=0)[:r_max], axis=0)
+        high = np.cumsum(np.sort(self.high_bottom, axis=0)[:r_max], axis=0)
+        low = np.vstack([np.zeros((1, len(self.lo))), low])
+        high = np.vstack([np.zeros((1, len(self.hi))), high])
         lo, hi = np.full(len(self.lo), np.inf), np.full(len(self.hi), -np.inf)
         for r in range(r_max + 1):
             for a in (0, k - r):
@@ -377,32 +396,31 @@ def _update(theta, velocity, grad, recipe: Recipe, step: int):
     return new_theta, (_pad(dL, dU, mag_v, 6) if mu else None)
 
 
-def _grid(bound: float, n: int) -> float:
-    """The power of two in whose units ``n`` values of magnitude at most ``bound``, each rounded outward to an
-    integer, sum to integers below ``2**53`` (a monotone function of ``bound`` and ``n``)."""
+def _grid(bound: float) -> float:
+    """The power of two in whose units up to `MAX_BATCH_ROWS` values of magnitude at most ``bound``, each
+    rounded outward to an integer, sum to integers below ``2**53`` (monotone in ``bound``; the same for every
+    batch and every k)."""
     exponent = int(np.ceil(np.log2(max(bound, 2.0**-900))))
-    return float(2.0 ** (exponent + int(np.ceil(np.log2(n + 1))) - 52))
+    return float(2.0 ** (exponent + int(np.log2(MAX_BATCH_ROWS)) - 52))
 
 
 def _bytes_per_row(model: MLP) -> float:
-    """Peak bytes per row of `row_gradients` (the per-row gradients and clipping, the blocks of products of
-    the widest layer and of the output's logit differences), about."""
+    """Peak bytes per row of `row_gradients` (the per-row gradients, their products and clipping, a layer's
+    products, the output's logit differences), about."""
     sizes = model.sizes
-    return 8.0 * (8 * model.n_params + 8 * _BLOCK * (max(sizes) + sizes[-1] ** 2))
+    return 8.0 * (8 * model.n_params + 6 * sizes[-1] ** 2 * max(sizes))
 
 
-def neighbour_step(
-    lower: MLP, upper: MLP, sets: InputSets, y, recipe: Recipe, step: int, velocity=None, chunk_size=None
-):
-    """One certified step of ``recipe`` under ``sets.neighbours`` from the box ``[lower, upper]``; returns
-    ``((lo, hi), velocity)`` (see `NeighbourMean`, `certkit.mibp.enclosures.sgd_step.interval_step`).
-    Without clipping the grid of the exact sums needs the batch's largest bound first: the rows are bounded
-    twice (once when the batch fits one chunk)."""
+def neighbour_mean(
+    lower: MLP, upper: MLP, sets: InputSets, y, recipe: Recipe, step: int, chunk_size=None, *, k=None
+) -> NeighbourMean:
+    """The `NeighbourMean` of the batch of ``step`` over the box ``[lower, upper]``, every row added, for up
+    to ``k`` changes (default ``sets.neighbours.k``).  Without clipping the grid of the exact sums needs the
+    batch's largest bound first: the rows are bounded twice (once when the batch fits one chunk)."""
     nb = sets.neighbours
     rows = recipe.batches[step]
-    m, n = lower.n_params, len(rows)
     size = rows_per_chunk(_bytes_per_row(lower), chunk_size)
-    chunks = [rows[start : start + size] for start in range(0, n, size)]
+    chunks = [rows[start : start + size] for start in range(0, len(rows), size)]
 
     def bounds(at):
         return row_gradients(lower, upper, sets.nominal[at], y[at], recipe)
@@ -420,18 +438,33 @@ def neighbour_step(
                 "the gradient bounds overflowed (no longer finite); certify fewer epochs, a smaller k or "
                 "learning_rate, or clip the per-sample gradients"
             )
-        acc = NeighbourMean(m, n, nb.k, added, _grid(largest, n + nb.k))
+        acc = NeighbourMean(lower.n_params, len(rows), nb.k if k is None else k, added, _grid(largest))
         for at in chunks:
             GL, GU = kept if kept is not None and len(chunks) == 1 else bounds(at)
             acc.add(GL, GU, nb.public[at])
-        theta = (lower.to_vector(), upper.to_vector())
-        (tL, tU), velocity = _update(theta, velocity, acc.bounds(), recipe, step)
+    return acc
+
+
+def neighbour_update(lower: MLP, upper: MLP, grad, recipe: Recipe, step: int, velocity=None):
+    """The update of ``step`` from the box ``[lower, upper]`` with the mean-gradient bounds ``grad``;
+    ``((lo, hi), velocity)``, raising `BoundsOverflowError` when they leave the float64 range."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        (tL, tU), velocity = _update((lower.to_vector(), upper.to_vector()), velocity, grad, recipe, step)
     if not (np.all(np.isfinite(tL)) and np.all(np.isfinite(tU))):
         raise BoundsOverflowError(
             "the parameter bounds overflowed (interval bounds are no longer finite); certify fewer epochs, "
             "a smaller k or learning_rate, or clip the per-sample gradients"
         )
     return (tL, tU), velocity
+
+
+def neighbour_step(
+    lower: MLP, upper: MLP, sets: InputSets, y, recipe: Recipe, step: int, velocity=None, chunk_size=None
+):
+    """One certified step of ``recipe`` under ``sets.neighbours`` from the box ``[lower, upper]``; returns
+    ``((lo, hi), velocity)`` (see `NeighbourMean`, `certkit.mibp.enclosures.sgd_step.interval_step`)."""
+    grad = neighbour_mean(lower, upper, sets, y, recipe, step, chunk_size).bounds()
+    return neighbour_update(lower, upper, grad, recipe, step, velocity)
 
 
 def neighbour_margins(lower: MLP, upper: MLP, X: np.ndarray, pred: np.ndarray) -> np.ndarray:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -34,8 +34,9 @@ class BudgetExhaustedError(RuntimeError):
 def composed_epsilon(epsilon: float, delta: float, count: int, total_delta: float) -> float:
     """The ε of ``count`` releases, each (ε, δ)-DP, at the total δ ``total_delta``: the privacy loss
     distribution of a generic (ε, δ)-DP mechanism (which dominates every one) composed ``count`` times by
-    ``dp-accounting`` (pessimistic discretisation); ``count ε`` where that is smaller or ``total_delta`` is
-    0 (basic composition, which needs ``count δ <= total_delta``; ``inf`` otherwise)."""
+    ``dp-accounting`` (pessimistic discretisation, on a grid of at most about ``2**20`` steps); ``count ε``
+    where that is smaller or ``total_delta`` is 0 (basic composition, which needs
+    ``count δ <= total_delta``; ``inf`` otherwise)."""
     if count == 0:
         return 0.0
     basic = count * epsilon if count * delta <= total_delta else math.inf
@@ -43,7 +44,11 @@ def composed_epsilon(epsilon: float, delta: float, count: int, total_delta: floa
         return basic
     pld = require("dp_accounting.pld.privacy_loss_distribution", extra="privacy", purpose="PrivatePredictor")
     common = require("dp_accounting.pld.common", extra="privacy", purpose="PrivatePredictor")
-    one = pld.from_privacy_parameters(common.DifferentialPrivacyParameters(epsilon, delta))
+    # the composed loss spans [-count ε, count ε]: a grid of at most about 2**20 steps (coarser: pessimistic)
+    step = max(1e-4, 2.0 * count * epsilon / 2**20)
+    one = pld.from_privacy_parameters(
+        common.DifferentialPrivacyParameters(epsilon, delta), value_discretization_interval=step
+    )
     return min(basic, float(one.self_compose(count).get_epsilon_for_delta(total_delta)))
 
 
@@ -115,25 +120,14 @@ class PrivatePredictor:
         *,
         ks: Sequence[int],
         loss: str,
-        epochs: int | None = None,
-        learning_rate: float | Sequence[float] | Callable[[int], float] = 0.1,
-        batch_size: int | None = None,
-        shuffle: bool = False,
-        drop_last: bool = False,
-        momentum: float = 0.0,
-        weight_decay: float = 0.0,
-        clip_value: float | None = None,
-        clip_norm: float | None = None,
-        rng: RNGLike = None,
-        batches: Sequence[Sequence[Any]] | None = None,
-        chunk_size: int | None = None,
         perturbation: Any = None,
         features: Any = None,
         executor: ExecutorArg = None,
+        **recipe: Any,
     ) -> PrivatePredictor:
-        """Check the training run and prepare its ladder (arguments as in `stability_profile`); returns self.
-        Refitting starts the budget again only for a new training set: the privacy spent on this one's
-        queries stays spent, so a refit keeps `queries_answered`."""
+        """Check the training run and prepare its ladder (arguments as in `stability_profile`, the recipe
+        options of `certified_training` as ``**recipe``); returns self.  A refit keeps `queries_answered`:
+        the privacy spent on earlier queries stays spent."""
         self._executor = executor
         self._ladder = prepare_ladder(
             model,
@@ -142,24 +136,13 @@ class PrivatePredictor:
             ks=ks,
             loss=loss,
             perturbation=perturbation,
-            executor=executor,
-            epochs=epochs,
-            learning_rate=learning_rate,
-            batch_size=batch_size,
-            shuffle=shuffle,
-            drop_last=drop_last,
-            momentum=momentum,
-            weight_decay=weight_decay,
-            clip_value=clip_value,
-            clip_norm=clip_norm,
-            rng=rng,
-            batches=batches,
-            chunk_size=chunk_size,
             features=features,
+            executor=executor,
+            **recipe,
         )
         if self._ladder.relation != "neighbours":
             raise ValueError(
-                "PrivatePredictor needs the Neighbours relation (perturbation=None or a Neighbours)"
+                "PrivatePredictor needs the Neighbours relation (perturbation=None or a Neighbours instance)"
             )
         return self
 
@@ -170,7 +153,7 @@ class PrivatePredictor:
         return eps, (self.total_delta if self.queries_answered else 0.0)
 
     def queries_left(self) -> int:
-        """How many more queries the budget allows."""
+        """How many more queries the budget allows (found by doubling, then bisection)."""
         lo, hi = self.queries_answered, self.queries_answered + 1
         while self._fits(hi):  # doubling, then bisection on the first count that does not fit
             lo, hi = hi, 2 * hi

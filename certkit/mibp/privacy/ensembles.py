@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
@@ -13,10 +13,10 @@ from typing import Any
 import numpy as np
 from scipy import integrate
 
-from certkit._results import ResultMixin, format_table
+from certkit._results import format_table
 from certkit._typing import ExecutorArg, RNGLike
 from certkit._validation import as_numpy, check_array, check_integer, check_rng
-from certkit.mibp.privacy.profile import StabilityProfile, stability_profile
+from certkit.mibp.privacy.profile import LabelProfile, StabilityProfile, _relation, stability_profile
 from certkit.mibp.problem.mlp import MLP
 from certkit.parallel import parallel_map
 
@@ -24,7 +24,7 @@ __all__ = ["EnsembleProfile", "ensemble_level", "ensemble_profile", "row_parts"]
 
 
 @dataclass(frozen=True)
-class EnsembleProfile(ResultMixin):
+class EnsembleProfile(LabelProfile):
     """The members' votes on each query and the certified stability of the ensemble's prediction.
 
     Attributes
@@ -57,16 +57,6 @@ class EnsembleProfile(ResultMixin):
     relation: str
     seconds: float
     cpu_seconds: float
-
-    @property
-    def n_classes(self) -> int:
-        """Number of labels."""
-        return len(self.classes)
-
-    @property
-    def class_index(self) -> np.ndarray:
-        """The predictions as indices into `classes`."""
-        return np.searchsorted(self.classes, self.predictions)
 
     @property
     def k_max(self) -> np.ndarray:
@@ -193,20 +183,11 @@ def ensemble_profile(
     ks: Sequence[int],
     loss: str,
     parts: Any = None,
-    epochs: int | None = None,
-    learning_rate: float | Sequence[float] | Callable[[int], float] = 0.1,
-    batch_size: int | None = None,
-    shuffle: bool = False,
-    drop_last: bool = False,
-    momentum: float = 0.0,
-    weight_decay: float = 0.0,
-    clip_value: float | None = None,
-    clip_norm: float | None = None,
-    rng: RNGLike = None,
-    chunk_size: int | None = None,
     perturbation: Any = None,
     features: Any = None,
+    rng: RNGLike = None,
     executor: ExecutorArg = None,
+    **recipe: Any,
 ) -> EnsembleProfile:
     """Train ``n_members`` members on disjoint parts of the rows, each with a stability profile, and certify
     how many changes the ensemble's vote on each query needs (subsample and aggregate; AGT's
@@ -216,9 +197,9 @@ def ensemble_profile(
     ----------
     model : MLP or sequence of MLP
         The initial network of every member, or one per member.
-    X, y, X_query, ks, loss, epochs, learning_rate, batch_size, shuffle, drop_last, momentum, weight_decay,
-    clip_value, clip_norm, chunk_size, perturbation, features
-        As in `stability_profile` (every member trains with the same recipe on its part).
+    X, y, X_query, ks, loss, perturbation, features
+        As in `stability_profile` (every member trains with the same recipe on its part; the relation must
+        be `Neighbours`).
     n_members : int
         Members (parts), >= 1.
     parts : array (n,) of int, optional
@@ -228,6 +209,8 @@ def ensemble_profile(
         Each member's batch order (with ``shuffle``) comes from its own seed drawn from it.
     executor : None, int or executor-like
         Trains the members in parallel (see `certkit.parallel`).
+    **recipe
+        The recipe options of `certified_training` but ``rng``, as in `stability_profile`.
 
     Returns
     -------
@@ -235,6 +218,8 @@ def ensemble_profile(
     """
     start, cpu = time.perf_counter(), time.process_time()
     n_members = check_integer(n_members, "n_members", minimum=1)
+    if _relation(perturbation)[1] != "neighbours":
+        raise ValueError("ensemble_profile needs the Neighbours relation (perturbation=None or a Neighbours)")
     X_arr = as_numpy(X, "X")
     y_arr = as_numpy(y, "y")
     if parts is None:
@@ -258,25 +243,8 @@ def ensemble_profile(
     items = [
         (models[t], X_arr[parts == t], y_arr[parts == t], X_query, int(seeds[t])) for t in range(n_members)
     ]
-    options = dict(
-        ks=ks,
-        loss=loss,
-        epochs=epochs,
-        learning_rate=learning_rate,
-        batch_size=batch_size,
-        shuffle=shuffle,
-        drop_last=drop_last,
-        momentum=momentum,
-        weight_decay=weight_decay,
-        clip_value=clip_value,
-        clip_norm=clip_norm,
-        chunk_size=chunk_size,
-        perturbation=perturbation,
-        features=features,
-    )
+    options = dict(ks=ks, loss=loss, perturbation=perturbation, features=features, **recipe)
     members = tuple(parallel_map(partial(_member_profile, **options), items, executor=executor))
-    if members[0].relation != "neighbours":
-        raise ValueError("ensemble_profile needs the Neighbours relation (perturbation=None or a Neighbours)")
     classes = members[0].classes
     member_votes = np.stack([p.class_index for p in members], axis=1)
     member_levels = np.stack([p.levels for p in members], axis=1)

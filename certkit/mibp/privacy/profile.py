@@ -3,6 +3,7 @@ can change — a ladder of certified trainings, one per ``k``, sharing what does
 
 from __future__ import annotations
 
+import inspect
 import itertools
 import time
 from collections.abc import Callable, Sequence
@@ -13,10 +14,15 @@ from typing import Any
 import numpy as np
 
 from certkit._results import ResultMixin, format_table
-from certkit._typing import ExecutorArg, Progress, RNGLike
+from certkit._typing import ExecutorArg, Progress
 from certkit._validation import check_array, check_integer, check_progress
 from certkit.mibp._setup import Run, setup_run
-from certkit.mibp.enclosures.neighbours import neighbour_margins
+from certkit.mibp.enclosures.neighbours import (
+    NeighbourMean,
+    neighbour_margins,
+    neighbour_mean,
+    neighbour_update,
+)
 from certkit.mibp.enclosures.sgd_step import interval_step
 from certkit.mibp.problem.losses import label_classes
 from certkit.mibp.problem.mlp import MLP
@@ -24,17 +30,40 @@ from certkit.mibp.problem.perturbation import Neighbours, Perturbation, Removals
 from certkit.parallel import _progress_bar, available_cpus, parallel_map, resolve_executor, single_threaded
 
 __all__ = [
+    "RECIPE_OPTIONS",
+    "LabelProfile",
     "Ladder",
     "StabilityProfile",
     "check_ks",
     "check_private_profile",
+    "check_recipe",
     "prepare_ladder",
     "stability_profile",
 ]
 
 
+class LabelProfile(ResultMixin):
+    """What the private mechanisms read of a profile: every query's nominal label (``predictions``, among
+    ``classes``) and its ``levels``, and the highest level possible (``max_level``)."""
+
+    predictions: np.ndarray
+    classes: np.ndarray
+    levels: np.ndarray
+    relation: str
+
+    @property
+    def n_classes(self) -> int:
+        """Number of labels (2 for one output)."""
+        return len(self.classes)
+
+    @property
+    def class_index(self) -> np.ndarray:
+        """The predictions as indices into `classes`."""
+        return np.searchsorted(self.classes, self.predictions)
+
+
 @dataclass(frozen=True)
-class StabilityProfile(ResultMixin):
+class StabilityProfile(LabelProfile):
     """Per query: the largest ``k`` of the ladder for which its prediction is certified, and its level.
 
     Attributes
@@ -77,16 +106,6 @@ class StabilityProfile(ResultMixin):
     cpu_seconds: float
 
     @property
-    def n_classes(self) -> int:
-        """Number of labels (2 for one output)."""
-        return len(self.classes)
-
-    @property
-    def class_index(self) -> np.ndarray:
-        """The predictions as indices into `classes`."""
-        return np.searchsorted(self.classes, self.predictions)
-
-    @property
     def max_level(self) -> int:
         """The highest level the ladder can give: its rungs ``k >= 1``."""
         return sum(k >= 1 for k in self.ks)
@@ -122,9 +141,7 @@ def check_ks(ks: Any) -> tuple[int, ...]:
 
 def check_private_profile(profile: Any) -> None:
     """The private mechanisms take a profile of the `Neighbours` relation (differential privacy's)."""
-    from certkit.mibp.privacy.ensembles import EnsembleProfile
-
-    if not isinstance(profile, (StabilityProfile, EnsembleProfile)):
+    if not isinstance(profile, LabelProfile):
         raise TypeError(
             "profile must be a StabilityProfile or EnsembleProfile (from stability_profile or "
             f"ensemble_profile), got {type(profile).__name__}"
@@ -176,6 +193,21 @@ class Ladder:
         n_out = run.model.sizes[-1]
         self.classes = label_classes(run.recipe.loss, n_out)
         self.boxes: dict[int, tuple[MLP, MLP]] = {}
+        self._first: NeighbourMean | None = None
+
+    def first_steps(self, ks: list[int]) -> list[tuple | None]:
+        """The box and velocity after the first step at every ``k`` of ``ks`` (None for `Removals`): every
+        rung starts from the same point, so the first step's row bounds are computed once and each rung
+        takes the changes of its ``k`` from them (`NeighbourMean.bounds`)."""
+        run = self.run
+        if run.sets.neighbours is None:
+            return [None] * len(ks)
+        if self._first is None:
+            with single_threaded():
+                self._first = neighbour_mean(
+                    run.model, run.model, run.sets, run.y, run.recipe, 0, run.chunk_size
+                )
+        return [neighbour_update(run.model, run.model, self._first.bounds(k), run.recipe, 0) for k in ks]
 
     def queries(self, X_query: Any) -> tuple[np.ndarray, np.ndarray]:
         """The queries as the network sees them (through the frozen extractor) and their nominal classes
@@ -205,7 +237,8 @@ class Ladder:
                 for first in range(0, len(self.ks), wave):
                     rungs = range(first, min(first + wave, len(self.ks)))
                     todo = [self.ks[j] for j in rungs if self.ks[j] not in self.boxes]
-                    for k, box in zip(todo, parallel_map(partial(_final_box, self.run), todo, executor=pool)):
+                    items = list(zip(todo, self.first_steps(todo)))
+                    for k, box in zip(todo, parallel_map(partial(_rung, self.run), items, executor=pool)):
                         self.boxes[k] = box
                     trained += len(todo)
                     for j in rungs:
@@ -242,17 +275,22 @@ class Ladder:
         )
 
 
-def _final_box(run: Run, k: int) -> tuple[MLP, MLP]:
-    """The last epoch's box of ``run`` with its relation's budget set to ``k``."""
+def _final_box(run: Run, k: int, start: tuple | None = None) -> tuple[MLP, MLP]:
+    """The last epoch's box of ``run`` with its relation's budget set to ``k``; ``start`` is the box and
+    velocity after the first step when they are known (shared by the rungs: `Ladder.first_steps`)."""
     sets = run.sets
     if sets.neighbours is not None:
         sets = replace(sets, neighbours=replace(sets.neighbours, k=k))
     else:
         sets = replace(sets, removals=k)
     lower = upper = run.model
-    velocity = None
+    velocity, first = None, 0
+    if start is not None:
+        (lo, hi), velocity = start
+        lower, upper = MLP.from_vector(lo, run.model.sizes), MLP.from_vector(hi, run.model.sizes)
+        first = 1
     with single_threaded(), np.errstate(over="ignore", invalid="ignore"):
-        for step in range(run.recipe.n_steps):
+        for step in range(first, run.recipe.n_steps):
             (lo, hi), velocity = interval_step(
                 lower, upper, sets, run.y, run.recipe, step, velocity, run.chunk_size
             )
@@ -260,10 +298,61 @@ def _final_box(run: Run, k: int) -> tuple[MLP, MLP]:
     return lower, upper
 
 
+def _rung(run: Run, item: tuple[int, tuple | None]) -> tuple[MLP, MLP]:
+    return _final_box(run, *item)
+
+
+#: The options of `certified_training` that shape a ladder's training run (passed as ``**recipe``).
+RECIPE_OPTIONS = (
+    "epochs",
+    "learning_rate",
+    "batch_size",
+    "shuffle",
+    "drop_last",
+    "momentum",
+    "weight_decay",
+    "l1_penalty",
+    "clip_value",
+    "clip_norm",
+    "rng",
+    "batches",
+    "chunk_size",
+)
+
+
+def check_recipe(recipe: dict[str, Any]) -> dict[str, Any]:
+    """``recipe`` with `certified_training`'s defaults for the options it leaves out; an option that is not
+    one of `RECIPE_OPTIONS` raises a TypeError naming it."""
+    from certkit.mibp.training import certified_training
+
+    unknown = sorted(set(recipe) - set(RECIPE_OPTIONS))
+    if unknown:
+        raise TypeError(
+            f"unexpected recipe option(s) {unknown}: the training run takes certified_training's recipe "
+            f"options {list(RECIPE_OPTIONS)} (the interval bounds with carry='box' are the only ones used)"
+        )
+    defaults = {
+        name: param.default
+        for name, param in inspect.signature(certified_training).parameters.items()
+        if name in RECIPE_OPTIONS
+    }
+    return {**defaults, **recipe}
+
+
 def prepare_ladder(
-    model: MLP, X: Any, y: Any, *, ks: Any, loss: str, perturbation: Any, executor: Any, **recipe
+    model: MLP,
+    X: Any,
+    y: Any,
+    *,
+    ks: Any,
+    loss: str,
+    perturbation: Any = None,
+    features: Any = None,
+    executor: ExecutorArg = None,
+    **recipe: Any,
 ) -> Ladder:
-    """Check a ladder's arguments and build its `Ladder` (the nominal run done, no rung trained yet)."""
+    """Check a ladder's arguments and build its `Ladder` (the nominal run done, no rung trained yet); the
+    arguments as in `stability_profile`."""
     ks = check_ks(ks)
     if loss == "mse":
         raise ValueError("the stability profile certifies labels: use a classification loss, not loss='mse'")
@@ -274,7 +363,6 @@ def prepare_ladder(
         y,
         perturbation=at_k(ks[-1]),
         loss=loss,
-        l1_penalty=0.0,
         backend="interval",
         formulation="decomposed",
         carry="box",
@@ -286,7 +374,8 @@ def prepare_ladder(
         verbose=False,
         validation=None,
         patience=None,
-        **recipe,
+        features=features,
+        **check_recipe(recipe),
     )
     return Ladder(run, ks, relation)
 
@@ -299,22 +388,11 @@ def stability_profile(
     *,
     ks: Sequence[int],
     loss: str,
-    epochs: int | None = None,
-    learning_rate: float | Sequence[float] | Callable[[int], float] = 0.1,
-    batch_size: int | None = None,
-    shuffle: bool = False,
-    drop_last: bool = False,
-    momentum: float = 0.0,
-    weight_decay: float = 0.0,
-    clip_value: float | None = None,
-    clip_norm: float | None = None,
-    rng: RNGLike = None,
-    batches: Sequence[Sequence[Any]] | None = None,
-    chunk_size: int | None = None,
     perturbation: Any = None,
     features: Any = None,
     executor: ExecutorArg = None,
     progress: Progress = False,
+    **recipe: Any,
 ) -> StabilityProfile:
     """For each query, the largest ``k`` of a ladder for which its prediction is certified.
 
@@ -329,11 +407,8 @@ def stability_profile(
 
     Parameters
     ----------
-    model, X, y, loss, epochs, learning_rate, batch_size, shuffle, drop_last, momentum, weight_decay,
-    clip_value, clip_norm, rng, batches, chunk_size, features
-        The training run, as in `certified_training` (``X`` holds raw inputs with ``features=``).  Rows added
-        by `Neighbours` need per-sample clipping (``clip_value`` / ``clip_norm``) or a declared domain
-        (``perturbation=Neighbours(0, domain=...)``).
+    model, X, y, loss, features
+        The training run, as in `certified_training` (``X`` holds raw inputs with ``features=``).
     X_query : array (m, d)
         The queries (raw inputs with ``features=``).
     ks : sequence of int
@@ -348,6 +423,12 @@ def stability_profile(
         Runs the rungs in parallel (see `certkit.parallel`).
     progress : bool or str
         A progress bar over the rungs.
+    **recipe
+        The recipe options of `certified_training` (`RECIPE_OPTIONS`: ``epochs``, ``learning_rate``,
+        ``batch_size``, ``shuffle``, ``drop_last``, ``momentum``, ``weight_decay``, ``l1_penalty``,
+        ``clip_value``, ``clip_norm``, ``rng``, ``batches``, ``chunk_size``), its defaults for the others; any
+        other keyword raises a TypeError.  Rows added by `Neighbours` need per-sample clipping
+        (``clip_value`` / ``clip_norm``) or a declared domain (``perturbation=Neighbours(0, domain=...)``).
 
     Returns
     -------
@@ -372,20 +453,9 @@ def stability_profile(
         ks=ks,
         loss=loss,
         perturbation=perturbation,
-        executor=executor,
-        epochs=epochs,
-        learning_rate=learning_rate,
-        batch_size=batch_size,
-        shuffle=shuffle,
-        drop_last=drop_last,
-        momentum=momentum,
-        weight_decay=weight_decay,
-        clip_value=clip_value,
-        clip_norm=clip_norm,
-        rng=rng,
-        batches=batches,
-        chunk_size=chunk_size,
         features=features,
+        executor=executor,
+        **recipe,
     )
     Xq, index = ladder.queries(X_query)
     return ladder.profile(Xq, index, executor, progress, start, cpu)
