@@ -234,8 +234,9 @@ def test_neighbours_behind_a_frozen_extractor():
     gen = np.random.default_rng(2)
     images = gen.uniform(0, 1, size=(10, 1, 4, 4))
     labels = (images[:, 0, :2].mean(axis=(1, 2)) > images[:, 0, 2:].mean(axis=(1, 2))).astype(int)
-    torch.manual_seed(0)
-    cnn = torch.nn.Sequential(torch.nn.Conv2d(1, 2, 3), torch.nn.ReLU(), torch.nn.Flatten()).double()
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(0)
+        cnn = torch.nn.Sequential(torch.nn.Conv2d(1, 2, 3), torch.nn.ReLU(), torch.nn.Flatten()).double()
     head = MLP.random([8, 1], rng=0)
     pert = Neighbours(1, domain=(0.0, 1.0))
     res = certified_training(

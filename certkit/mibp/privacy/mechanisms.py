@@ -31,6 +31,7 @@ from scipy import integrate, optimize
 
 from certkit._typing import RNGLike
 from certkit._validation import check_in_options, check_positive, check_rng
+from certkit.mibp.privacy.profile import check_private_profile
 
 __all__ = [
     "MECHANISMS",
@@ -71,7 +72,16 @@ class LevelTable:
         The noise scale at level ``c`` is ``S_c / α``, in units of the label's global sensitivity.
     """
 
-    def __init__(self, w, mechanism, epsilon, delta, n_classes, beta, alpha) -> None:
+    def __init__(
+        self,
+        w: np.ndarray,
+        mechanism: str,
+        epsilon: float,
+        delta: float,
+        n_classes: int,
+        beta: float | None,
+        alpha: float | None,
+    ) -> None:
         self.w = w
         self.mechanism, self.epsilon, self.delta, self.n_classes = mechanism, epsilon, delta, n_classes
         self.beta, self.alpha = beta, alpha
@@ -278,8 +288,6 @@ def _bernoulli(p: np.ndarray, gen: np.random.Generator) -> np.ndarray:
 
 
 def _table_for(profile: Any, epsilon: Any, delta: Any, mechanism: Any) -> tuple[LevelTable, str]:
-    from certkit.mibp.privacy.profile import check_private_profile
-
     mechanism = check_in_options(mechanism, "mechanism", MECHANISMS)
     epsilon, delta = check_epsilon_delta(epsilon, delta, mechanism)
     check_private_profile(profile)
