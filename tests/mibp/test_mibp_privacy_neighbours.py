@@ -194,8 +194,9 @@ def test_a_neighbours_boxes_at_k_minus_1_lie_inside_the_boxes_at_k(trial):
 
 
 def test_boxes_do_not_depend_on_the_chunking_and_removals_lie_inside():
-    """A row's bound does not depend on the rows beside it: any chunk size gives the very same boxes; and
-    the unlearning boxes (rows removed only) lie inside Neighbours' at the same k."""
+    """A row's bound does not depend on the rows beside it: any chunk size gives the very same boxes; the
+    unlearning boxes (rows removed only) lie inside Neighbours' at the same k; ``scope="run"`` (k rows in the
+    whole set, so at most k in any batch) keeps the per-batch boxes."""
     gen = np.random.default_rng(5)
     X, y = gen.normal(size=(40, 2)), gen.integers(0, 2, size=40)
     kwargs = dict(loss="cross_entropy", learning_rate=0.5, epochs=2, batch_size=20, clip_value=0.1)
@@ -210,6 +211,10 @@ def test_boxes_do_not_depend_on_the_chunking_and_removals_lie_inside():
             assert np.array_equal(other.upper[t].to_vector(), results[0].upper[t].to_vector())
     unlearn = certified_training(model, X, y, perturbation=Removals(3), **kwargs)
     assert _inside(unlearn, results[0])
+    whole = certified_training(model, X, y, perturbation=Neighbours(3, scope="run"), **kwargs)
+    for t in range(3):
+        assert np.array_equal(whole.lower[t].to_vector(), results[0].lower[t].to_vector())
+        assert np.array_equal(whole.upper[t].to_vector(), results[0].upper[t].to_vector())
 
 
 def test_public_rows_are_never_removed():
