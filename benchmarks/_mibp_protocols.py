@@ -170,3 +170,74 @@ def load_cnn(path):
     model = cnn()
     model.load_state_dict({k: torch.from_numpy(v) for k, v in np.load(path).items()})
     return model
+
+
+#: The private-prediction protocols of ``benchmarks/mibp_privacy.py`` (AGT's ``scripts/privacy_paper``), one
+#: recipe each: the network, the loss, the learning rate ``lr / (1 + decay t)`` (floor ``lr_min``), epochs,
+#: batch (None: full batch), per-sample clipping by value (AGT's ``clip_gamma``, ``clip_method="clamp"``),
+#: heavy-ball momentum, and the ladder of k.
+PRIVACY = {
+    # AGT's blobs: a linear model on [x, x², x³] of two Gaussians, one full-batch step
+    "blobs": dict(sizes=[6, 2], loss="cross_entropy", lr=2.0, decay=0.6, epochs=1, clip=0.06, momentum=0.0),
+    # AGT's OCT-MNIST recipe on the digits CNN's features: the dense head fine-tuned with momentum
+    "finetune": dict(
+        sizes=[64, 32, 1], loss="binary_cross_entropy", lr=1.0, decay=0.5, epochs=4, clip=0.5, momentum=0.5
+    ),
+    # AGT's IMDB recipe on fixed text embeddings: an MLP head
+    "text": dict(
+        sizes=[64, 32, 1], loss="binary_cross_entropy", lr=5.0, decay=0.5, epochs=3, clip=0.04, momentum=0.0
+    ),
+}
+for _name, _spec in PRIVACY.items():  # every one full batch, rate floor 1e-3, the ladder k = 0..199 / 0..99
+    _spec.update(batch=None, lr_min=1e-3, ks=tuple(range(200 if _name == "blobs" else 100)))
+
+
+def blobs(
+    seed: int = 0, position: float = 1.25, spread: float = 0.35, n_train: int = 5000
+) -> dict[str, np.ndarray]:
+    """AGT's privacy blobs: ``1.25 n_train`` points of two Gaussians centred at ``±(position, position)`` with
+    standard deviation ``spread`` (``make_blobs``, ``random_state=seed``), split 80 / 20
+    (``train_test_split(random_state=seed)``), features ``[x, x², x³]``; labels 0 and 1."""
+    from sklearn.datasets import make_blobs
+    from sklearn.model_selection import train_test_split
+
+    centres = np.array([[position, position], [-position, -position]])
+    x, y = make_blobs(
+        n_samples=int(n_train * 1.25), centers=centres, cluster_std=[spread, spread], random_state=seed
+    )
+    x_tr, x_te, y_tr, y_te = train_test_split(x, y, test_size=0.2, random_state=seed)
+
+    def features(z):
+        return np.hstack((z, z**2, z**3)).astype(np.float64)
+
+    return {
+        "X_train": features(x_tr),
+        "y_train": y_tr.astype(np.int64),
+        "X_test": features(x_te),
+        "y_test": y_te.astype(np.int64),
+    }
+
+
+def text_like(seed: int = 0, n_train: int = 4000, n_test: int = 1000, dim: int = 64) -> dict[str, np.ndarray]:
+    """A sentiment-like task on fixed embeddings: a vocabulary of 2,000 words with fixed random embeddings
+    (``dim`` values each), documents of 20-200 words drawn from a Zipf law tilted toward 100 positive or
+    100 negative words by the document's label (and a little noise: 10 % of the documents are labelled
+    against their words), each represented by the mean of its words' embeddings — the shape of AGT's IMDB
+    task (GPT-2 embeddings of reviews) at a size a CPU trains in seconds."""
+    gen = np.random.default_rng(seed)
+    vocab = 2000
+    embed = gen.normal(size=(vocab, dim)) / np.sqrt(dim)
+    base = 1.0 / np.arange(1, vocab + 1)
+    positive, negative = gen.choice(vocab, size=(2, 100), replace=False)
+    n = n_train + n_test
+    y = gen.integers(0, 2, size=n)
+    X = np.empty((n, dim))
+    for i in range(n):
+        weights = base.copy()
+        weights[positive if y[i] else negative] *= 4.0
+        words = gen.choice(vocab, size=int(gen.integers(20, 201)), p=weights / weights.sum())
+        X[i] = embed[words].mean(axis=0)
+    X = (X - X[:n_train].mean(axis=0)) / X[:n_train].std(axis=0)
+    flip = gen.random(n) < 0.1
+    y = np.where(flip, 1 - y, y)
+    return {"X_train": X[:n_train], "y_train": y[:n_train], "X_test": X[n_train:], "y_test": y[n_train:]}

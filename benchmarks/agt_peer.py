@@ -21,9 +21,11 @@ Usage, with the AGT environment's interpreter (torch, numpy, scikit-learn, pydan
     python benchmarks/agt_peer.py --agt-path /path/to/AbstractGradientTraining \
         [--only 0,5] [--json out.json] [--dump-bounds DIR] [--threads N]
     python benchmarks/agt_peer.py --agt-path ... --protocol mnist-pca --k 10 [--clip 0.1] --threads 1
+    python benchmarks/agt_peer.py --agt-path ... --privacy data.npz --privacy-protocol blobs --epsilons 0.1,1
 
 The second form runs one of the scale protocols of ``benchmarks/_mibp_protocols.py`` (run by
-``benchmarks/mibp_scale.py`` side by side with certkit) and prints one JSON object.
+``benchmarks/mibp_scale.py`` side by side with certkit) and prints one JSON object; the third AGT's private
+prediction for ``benchmarks/mibp_privacy.py`` (one JSON object).
 
 One JSON object is printed per configuration. ``certified_accuracy`` is the share of test points that the
 final parameter box classifies correctly for every parameter in the box (AGT's worst-case test accuracy, no
@@ -246,6 +248,120 @@ def run_finetune(agt, weights: str) -> list[dict[str, Any]]:
     return [dict(row, max_rss_bytes=rss) for row in rows]
 
 
+def torch_net(weights: list[np.ndarray], biases: list[np.ndarray]):
+    """A float64 ReLU network (Linear, ReLU, ..., Linear) with the given weights ``(out, in)`` and biases."""
+    import torch
+
+    layers: list = []
+    for i, (w, b) in enumerate(zip(weights, biases)):
+        lin = torch.nn.Linear(w.shape[1], w.shape[0]).double()
+        with torch.no_grad():
+            lin.weight.copy_(torch.from_numpy(w))
+            lin.bias.copy_(torch.from_numpy(b))
+        layers += [lin] + ([torch.nn.ReLU()] if i < len(weights) - 1 else [])
+    return torch.nn.Sequential(*layers)
+
+
+def _agt_recipe(spec: dict[str, Any], **extra: Any) -> dict[str, Any]:
+    """AGTConfig options of a protocol of ``benchmarks/_mibp_protocols.py`` (CPU, quiet): its rate, decay,
+    floor, epochs and loss, and ``extra``."""
+    return dict(
+        learning_rate=spec["lr"],
+        lr_decay=spec["decay"],
+        lr_min=spec["lr_min"],
+        n_epochs=spec["epochs"],
+        loss=spec["loss"],
+        device="cpu",
+        log_level="WARNING",
+        **extra,
+    )
+
+
+def run_privacy(agt, data_path: str, protocol: str, epsilons: list[float], repeats: int) -> dict[str, Any]:
+    """AGT's private prediction on the data and initial network of ``data_path`` (written by
+    ``benchmarks/mibp_privacy.py``): ``privacy_certified_training`` at every k of the protocol's ladder
+    (``PRIVACY`` of ``benchmarks/_mibp_protocols.py``), stopped after a k that certifies no test point (as
+    certkit's ladder stops), then ``privacy_utils``' smooth-sensitivity Cauchy mechanism and the global
+    Laplace baseline at every ε: accuracy over ``repeats`` draws (mean, std) and its expectation from the
+    noise scales; the ladder's CPU seconds and the process's peak memory."""
+    import copy
+
+    import torch
+    from _mibp_protocols import PRIVACY
+    from _timing import peak_memory_bytes
+    from abstract_gradient_training import privacy_utils
+    from torch.utils.data import DataLoader, TensorDataset
+
+    spec = PRIVACY[protocol]
+    D = np.load(data_path)
+    n_layers = len(spec["sizes"]) - 1
+    net = torch_net([D[f"w{i}"] for i in range(n_layers)], [D[f"b{i}"] for i in range(n_layers)])
+    X, y = torch.from_numpy(D["X_train"]), torch.from_numpy(D["y_train"])
+    Xq, yq = torch.from_numpy(D["X_test"]), torch.from_numpy(D["y_test"])
+    dl = DataLoader(TensorDataset(X, y), batch_size=spec["batch"] or len(X), shuffle=False)
+    options = _agt_recipe(spec, clip_gamma=spec["clip"], clip_method="clamp")
+    if spec["momentum"]:
+        options.update(optimizer="SGDM", optimizer_kwargs={"momentum": spec["momentum"]})
+    models: dict[int, Any] = {}
+    cpu0 = time.process_time()
+    for k in spec["ks"]:
+        bounded = agt.bounded_models.IntervalBoundedModel(copy.deepcopy(net))
+        agt.privacy_certified_training(bounded, agt.AGTConfig(**options, k_private=k), dl)
+        models[k] = bounded
+        if not bool(agt.test_metrics.certified_predictions(bounded, Xq, return_proportion=False).any()):
+            break
+    ladder_cpu = time.process_time() - cpu0
+    rss = peak_memory_bytes()
+    nominal = models[spec["ks"][0]]
+    logits = nominal.forward(Xq).detach()
+    logit = logits[:, 1] - logits[:, 0] if logits.shape[1] == 2 else logits[:, 0]
+    right = ((logit > 0).long() == yq).double()
+    torch.manual_seed(0)
+    rows = []
+    for eps in epsilons:
+        row: dict[str, Any] = {"epsilon": eps}
+        for name, noise, kind in (
+            (
+                "smooth",
+                privacy_utils.get_calibrated_noise_level(Xq, models, eps, noise_type="cauchy"),
+                "cauchy",
+            ),
+            ("global", 1.0 / eps, "laplace"),
+        ):
+            m = len(yq)  # AGT returns float32 means: report the exact fractions
+            accs = [
+                round(
+                    privacy_utils.noisy_test_accuracy(nominal, Xq, yq, noise_level=noise, noise_type=kind) * m
+                )
+                / m
+                for _ in range(repeats)
+            ]
+            # P(the noisy threshold keeps the nominal label): its noise above -1/2 (label 1) or below 1/2
+            scale = torch.as_tensor(noise, dtype=torch.float64) + 1e-7
+            dist = (
+                torch.distributions.Cauchy(0.0, scale)
+                if kind == "cauchy"
+                else torch.distributions.Laplace(0.0, scale)
+            )
+            keep = dist.cdf(torch.tensor(0.5, dtype=torch.float64))
+            expected = float(torch.mean(right * keep + (1 - right) * (1 - keep)))
+            row[name] = {
+                "mean": float(np.mean(accs)),
+                "std": float(np.std(accs)),
+                "expected": expected,
+                "agreement": float(torch.mean(keep.expand(len(yq)))),
+            }
+        rows.append(row)
+    return {
+        "ladder_cpu_seconds": ladder_cpu,
+        "runs": len(models),
+        "max_rss_bytes": rss,
+        "k_max": privacy_utils.compute_max_certified_k(Xq, models).tolist(),
+        "nominal_accuracy": float(right.mean()),
+        "rows": rows,
+    }
+
+
 def run_scale(agt, protocol: str, k: int, *, clip: float | None, label_epsilon: float) -> dict[str, Any]:
     """One run of a scale protocol of ``benchmarks/_mibp_protocols.py`` with AGT (CPU, float64, one
     thread): certified test accuracy (classification) or the worst-case test MSE (regression), process and
@@ -258,30 +374,13 @@ def run_scale(agt, protocol: str, k: int, *, clip: float | None, label_epsilon: 
 
     spec = PROTOCOLS[protocol]
     D = data(protocol)
-    weights, biases = initial_weights(protocol)
-    layers: list = []
-    for i, (w, b) in enumerate(zip(weights, biases)):
-        lin = torch.nn.Linear(w.shape[1], w.shape[0]).double()
-        with torch.no_grad():
-            lin.weight.copy_(torch.from_numpy(w))
-            lin.bias.copy_(torch.from_numpy(b))
-        layers += [lin] + ([torch.nn.ReLU()] if i < len(weights) - 1 else [])
-    net = torch.nn.Sequential(*layers)
+    net = torch_net(*initial_weights(protocol))
     regression = spec["loss"] == "mse"
     y_train = torch.from_numpy(D["y_train"])
     y_train = y_train[:, None].double() if regression else y_train
     batch = spec["batch"] or len(D["X_train"])
     dl = DataLoader(TensorDataset(torch.from_numpy(D["X_train"]), y_train), batch_size=batch, shuffle=False)
-    options: dict[str, Any] = dict(
-        learning_rate=spec["lr"],
-        lr_decay=spec["decay"],
-        lr_min=spec["lr_min"],
-        n_epochs=spec["epochs"],
-        loss=spec["loss"],
-        device="cpu",
-        log_level="WARNING",
-        fragsize=10_000,
-    )
+    options = _agt_recipe(spec, fragsize=10_000)
     if protocol == "mnist-pca":
         options["label_k_poison"] = k
     elif protocol == "mnist-mlp":
@@ -343,6 +442,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--finetune", help="the pretrained digits CNN (.npz): benchmarks/mibp_finetune.py's sweep"
     )
+    ap.add_argument("--privacy", help="benchmarks/mibp_privacy.py's data and initial network (.npz)")
+    ap.add_argument("--privacy-protocol", default="blobs", help="--privacy: the protocol of its recipe")
+    ap.add_argument("--epsilons", default="1", help="--privacy: comma-separated epsilons")
+    ap.add_argument("--repeats", type=int, default=10, help="--privacy: draws of every mechanism")
     args = ap.parse_args(argv)
 
     agt = _import_agt(args.agt_path)
@@ -357,6 +460,14 @@ def main(argv: list[str] | None = None) -> int:
             print(json.dumps(row), flush=True)
         if args.json:
             Path(args.json).write_text(json.dumps(rows, indent=1) + "\n")
+        return 0
+    if args.privacy is not None:
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        epsilons = [float(e) for e in args.epsilons.split(",")]
+        print(
+            json.dumps(run_privacy(agt, args.privacy, args.privacy_protocol, epsilons, args.repeats)),
+            flush=True,
+        )
         return 0
     if args.finetune is not None:
         sys.path.insert(0, str(Path(__file__).resolve().parent))

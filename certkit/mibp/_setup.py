@@ -19,6 +19,8 @@ from certkit._validation import (
 from certkit._warnings import warn_user
 from certkit.mibp.enclosures.features import FrozenFeatures
 from certkit.mibp.enclosures.influence import influence_supports
+from certkit.mibp.enclosures.neighbours import check_neighbour_batches
+from certkit.mibp.problem.input_sets import NeighbourSets
 from certkit.mibp.problem.losses import check_labels, label_classes
 from certkit.mibp.problem.mlp import MLP
 from certkit.mibp.problem.perturbation import InputSets, Perturbation
@@ -193,11 +195,15 @@ def setup_run(
             zero_one=loss == "binary_cross_entropy",
         )
     sets = perturbation.sets(X)
+    if sets.neighbours is not None and sets.neighbours.lower is not None:
+        _check_domain(sets.neighbours, sets.nominal)
     if extractor is not None:  # the perturbation acts on the raw inputs; the head sees the features
         sets = extractor.feature_sets(sets)
         X = sets.nominal
     _check_perturbation(sets, loss, model.sizes[-1])
     carry, auto = _resolve_carry(carry, model, recipe, sets), carry == "auto"
+    if sets.neighbours is not None:
+        check_neighbours(sets.neighbours, recipe, model.sizes[-1])
     _check_carry(carry, recipe, sets)
     if backend != "interval":
         check_program_recipe(backend, recipe, sets, model.sizes[-1])
@@ -256,6 +262,39 @@ def _check_perturbation(sets: InputSets, loss: str, n_outputs: int) -> None:
             )
 
 
+def check_neighbours(nb: NeighbourSets, recipe: Recipe, n_outputs: int) -> None:
+    """`Neighbours` needs the gradient of an added row bounded (clipping, or a domain and labels), no L1
+    penalty, labels of the loss, and batches it cannot empty."""
+    if not recipe.clips and nb.lower is None:
+        raise ValueError(
+            "Neighbours adds rows whose gradients must be bounded: clip the per-sample gradients "
+            "(clip_value=... or clip_norm=..., as DP-SGD does) or declare the input domain of a row "
+            "(Neighbours(k, domain=(lower, upper)), with labels=... for the labels it may carry)"
+        )
+    if not recipe.clips and recipe.loss == "mse":
+        raise ValueError(
+            "Neighbours with loss='mse' needs per-sample clipping (clip_value or clip_norm): an added row's "
+            "target is unbounded"
+        )
+    if recipe.l1_penalty:
+        raise ValueError("Neighbours does not support l1_penalty; train without it (or use Removals)")
+    if nb.labels is not None:
+        check_labels(nb.labels, recipe.loss, n_outputs, len(nb.labels), name="Neighbours labels")
+    check_neighbour_batches(recipe, nb)
+
+
+def _check_domain(nb: NeighbourSets, X: np.ndarray) -> None:
+    """Every training row must lie in the declared domain of `Neighbours` (a row outside it is a row that
+    could not have been added, and the domain would not bound every neighbour)."""
+    outside = np.any((X < nb.lower) | (X > nb.upper), axis=1)
+    if np.any(outside):
+        row = int(np.flatnonzero(outside)[0])
+        raise ValueError(
+            f"X[{row}] lies outside Neighbours' domain: the domain must hold every row a dataset may have "
+            "(widen it, or clip the per-sample gradients instead)"
+        )
+
+
 def _check_carry(carry: str, recipe: Recipe, sets: InputSets) -> None:
     """The zonotope carries support what they can bound: neither clips per-sample gradients (they sum the
     gradients as forms without forming them per sample); the per-input affine carry knows none of the
@@ -264,6 +303,10 @@ def _check_carry(carry: str, recipe: Recipe, sets: InputSets) -> None:
         return
     if sets.removals is not None:
         raise ValueError(f"carry={carry!r} does not support Removals (unlearning); use carry='box'")
+    if sets.neighbours is not None:
+        raise ValueError(
+            f"carry={carry!r} does not support Neighbours (rows added or removed); use carry='box'"
+        )
     what = []
     if recipe.clips:
         what.append("per-sample gradient clipping (clip_value / clip_norm)")

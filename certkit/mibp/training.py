@@ -82,7 +82,9 @@ def certified_training(
     perturbation : Perturbation
         Which training sets could have been the real one (`FeatureBox`, `MissingValues`,
         `OrdinalShift`, `Budget`, `LabelFlips`, or a composition ``a & b``; paired poisoning of at
-        most ``k`` points: ``Budget(FeatureBox(eps) & LabelFlips(1), k)``).
+        most ``k`` points: ``Budget(FeatureBox(eps) & LabelFlips(1), k)``; `TargetBox` for regression;
+        `Removals` for unlearning; `Neighbours` for rows added or removed, differential privacy's
+        neighbouring datasets).
     loss : {"hinge", "mse", "cross_entropy", "binary_cross_entropy"}
         Mean training loss of each batch ``J = (1/|B|) Σ_{k∈B} ℓ_k`` (PyTorch's ``CrossEntropyLoss`` and
         ``BCEWithLogitsLoss`` for the two cross-entropies).  Required: the boxes are for the loss the

@@ -80,6 +80,9 @@ def _budget(sets: InputSets, recipe: Recipe) -> str | None:
     rows = recipe.batch_size if recipe.batch_size is not None else recipe.n_rows
     if sets.removals is not None:
         return f"Removals({sets.removals}) counted per batch ({sets.removals} of {per} of {rows} rows)"
+    if sets.neighbours is not None:
+        k = sets.neighbours.k
+        return f"Neighbours({k}) counted per batch ({k} rows added or removed of {per} of {rows} rows)"
     k = sets.label_flips if sets.label_flips is not None else sets.budget
     if k is None:
         return "every row perturbed" if np.any(sets.varies) else None
@@ -98,7 +101,7 @@ def growth_drivers(recipe: Recipe, sets: InputSets) -> str:
     if np.any(sets.varies):
         width = float(np.max(sets.upper - sets.lower))
         parts.append(f"inputs moving by up to {width:g}")
-    if sets.labels_vary or sets.removals is not None:
+    if sets.labels_vary or sets.removals is not None or sets.neighbours is not None:
         parts.append(
             "no per-sample clipping (clip_value or clip_norm bounds each row's influence)"
             if not recipe.clips
@@ -122,11 +125,12 @@ def overflow_advice(recipe: Recipe, sets: InputSets) -> str:
         advice.append("a smaller epsilon")
     if sets.target_radius is not None:
         advice.append("a smaller TargetBox radius")
-    if sets.label_flips is not None or sets.budget is not None or sets.removals is not None:
+    rows_budget = sets.removals is not None or sets.neighbours is not None
+    if sets.label_flips is not None or sets.budget is not None or rows_budget:
         advice.append("a smaller k")
     if (sets.labels_vary or sets.removals is not None) and not recipe.clips:
         advice.append("per-sample clipping (clip_value or clip_norm)")
-    if recipe.batch_size is not None and (sets.label_flips or sets.budget or sets.removals):
+    if recipe.batch_size is not None and (sets.label_flips or sets.budget or rows_budget):
         advice.append("larger batches (the budget is counted per batch)")
     return ", ".join(advice[:-1]) + " or " + advice[-1]
 

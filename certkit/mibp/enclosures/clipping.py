@@ -7,12 +7,16 @@ the entries' smallest and largest magnitudes (0 for an entry whose interval hold
 ``[min(1, c / (N_hi + 1e-6)), min(1, c / (N_lo + 1e-6))]`` and each entry ``g_j f`` in the product of its
 interval with that one; every clipped entry also lies in ``[-c, c]`` (``|g_j| <= ‖g‖₂``).  The norms, the
 factors and the products are padded for their rounding and for that of the float clipping of `MLP.train`.
+Every step is monotone in the bounds it is given and the norms are summed in an order fixed by the number of
+entries (`certkit.mibp.enclosures.interval.ordered_sum`), so narrower gradient bounds never give wider clipped
+ones, in floating point too (`certkit.mibp.enclosures.neighbours` relies on it).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from certkit.mibp.enclosures.interval import ordered_sum
 from certkit.mibp.problem.recipe import Recipe
 
 __all__ = ["clip_bounds"]
@@ -35,8 +39,8 @@ def clip_bounds(GL: np.ndarray, GU: np.ndarray, recipe: Recipe) -> tuple[np.ndar
     # each entry within one rounding of its exact value, the float sum of m squares and its square root:
     # (m + 8) roundings relative to the norm at most
     slack = (m + 8) * _U
-    n_lo = np.sqrt((small * small).sum(axis=1)) * (1.0 - slack)
-    n_hi = np.sqrt((big * big).sum(axis=1)) * (1.0 + slack)
+    n_lo = np.sqrt(ordered_sum(small * small)) * (1.0 - slack)
+    n_hi = np.sqrt(ordered_sum(big * big)) * (1.0 + slack)
     f_lo = np.minimum(c / (n_hi + 1e-6), 1.0) * (1.0 - 4 * _U)
     f_hi = np.minimum(c / (np.maximum(n_lo, 0.0) + 1e-6), 1.0) * (1.0 + 4 * _U)
     f_lo, f_hi = f_lo[:, None], f_hi[:, None]

@@ -25,6 +25,7 @@ every allowed input.  Rows whose input is not perturbed keep their float feature
 from __future__ import annotations
 
 import copy
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -289,8 +290,14 @@ class FrozenFeatures:
 
     def feature_sets(self, sets: InputSets) -> InputSets:
         """The input sets of the features: each perturbed row's features within `bounds` of its input
-        hull, the others exact at their features; budgets, label flips and the rest carried over."""
-        nominal = self.features(sets.nominal)
+        hull, the others exact at their features; budgets, label flips and the rest carried over.  Under
+        `Neighbours` each row's features are computed alone (a row's float features then do not depend on
+        the rows beside it in a call), and the added rows' domain becomes the bounds of its features."""
+        nb = sets.neighbours
+        nominal = self.features(sets.nominal, rows_per_call=1 if nb is not None else 4096)
+        if nb is not None and nb.lower is not None:
+            lower, upper = self.bounds(nb.lower[None], nb.upper[None])
+            nb = replace(nb, lower=lower[0], upper=upper[0])
         moved = np.flatnonzero(np.any(sets.varies, axis=1))
         off_lo, off_hi = np.zeros_like(nominal), np.zeros_like(nominal)
         step = 1024
@@ -316,6 +323,7 @@ class FrozenFeatures:
             target_radius=sets.target_radius,
             removals=sets.removals,
             scope=sets.scope,
+            neighbours=nb,
         )
 
 

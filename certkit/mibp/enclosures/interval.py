@@ -20,6 +20,7 @@ __all__ = [
     "interval_loss_derivative",
     "interval_margin",
     "magnitude",
+    "ordered_sum",
     "output_derivative",
     "pad",
     "softmax_bounds",
@@ -43,6 +44,13 @@ def pad(
 def magnitude(lo, hi):
     """``max(|lo|, |hi|)``: bounds both ends and grows with the interval (keeps the padding monotone)."""
     return np.maximum(np.abs(lo), np.abs(hi))
+
+
+def ordered_sum(A: np.ndarray) -> np.ndarray:
+    """``A`` summed over its last axis left to right (``np.add.accumulate``): the same additions in the same
+    order for every row, however many rows there are, so the sum is a monotone function of each entry and a
+    row's sum does not depend on the rows beside it (``np.sum`` promises neither)."""
+    return np.add.accumulate(A, axis=-1)[..., -1]
 
 
 def _imul(aL, aU, bL, bU):

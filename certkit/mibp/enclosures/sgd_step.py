@@ -270,6 +270,10 @@ def interval_step(lower, upper, sets, y, recipe, step, velocity=None, chunk_size
     """One certified SGD step of ``recipe`` by interval arithmetic from the parameter box ``[lower, upper]``
     (MLPs) and the velocity box ``velocity`` ((lo, hi) vectors or None); returns ``((lo, hi), velocity)``.
     Bounds that leave the float64 range raise `BoundsOverflowError`."""
+    if sets.neighbours is not None:  # rows added and removed: an arithmetic of its own (isotone)
+        from certkit.mibp.enclosures.neighbours import neighbour_step
+
+        return neighbour_step(lower, upper, sets, y, recipe, step, velocity, chunk_size)
     rows = recipe.batches[step]
     with np.errstate(over="ignore", invalid="ignore"):
         if sets.removals is not None:

@@ -11,7 +11,31 @@ import numpy as np
 from certkit._typing import RNGLike
 from certkit._validation import check_array, check_bool, check_rng
 
-__all__ = ["InputSets"]
+__all__ = ["InputSets", "NeighbourSets"]
+
+
+@dataclass(frozen=True)
+class NeighbourSets:
+    """What `certkit.mibp.Neighbours` allows in every batch: up to ``k`` changes, rows removed (never a public
+    one) or added (inputs in ``[lower, upper]``, labels among ``labels``).
+
+    Attributes
+    ----------
+    k : int
+        Changes per batch (rows removed plus rows added).
+    public : ndarray (n,) of bool
+        Rows that are never removed.
+    lower, upper : ndarray (d,) or None
+        The box an added row's inputs lie in (None: not declared; per-sample clipping bounds its gradient).
+    labels : ndarray or None
+        The labels an added row may carry (None: every class of the loss).
+    """
+
+    k: int
+    public: np.ndarray
+    lower: np.ndarray | None = None
+    upper: np.ndarray | None = None
+    labels: np.ndarray | None = None
 
 
 @dataclass(frozen=True)
@@ -49,6 +73,9 @@ class InputSets:
         rows in every batch of the run's batch order (AGT's definition); ``"run"``, at most that many
         changed rows in the whole training set.  Either way the allowed dataset is fixed: a changed row is
         changed in every epoch.
+    neighbours : NeighbourSets or None
+        Differential privacy's neighbouring datasets: rows removed or added, per batch (the inputs and labels
+        of the training rows exact).
     """
 
     nominal: np.ndarray
@@ -63,6 +90,7 @@ class InputSets:
     target_radius: np.ndarray | None = None
     removals: int | None = None
     scope: str = "batch"
+    neighbours: NeighbourSets | None = None
 
     @property
     def labels_vary(self) -> bool:

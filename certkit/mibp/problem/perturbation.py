@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from certkit._validation import check_array, check_integer
-from certkit.mibp.problem.input_sets import InputSets
+from certkit.mibp.problem.input_sets import InputSets, NeighbourSets
 
 __all__ = [
     "Budget",
@@ -25,6 +25,7 @@ __all__ = [
     "InputSets",
     "LabelFlips",
     "MissingValues",
+    "Neighbours",
     "OrdinalShift",
     "Perturbation",
     "Removals",
@@ -118,9 +119,15 @@ def _broadcast(value: Any, name: str, n: int, d: int) -> np.ndarray:
     return np.broadcast_to(arr, (n, d)).astype(np.float64)
 
 
+def _standalone(sets: InputSets) -> None:
+    """Raise if ``sets`` come from a model that stands alone (`Removals`, `Neighbours`)."""
+    for name, value in (("Removals", sets.removals), ("Neighbours", sets.neighbours)):
+        if value is not None:
+            raise ValueError(f"{name} stands alone: it cannot be composed with other perturbations")
+
+
 def _no_budget(sets: InputSets, name: str) -> None:
-    if sets.removals is not None:
-        raise ValueError("Removals stands alone: it cannot be composed with other perturbations")
+    _standalone(sets)
     if sets.budget is not None:
         raise ValueError(f"Budget must be the outermost perturbation; apply {name} inside it")
     if sets.label_flips is not None:
@@ -327,8 +334,7 @@ class Budget(Perturbation):
                 "write Budget(a & b, k)"
             )
         inner = self.perturbation.apply(sets)
-        if inner.removals is not None:
-            raise ValueError("Removals stands alone: it cannot be composed with other perturbations")
+        _standalone(inner)
         if inner.label_flips is not None:
             if inner.label_flips != 1:
                 raise ValueError(
@@ -381,19 +387,126 @@ class Removals(Perturbation):
         self.scope = _scope(scope)
 
     def apply(self, sets: InputSets) -> InputSets:
-        if (
-            sets.budget is not None
-            or sets.label_flips is not None
-            or sets.target_radius is not None
-            or sets.removals is not None
-            or np.any(sets.varies)
-        ):
-            raise ValueError("Removals stands alone: it cannot be composed with other perturbations")
+        _alone(sets, "Removals")
         return replace(sets, removals=self.k, scope=self.scope)
 
     def __repr__(self) -> str:
         scope = "" if self.scope == "batch" else f", scope={self.scope!r}"
         return f"Removals({self.k}{scope})"
+
+
+def _alone(sets: InputSets, name: str) -> None:
+    """Raise unless ``sets`` are the unperturbed data (``name`` stands alone)."""
+    if (
+        sets.budget is not None
+        or sets.label_flips is not None
+        or sets.target_radius is not None
+        or sets.removals is not None
+        or sets.neighbours is not None
+        or np.any(sets.varies)
+    ):
+        raise ValueError(f"{name} stands alone: it cannot be composed with other perturbations")
+
+
+class Neighbours(Perturbation):
+    """Differential privacy's neighbouring datasets: up to ``k`` training rows added or removed.
+
+    Definition (per batch, AGT's ``k_private``).  A run on a neighbouring dataset keeps the recipe's steps,
+    learning rates and batch order; every batch is the recipe's batch with some of its rows removed and
+    other rows added, at most ``k`` changes per batch in all (rows removed plus rows added; a batch's mean
+    is taken over the rows it then holds).  A training row that is removed leaves every batch that held
+    it; an added row joins one batch of every epoch (any one).  So the training run on every dataset at
+    add/remove distance at most ``k`` from the training set is such a run, and so is any run whose batches
+    gain and lose different rows at every step: the boxes hold for all of them.  Rows declared public are
+    never removed (AGT's ``dl_public``: data that needs no protection).
+
+    An added row is unknown, so its gradient must be bounded: by per-sample clipping (``clip_value`` /
+    ``clip_norm`` of the recipe: every entry of a clipped gradient lies in ``[-c, c]``) or by a declared
+    input ``domain`` (the box every row's inputs lie in) and, for a classification loss, the labels it may
+    carry (every class of the loss unless ``labels`` says otherwise).  `certified_training` refuses a run
+    with neither.  ``k`` must leave every batch a row (smaller than the batch, or the batch holds a public
+    row).  Stands alone (not composed with other models); the interval backend with ``carry="box"``, no
+    ``l1_penalty``.
+
+    Parameters
+    ----------
+    k : int
+        Rows added or removed per batch (>= 0).
+    public : sequence of int, optional
+        Indices of training rows that are never removed.
+    domain : tuple (lower, upper), optional
+        Bounds on an added row's inputs: scalars or one per input feature (raw inputs, flattened, when the
+        run has ``features=``).
+    labels : sequence, optional
+        The labels an added row may carry, as in ``y`` (default: every class of the loss).  Needs
+        ``domain`` (with clipping alone the label does not matter).
+    scope : {"batch", "run"}
+        What ``k`` counts: ``"batch"`` (the default, AGT's definition), changes in every batch;
+        ``"run"``, rows added or removed in the whole training set (differential privacy's distance).  The
+        boxes are the per-batch ones either way: they hold for both.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from certkit.mibp import MLP, Neighbours, certified_training
+    >>> X = np.random.default_rng(0).normal(size=(40, 2)); y = (X[:, 0] > 0).astype(int)
+    >>> res = certified_training(MLP.random([2, 2], rng=0), X, y, perturbation=Neighbours(3),
+    ...                          loss="cross_entropy", clip_value=0.1, learning_rate=0.5)
+    """
+
+    def __init__(
+        self,
+        k: int,
+        *,
+        public: Sequence[int] | None = None,
+        domain: tuple[Any, Any] | None = None,
+        labels: Sequence[Any] | None = None,
+        scope: str = "batch",
+    ):
+        self.k = check_integer(k, "k", minimum=0)
+        self.scope = _scope(scope)
+        self.public = None if public is None else check_array(public, "public", ndim=1, dtype=int)
+        if domain is not None:
+            if not isinstance(domain, tuple) or len(domain) != 2:
+                raise TypeError("domain must be a tuple (lower, upper) of bounds on an added row's inputs")
+            lo = check_array(domain[0], "domain lower", ndim=(0, 1))
+            hi = check_array(domain[1], "domain upper", ndim=(0, 1))
+            if lo.shape != hi.shape and lo.ndim and hi.ndim:
+                raise ValueError(f"domain lower and upper have shapes {lo.shape} and {hi.shape}")
+            if np.any(np.broadcast_to(lo, np.broadcast_shapes(lo.shape, hi.shape)) > hi):
+                raise ValueError("domain lower must be <= upper")
+            domain = (lo, hi)
+        self.domain = domain
+        if labels is not None:
+            if domain is None:
+                raise ValueError(
+                    "labels (of an added row) needs domain=(lower, upper) too: with clipping alone an added "
+                    "row's gradient is bounded whatever its label"
+                )
+            labels = np.unique(check_array(labels, "labels", ndim=1, dtype=None))
+        self.labels = labels
+
+    def apply(self, sets: InputSets) -> InputSets:
+        _alone(sets, "Neighbours")
+        n, d = sets.nominal.shape
+        public = np.zeros(n, dtype=bool)
+        if self.public is not None:
+            if self.public.size and (self.public.min() < 0 or self.public.max() >= n):
+                raise ValueError(f"public must be row indices in 0..{n - 1}")
+            public[self.public] = True
+        lower = upper = None
+        if self.domain is not None:
+            lower = _broadcast(self.domain[0], "domain lower", 1, d)[0].copy()
+            upper = _broadcast(self.domain[1], "domain upper", 1, d)[0].copy()
+        return replace(
+            sets, neighbours=NeighbourSets(self.k, public, lower, upper, self.labels), scope=self.scope
+        )
+
+    def __repr__(self) -> str:
+        extra = "" if self.public is None else f", {self.public.size} public rows"
+        extra += "" if self.domain is None else ", domain"
+        extra += "" if self.scope == "batch" else f", scope={self.scope!r}"
+        return f"Neighbours({self.k}{extra})"
 
 
 class TargetBox(Perturbation):
@@ -481,8 +594,7 @@ class LabelFlips(Perturbation):
         self.target = target
 
     def apply(self, sets: InputSets) -> InputSets:
-        if sets.removals is not None:
-            raise ValueError("Removals stands alone: it cannot be composed with other perturbations")
+        _standalone(sets)
         if sets.budget is not None:
             raise ValueError(
                 "LabelFlips cannot follow a Budget; for paired poisoning put LabelFlips(1) inside it: "

@@ -47,6 +47,8 @@ def check_program_recipe(backend: str, recipe: Recipe, sets: InputSets, n_output
         )
     elif sets.removals is not None:
         why = "Removals (unlearning)"
+    elif sets.neighbours is not None:
+        why = "Neighbours (rows added or removed)"
     elif sets.flip_target is not None:
         why = "targeted label flips (LabelFlips(target=...))"
     elif sets.target_radius is not None:

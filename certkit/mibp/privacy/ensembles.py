@@ -1,0 +1,263 @@
+"""Subsample and aggregate: an ensemble of members trained on disjoint parts of the training set, whose vote
+is released privately, the certified stability of each member bounding how many changes the vote needs."""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import partial
+from typing import Any
+
+import numpy as np
+from scipy import integrate
+
+from certkit._results import format_table
+from certkit._typing import ExecutorArg, RNGLike
+from certkit._validation import as_numpy, check_array, check_integer, check_rng
+from certkit.mibp.privacy.profile import LabelProfile, StabilityProfile, _relation, stability_profile
+from certkit.mibp.problem.mlp import MLP
+from certkit.parallel import parallel_map
+
+__all__ = ["EnsembleProfile", "ensemble_level", "ensemble_profile", "row_parts"]
+
+
+@dataclass(frozen=True)
+class EnsembleProfile(LabelProfile):
+    """The members' votes on each query and the certified stability of the ensemble's prediction.
+
+    Attributes
+    ----------
+    members : tuple of StabilityProfile
+        Each member's profile (trained on its part of the rows).
+    votes : ndarray (m, C) of int
+        How many members predict each class.
+    predictions : ndarray (m,)
+        The ensemble's prediction: the class with most votes (the first of the tied ones), as in ``y``.
+    classes : ndarray
+        The labels, in the order of the model's classes.
+    levels : ndarray (m,) of int
+        The number of changes to the training set within which the ensemble's prediction is certified
+        (`ensemble_level`); it moves by at most one between neighbouring datasets.
+    parts : ndarray (n,) of int
+        The part (member) of every training row.
+    relation : str
+        ``"neighbours"``.
+    seconds, cpu_seconds : float
+        Wall time, and the CPU time of the calling process.
+    """
+
+    members: tuple[StabilityProfile, ...]
+    votes: np.ndarray
+    predictions: np.ndarray
+    classes: np.ndarray
+    levels: np.ndarray
+    parts: np.ndarray
+    relation: str
+    seconds: float
+    cpu_seconds: float
+
+    @property
+    def k_max(self) -> np.ndarray:
+        """The certified number of changes (`levels`; -1 would mean none, which a vote never has)."""
+        return self.levels
+
+    @property
+    def max_level(self) -> int:
+        """The highest level possible: every member certified at its ladder's top, all voting alike."""
+        return sum(member.max_level + 1 for member in self.members)
+
+    def global_release(self, epsilon: float) -> np.ndarray:
+        """The probability that the global-sensitivity release (`private_predict` with
+        ``mechanism="global"``: Laplace noise of scale ``2/ε`` on every vote count, the noisy argmax) is each
+        query's prediction (by quadrature)."""
+        out = np.empty(len(self.votes))
+        scale = 2.0 / epsilon
+        for i, (v, c) in enumerate(zip(self.votes, self.class_index)):
+            lead = np.delete(v[c] - v, c) / scale
+
+            def stay(z, lead=lead):  # Z_c = z: every other count's noise below z + lead
+                below = np.where(
+                    z + lead >= 0, 1.0 - 0.5 * np.exp(-np.abs(z + lead)), 0.5 * np.exp(-np.abs(z + lead))
+                )
+                return 0.5 * np.exp(-abs(z)) * float(np.prod(below))
+
+            out[i] = sum(
+                integrate.quad(stay, a, b, epsabs=1e-13, limit=200)[0] for a, b in ((-80, 0), (0, 80))
+            )
+        return out
+
+    def global_release_draw(self, epsilon: float, gen: np.random.Generator) -> np.ndarray:
+        """Draws of the global-sensitivity release (class indices): Laplace noise of scale ``2/ε`` on the
+        vote counts (their ℓ1 sensitivity is 2: a changed row moves one member's vote), the noisy argmax."""
+        noisy = self.votes + gen.laplace(scale=2.0 / epsilon, size=self.votes.shape)
+        return np.argmax(noisy, axis=1)
+
+    def summary(self) -> str:
+        rows = [
+            ["queries", len(self.predictions)],
+            ["members", len(self.members)],
+            ["rows per member", f"{np.bincount(self.parts).min()}..{np.bincount(self.parts).max()}"],
+            ["median certified changes", int(np.median(self.levels))],
+            ["CPU seconds", float(self.cpu_seconds)],
+        ]
+        return format_table(["quantity", "value"], rows, title="Ensemble stability profile (certkit.mibp)")
+
+
+def row_parts(X: Any, y: Any, n_members: int) -> np.ndarray:
+    """The part of every row: a hash of the row's bytes (inputs and label) modulo ``n_members``.
+
+    A row's part depends on that row alone, so adding or removing a row changes one part and leaves the
+    others as they were — what the ensemble's privacy needs (a split that shuffles every row again when one
+    is added would change every member).
+    """
+    X = check_array(X, "X", finite=False)
+    y = as_numpy(y, "y")
+    n_members = check_integer(n_members, "n_members", minimum=1)
+    X = np.ascontiguousarray(X.reshape(len(X), -1), dtype=np.float64)
+    y = np.ascontiguousarray(y.reshape(len(y), -1))
+    out = np.empty(len(X), dtype=np.int64)
+    for i in range(len(X)):
+        digest = hashlib.blake2b(X[i].tobytes() + y[i].tobytes(), digest_size=8).digest()
+        out[i] = int.from_bytes(digest, "little") % n_members
+    return out
+
+
+def ensemble_level(
+    votes: np.ndarray, nominal: np.ndarray, member_levels: np.ndarray, member_votes: np.ndarray
+) -> np.ndarray:
+    """The number of changes to the training set within which the ensemble's vote is certified.
+
+    Member ``i`` (level ``c_i``) can change its vote only after ``c_i + 1`` changes to its part, so the
+    fewest changes that can change the ensemble's prediction ``ŷ`` to ``c'`` is the cheapest set of members
+    that can make ``c'`` win: moving a vote from ``ŷ`` to ``c'`` gains 2 on the margin ``n_ŷ - n_c'``, from a
+    third class 1, and ``c'`` needs ``n_ŷ - n_c' + [c' > ŷ]`` (ties go to the first class).  For each target
+    the cheapest ``a`` votes of ``ŷ`` and ``b`` of third classes are taken, every ``a``; the level is the
+    least of these costs over the targets, minus one.  This is an exact minimum of a cost that moves by at
+    most one between neighbouring datasets (one member's level moves by one, or a member at level 0 moves
+    its vote, which the cheapest plan of the other dataset can undo at cost one), so the level does too.
+
+    Parameters
+    ----------
+    votes : ndarray (m, C)
+    nominal : ndarray (m,)
+        The ensemble's class per query.
+    member_levels : ndarray (m, T)
+    member_votes : ndarray (m, T)
+        Every member's level and class per query.
+    """
+    m, C = votes.shape
+    out = np.empty(m, dtype=np.int64)
+    for i in range(m):
+        cost = member_levels[i] + 1
+        best = np.inf
+        mine = np.sort(cost[member_votes[i] == nominal[i]])
+        mine_sum = np.concatenate([[0], np.cumsum(mine)])
+        for target in range(C):
+            if target == nominal[i]:
+                continue
+            gain = votes[i, nominal[i]] - votes[i, target] + int(target > nominal[i])
+            third = np.sort(cost[(member_votes[i] != nominal[i]) & (member_votes[i] != target)])
+            third_sum = np.concatenate([[0], np.cumsum(third)])
+            for a in range(min(len(mine), (gain + 1) // 2) + 1):
+                b = max(0, gain - 2 * a)
+                if b <= len(third):
+                    best = min(best, mine_sum[a] + third_sum[b])
+        out[i] = int(best) - 1
+    return out
+
+
+def _member_profile(item, **options) -> StabilityProfile:
+    model, X, y, X_query, seed = item
+    return stability_profile(model, X, y, X_query, rng=seed, **options)
+
+
+def ensemble_profile(
+    model: MLP | Sequence[MLP],
+    X: Any,
+    y: Any,
+    X_query: Any,
+    *,
+    n_members: int,
+    ks: Sequence[int],
+    loss: str,
+    parts: Any = None,
+    perturbation: Any = None,
+    features: Any = None,
+    rng: RNGLike = None,
+    executor: ExecutorArg = None,
+    **recipe: Any,
+) -> EnsembleProfile:
+    """Train ``n_members`` members on disjoint parts of the rows, each with a stability profile, and certify
+    how many changes the ensemble's vote on each query needs (subsample and aggregate; AGT's
+    ``dp_mechanisms_ensembles``).
+
+    Parameters
+    ----------
+    model : MLP or sequence of MLP
+        The initial network of every member, or one per member.
+    X, y, X_query, ks, loss, perturbation, features
+        As in `stability_profile` (every member trains with the same recipe on its part; the relation must
+        be `Neighbours`).
+    n_members : int
+        Members (parts), >= 1.
+    parts : array (n,) of int, optional
+        The part of every row, in ``0 .. n_members - 1``.  Default: `row_parts` (a hash of each row), so that
+        adding or removing a row changes one member only; a split of your own must have that property too.
+    rng : None, int or numpy.random.Generator
+        Each member's batch order (with ``shuffle``) comes from its own seed drawn from it.
+    executor : None, int or executor-like
+        Trains the members in parallel (see `certkit.parallel`).
+    **recipe
+        The recipe options of `certified_training` but ``rng``, as in `stability_profile`.
+
+    Returns
+    -------
+    EnsembleProfile
+    """
+    start, cpu = time.perf_counter(), time.process_time()
+    n_members = check_integer(n_members, "n_members", minimum=1)
+    if _relation(perturbation)[1] != "neighbours":
+        raise ValueError("ensemble_profile needs the Neighbours relation (perturbation=None or a Neighbours)")
+    X_arr = as_numpy(X, "X")
+    y_arr = as_numpy(y, "y")
+    if parts is None:
+        parts = row_parts(X_arr, y_arr, n_members)
+    else:
+        parts = check_array(parts, "parts", ndim=1, dtype=int)
+        if parts.shape != (len(X_arr),) or parts.min() < 0 or parts.max() >= n_members:
+            raise ValueError(
+                f"parts must hold one part in 0..{n_members - 1} per row of X ({len(X_arr)} rows)"
+            )
+    models = [model] * n_members if isinstance(model, MLP) else list(model)
+    if len(models) != n_members or not all(isinstance(mm, MLP) for mm in models):
+        raise TypeError(f"model must be an MLP or a sequence of {n_members} MLPs (one per member)")
+    counts = np.bincount(parts, minlength=n_members)
+    if counts.min() == 0:
+        raise ValueError(
+            f"part {int(np.argmin(counts))} holds no row: use fewer members or a split of your own"
+        )
+    gen = check_rng(rng)
+    seeds = gen.integers(0, 2**63 - 1, size=n_members)
+    items = [
+        (models[t], X_arr[parts == t], y_arr[parts == t], X_query, int(seeds[t])) for t in range(n_members)
+    ]
+    options = dict(ks=ks, loss=loss, perturbation=perturbation, features=features, **recipe)
+    members = tuple(parallel_map(partial(_member_profile, **options), items, executor=executor))
+    classes = members[0].classes
+    member_votes = np.stack([p.class_index for p in members], axis=1)
+    member_levels = np.stack([p.levels for p in members], axis=1)
+    votes = np.stack([np.sum(member_votes == c, axis=1) for c in range(len(classes))], axis=1)
+    nominal = np.argmax(votes, axis=1)
+    return EnsembleProfile(
+        members=members,
+        votes=votes,
+        predictions=classes[nominal],
+        classes=classes,
+        levels=ensemble_level(votes, nominal, member_levels, member_votes),
+        parts=parts,
+        relation="neighbours",
+        seconds=time.perf_counter() - start,
+        cpu_seconds=time.process_time() - cpu,
+    )

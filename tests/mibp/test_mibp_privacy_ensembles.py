@@ -1,0 +1,167 @@
+"""Subsample and aggregate (`ensemble_profile`): the ensemble's certified level against a brute-force minimum
+over every set of members and votes, its smoothness, retrained neighbours of a small ensemble; the query
+budget of `PrivatePredictor` composed by dp-accounting."""
+
+import itertools
+import math
+
+import numpy as np
+import pytest
+
+from certkit.mibp import (
+    MLP,
+    BudgetExhaustedError,
+    PrivatePredictor,
+    ensemble_profile,
+    private_predict,
+    release_probabilities,
+    row_parts,
+    stability_profile,
+)
+from certkit.mibp.privacy.budget import composed_epsilon
+from certkit.mibp.privacy.ensembles import ensemble_level
+
+
+def _brute_level(votes_of_members, levels, C):
+    """The fewest changes that can change the winner of the vote (every set of members, every new vote),
+    minus one."""
+    T = len(votes_of_members)
+
+    def winner(v):
+        return int(np.argmax(np.bincount(v, minlength=C)))
+
+    start = winner(votes_of_members)
+    best = math.inf
+    for size in range(1, T + 1):
+        for members in itertools.combinations(range(T), size):
+            cost = sum(levels[i] + 1 for i in members)
+            if cost >= best:
+                continue
+            for new in itertools.product(range(C), repeat=size):
+                v = votes_of_members.copy()
+                v[list(members)] = new
+                if winner(v) != start:
+                    best = cost
+                    break
+    return best - 1
+
+
+@pytest.mark.parametrize("C", [2, 3])
+def test_ensemble_level_is_the_exact_minimum(C):
+    gen = np.random.default_rng(C)
+    for _ in range(60):
+        T = int(gen.integers(1, 7))
+        member_votes = gen.integers(0, C, size=T)
+        member_levels = gen.integers(0, 4, size=T)
+        votes = np.bincount(member_votes, minlength=C)[None]
+        nominal = np.argmax(votes, axis=1)
+        got = ensemble_level(votes, nominal, member_levels[None], member_votes[None])[0]
+        assert got == _brute_level(member_votes, member_levels, C)
+
+
+def test_ensemble_level_moves_by_at_most_one_between_neighbours():
+    """One member's level moves by one (same vote), or a member at level 0 changes its vote: the ensemble's
+    level moves by at most one, and its winner stays where the level is at least one."""
+    gen = np.random.default_rng(0)
+    C = 3
+    for _ in range(300):
+        T = int(gen.integers(1, 8))
+        mv, ml = gen.integers(0, C, size=T), gen.integers(0, 3, size=T)
+        j = int(gen.integers(T))
+        mv2, ml2 = mv.copy(), ml.copy()
+        if ml[j] == 0 and gen.random() < 0.5:
+            mv2[j] = (mv[j] + 1 + int(gen.integers(C - 1))) % C
+        else:
+            ml2[j] = max(0, ml[j] + int(gen.choice([-1, 1])))
+        levels, winners = [], []
+        for v, lv in ((mv, ml), (mv2, ml2)):
+            votes = np.bincount(v, minlength=C)[None]
+            nominal = np.argmax(votes, axis=1)
+            levels.append(ensemble_level(votes, nominal, lv[None], v[None])[0])
+            winners.append(nominal[0])
+        assert abs(levels[0] - levels[1]) <= 1
+        if levels[0] >= 1:
+            assert winners[0] == winners[1]
+
+
+def test_row_parts_depend_on_the_row_alone():
+    gen = np.random.default_rng(2)
+    X, y = gen.normal(size=(50, 3)), gen.integers(0, 2, size=50)
+    parts = row_parts(X, y, 5)
+    assert parts.min() >= 0 and parts.max() < 5 and len(np.unique(parts)) == 5
+    more = row_parts(np.vstack([X, gen.normal(size=(1, 3))]), np.append(y, 1), 5)
+    assert np.array_equal(more[:50], parts)
+    assert np.array_equal(row_parts(X[::-1], y[::-1], 5), parts[::-1])
+
+
+def test_small_ensemble_against_its_retrained_neighbours():
+    """Four members on 80 rows: for every neighbour one row away (each row removed; rows added), the member
+    of that row's part is retrained with its profile: the ensemble's prediction does not change where its
+    level is at least one, and every query's level moves by at most one."""
+    gen = np.random.default_rng(6)
+    X = gen.normal(size=(80, 2))
+    y = (X[:, 0] - 0.5 * X[:, 1] > 0).astype(int)
+    Xq = gen.normal(size=(25, 2))
+    model = MLP.random([2, 2], rng=0)
+    kw = dict(ks=range(5), loss="cross_entropy", clip_value=0.2, learning_rate=1.0, epochs=2)
+    base = ensemble_profile(model, X, y, Xq, n_members=4, **kw)
+    assert base.levels.max() >= 1 and base.votes.sum(axis=1).tolist() == [4] * 25
+    additions = [(np.array([1.5, -1.5]), 0), (np.array([-0.2, 0.1]), 1)]
+    neighbours = [(np.delete(X, i, axis=0), np.delete(y, i)) for i in range(0, 80, 8)]
+    neighbours += [(np.vstack([X, [x]]), np.append(y, c)) for x, c in additions]
+    for X2, y2 in neighbours:
+        other = ensemble_profile(model, X2, y2, Xq, n_members=4, **kw)
+        assert np.all(np.abs(other.levels - base.levels) <= 1)
+        held = base.levels >= 1
+        assert np.array_equal(other.predictions[held], base.predictions[held])
+    for mechanism, delta in (("cauchy", 0.0), ("ptr", 1e-4), ("global", 0.0)):
+        stay = release_probabilities(base, epsilon=1.0, delta=delta, mechanism=mechanism)
+        assert np.all((stay > 0) & (stay <= 1))
+        assert private_predict(base, epsilon=1.0, delta=delta, mechanism=mechanism, rng=0).shape == (25,)
+    with pytest.raises(ValueError, match="parts must hold one part"):
+        ensemble_profile(model, X, y, Xq, n_members=4, parts=np.zeros(3, dtype=int), **kw)
+    assert "Ensemble stability profile" in base.summary()
+
+
+def test_composition_is_dp_accountings_and_beats_the_sum():
+    """Pure queries compose below their sum at a positive total δ, and below advanced composition; with a
+    total δ of 0 only the sum applies; more queries never cost less."""
+    eps = 0.1
+    costs = [composed_epsilon(eps, 0.0, k, 1e-6) for k in (1, 10, 100, 1000)]
+    assert costs == sorted(costs)
+    for k, cost in zip((10, 100, 1000), costs[1:]):
+        advanced = math.sqrt(2 * k * math.log(1e6)) * eps + k * eps * math.expm1(eps)
+        assert cost <= min(k * eps, advanced) + 1e-9
+    assert composed_epsilon(eps, 0.0, 1000, 1e-6) < 1000 * eps / 2
+    assert composed_epsilon(eps, 0.0, 30, 0.0) == pytest.approx(3.0)
+    assert composed_epsilon(eps, 1e-4, 30, 1e-3) == math.inf  # the δs alone exceed the total
+
+
+def test_private_predictor_refuses_past_its_budget():
+    gen = np.random.default_rng(3)
+    X = gen.normal(size=(60, 2))
+    y = (X[:, 0] > 0).astype(int)
+    fit = dict(ks=range(6), loss="cross_entropy", clip_value=0.2, learning_rate=1.0)
+    predictor = PrivatePredictor(0.5, total_epsilon=3.0, rng=4).fit(MLP.random([2, 2], rng=0), X, y, **fit)
+    assert predictor.queries_left() == 6
+    first = predictor.predict(X[:4])
+    profile = stability_profile(MLP.random([2, 2], rng=0), X, y, X[:4], **fit)
+    assert np.array_equal(first, private_predict(profile, epsilon=0.5, rng=4))
+    with pytest.raises(
+        BudgetExhaustedError, match=r"answering 3 more queries would spend ε = 3\.5 > total_epsilon"
+    ):
+        predictor.predict(X[:3])
+    assert predictor.queries_answered == 4 and predictor.queries_left() == 2
+    predictor.predict(X[:2])
+    assert predictor.spent == (pytest.approx(3.0), 0.0)
+    with pytest.raises(BudgetExhaustedError, match="0 queries remain"):
+        predictor.predict(X[:1])
+    pooled = PrivatePredictor(0.05, total_epsilon=1.0, total_delta=1e-3, rng=0)
+    assert pooled.fit(MLP.random([2, 2], rng=0), X, y, **fit).queries_left() > 20  # their sum allows 20
+    assert "queries answered" in predictor.summary()
+    with pytest.raises(RuntimeError, match="not fitted"):
+        PrivatePredictor(0.5, total_epsilon=1.0).predict(X)
+    with pytest.raises(ValueError, match=r"epsilon \(2\.0\) must be at most total_epsilon"):
+        PrivatePredictor(2.0, total_epsilon=1.0)
+    with pytest.raises(ValueError, match="total_delta must be in \\[0, 1\\)"):
+        PrivatePredictor(0.5, total_epsilon=1.0, total_delta=1.0)
