@@ -271,7 +271,7 @@ def recipe_sweep(args) -> None:
     start = time.perf_counter()
     rows = []
     for kind in RECIPE_KINDS:
-        for carry in ("box", "affine", "shared"):
+        for carry in ("box", "affine", "shared", "influence"):
             if not recipe_kind_supported(kind, carry):
                 continue
             st = {"configs": 0, "traj": 0, "violations": 0, "max": 0.0, "closest": np.inf, "failed": 0}

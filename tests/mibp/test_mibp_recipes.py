@@ -419,13 +419,20 @@ def test_inverse_decay_refuses_negative_steps():
 @pytest.mark.filterwarnings("ignore:carry='affine' relaxes:UserWarning")  # soundness, not advice
 @pytest.mark.parametrize(
     ("kind", "carry"),
-    [(k, c) for k in RECIPE_KINDS for c in ("box", "affine", "shared") if recipe_kind_supported(k, c)],
+    [
+        (k, c)
+        for k in RECIPE_KINDS
+        for c in ("box", "affine", "shared", "influence")
+        if recipe_kind_supported(k, c)
+    ],
 )
 def test_attacked_random_recipes_stay_inside(kind, carry):
     """Projected gradient ascent on the inputs (and TargetBox targets) through the unrolled recipe (torch)
     and sampled datasets, on random tiny configurations of every recipe option the carry supports, with
     chunk sizes down to one row (a run whose bounds leave the float range raises and is not attacked)."""
-    gen = np.random.default_rng([RECIPE_KINDS.index(kind), ("box", "affine", "shared").index(carry)])
+    gen = np.random.default_rng(
+        [RECIPE_KINDS.index(kind), ("box", "affine", "shared", "influence").index(carry)]
+    )
     attacked = 0
     for _ in range(8):
         case = random_recipe_case(gen, kind, carry=carry)

@@ -88,7 +88,10 @@ RECIPE_KINDS = ("feature_box", "budget", "label_flips", "paired", "target_box", 
 
 def recipe_kind_supported(kind: str, carry: str) -> bool:
     """Whether ``carry`` certifies the perturbation type ``kind`` of `random_recipe_case` (the per-input
-    affine carry has no target boxes, and only the box carry certifies removals)."""
+    affine carry has no target boxes, only the box carry certifies removals, the influence enclosure label
+    flips alone)."""
+    if carry == "influence":
+        return kind == "label_flips"
     if kind == "removals":
         return carry == "box"
     return not (carry == "affine" and kind == "target_box")
@@ -105,10 +108,13 @@ def random_recipe_case(
     regression targets, unlearning removals, or input boxes on raw rows of rank 1-3 behind a random frozen
     extractor, ``features=``) and a chunk size down to one row.
 
-    Returns the keyword arguments of `certified_training` except the backend and carry.
+    With ``carry="influence"`` (label flips only) the model is linear and the recipe one it bounds (see
+    `_influence_case`).  Returns the keyword arguments of `certified_training` except the backend and carry.
     """
     if not recipe_kind_supported(kind, carry):
         raise ValueError(f"carry={carry!r} does not certify the perturbation type {kind!r}")
+    if carry == "influence":
+        return _influence_case(gen)
     d = int(gen.integers(1, 3))
     n = int(gen.integers(4, max_points + 1))
     if kind == "target_box":
@@ -198,6 +204,38 @@ def random_recipe_case(
         rng=int(gen.integers(1000)),
         chunk_size=[None, 1, 2, 3][int(gen.integers(4))],
         **options,
+    )
+
+
+def _influence_case(gen: np.random.Generator) -> dict:
+    """A random configuration the influence enclosure bounds: a linear model (one layer) trained with
+    cross-entropy (2-4 classes) or binary cross-entropy on 16-40 rows, label flips (any or targeted, either
+    scope), a constant or decaying rate, full batch or shuffled mini-batches, momentum and weight decay;
+    small enough rates that the enclosure usually bounds the whole run (where it gives up, the result is the
+    box carry's)."""
+    d, n = int(gen.integers(1, 4)), int(gen.integers(16, 41))
+    loss = str(gen.choice(["cross_entropy", "binary_cross_entropy"]))
+    out = 1 if loss == "binary_cross_entropy" else int(gen.integers(2, 5))
+    X = gen.normal(size=(n, d))
+    classes = label_classes(loss, out)
+    y = classes[gen.integers(0, max(out, 2), size=n)]
+    target = classes[int(gen.integers(len(classes)))].item() if gen.random() < 0.3 else None
+    scope = "run" if gen.random() < 0.5 else "batch"
+    rate = float(gen.choice([0.05, 0.2, 0.5]))
+    batch = None if gen.random() < 0.5 else int(gen.integers(n // 3, n + 1))
+    return dict(
+        model=MLP.random([d, out], rng=gen),
+        X=X,
+        y=y,
+        perturbation=LabelFlips(int(gen.integers(1, 3)), target=target, scope=scope),
+        loss=loss,
+        epochs=int(gen.integers(1, 4)),
+        learning_rate=InverseDecay(rate, 0.5, minimum=0.01) if gen.random() < 0.5 else rate,
+        batch_size=batch,
+        shuffle=batch is not None and bool(gen.random() < 0.5),
+        momentum=float(gen.choice([0.0, 0.5, 0.9])),
+        weight_decay=float(gen.choice([0.0, 0.01, 0.5])),
+        rng=int(gen.integers(1000)),
     )
 
 
