@@ -153,7 +153,7 @@ def test_foundation_demo_numbers():
         (["circuits", "--scores", "missing.npy"],
          "certkit circuits: error: --data missing.npy: No such file or directory"),
         (["mibp", "--epsilon", "-1"], "certkit mibp: error: --epsilon must be >= 0"),
-        (["mibp", "--hidden", "0"], "certkit mibp: error: --hidden must be >= 1, got 0"),
+        (["mibp", "--hidden", "-1"], "certkit mibp: error: --hidden must be >= 0, got -1"),
         (["conformal", "--confidence-level", "1.5"],
          "certkit conformal: error: --confidence-level must lie strictly between 0 and 1, got 1.5"),
         (["circuits", "--radius", "-1"], "certkit circuits: error: --radius must be >= 0, got -1"),

@@ -28,10 +28,10 @@ def test_feature_box_near_the_float_range_gives_a_clear_error():
     assert box.epsilon == 1e308
     with pytest.raises(
         FloatingPointError,
-        match=r"^the parameter bounds overflowed \(interval bounds are no "
-        r"longer finite\); certify fewer epochs or use a smaller "
-        r"epsilon or learning_rate$",
-    ):
+        match=r"^the parameter bounds overflowed \(left the float64 range\) at step 1 of epoch 1 of 1; "
+        r"the 0 finite epoch\(s\) are in this exception's \.result\. What drives the growth in this run: "
+        r".*inputs moving by up to inf.*Certify fewer epochs, a smaller learning_rate or a smaller epsilon",
+    ) as caught:
         certified_training(
             MLP.random([2, 4, 1], rng=0),
             X,
@@ -42,6 +42,7 @@ def test_feature_box_near_the_float_range_gives_a_clear_error():
             learning_rate=0.1,
             backend="interval",
         )
+    assert caught.value.epoch == 1 and caught.value.result.epochs == 0
     for bad, kind in ((math.inf, ValueError), (-1.0, ValueError), (math.nan, ValueError), ("0.1", TypeError)):
         with pytest.raises(kind, match=r"^epsilon must"):
             FeatureBox(bad)

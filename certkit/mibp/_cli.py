@@ -156,17 +156,27 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--carry",
         choices=CARRIES,
-        default="box",
+        default="auto",
         help=(
-            "carried between steps: the box, or also a zonotope over the perturbed inputs (affine: hundreds "
-            "of rows) or over the parameters (shared: thousands of rows) (default box)"
+            "carried between steps: auto (the tightest that bounds the run: influence for a linear model "
+            "under --label-flips, else box), the box, the first-order influence of every row (influence: "
+            "linear models, --hidden 0), or also a zonotope over the perturbed inputs (affine: hundreds of "
+            "rows) or over the parameters (shared: thousands of rows) (default auto)"
         ),
+    )
+    parser.add_argument(
+        "--scope",
+        choices=("batch", "run"),
+        default="batch",
+        help="what K of --budget, --label-flips and --paired counts: the changed rows in every batch (batch, "
+        "AGT's definition) or in the whole training set (run) (default batch)",
     )
     parser.add_argument(
         "--hidden",
         type=int,
         default=None,
-        help=f"hidden units of the 2-layer MLP (default {DEFAULT_HIDDEN}; not with --weights)",
+        help=f"hidden units of the 2-layer MLP, 0 for a linear model (default {DEFAULT_HIDDEN}; not with "
+        "--weights)",
     )
     parser.add_argument(
         "--init",
@@ -226,17 +236,25 @@ def _perturbation(args: argparse.Namespace) -> tuple[object, str]:
 
     eps = DEFAULT_EPSILON if args.epsilon is None else args.epsilon
     box = FeatureBox(eps)  # checks --epsilon
+    scope = args.scope
+    per = " in every batch" if scope == "batch" else " in the training set"
     if args.paired is not None:
         k = check_integer(args.paired, "paired", minimum=0)
-        return Budget(box & LabelFlips(1), k), f"at most {k} rows moved by ±{eps:g} and relabelled"
+        return (
+            Budget(box & LabelFlips(1), k, scope=scope),
+            f"at most {k} rows{per} moved by ±{eps:g} and relabelled",
+        )
     if args.budget is not None:
         k = check_integer(args.budget, "budget", minimum=0)
-        return Budget(box, k), f"features ±{eps:g} on at most {k} rows"
+        return Budget(box, k, scope=scope), f"features ±{eps:g} on at most {k} rows{per}"
     if args.label_flips is not None:
         k = check_integer(args.label_flips, "label_flips", minimum=0)
         if args.epsilon is None:
-            return LabelFlips(k), f"at most {k} label flips"
-        return box & LabelFlips(k), f"features ±{eps:g} on every row and at most {k} label flips"
+            return LabelFlips(k, scope=scope), f"at most {k} label flips{per}"
+        return (
+            box & LabelFlips(k, scope=scope),
+            f"features ±{eps:g} on every row and at most {k} label flips{per}",
+        )
     return box, f"features ±{eps:g} on every row"
 
 
@@ -342,7 +360,8 @@ def run(args: argparse.Namespace) -> int:
     certified = cert.certified_accuracy(y_test)
     chance = _majority_rate(data.y_test)
     epochs = f"{args.epochs} epoch{'s' if args.epochs != 1 else ''}"
-    print(f"{data.name}: {about}, {epochs}, backend {args.backend}, carry {args.carry}")
+    carry = f"{res.carry} (chosen by --carry auto)" if res.auto_carry else res.carry
+    print(f"{data.name}: {about}, {epochs}, backend {args.backend}, carry {carry}")
     print(
         f"  {len(data.y)} training / {len(data.y_test)} test rows, {data.X.shape[1]} features, "
         f"{data.n_classes} classes"
@@ -473,7 +492,7 @@ def _setup(args: argparse.Namespace) -> tuple:
                     f"{flag} sets up a random initial network; --weights gives it: drop --{flag}"
                 )
     else:
-        check_integer(DEFAULT_HIDDEN if args.hidden is None else args.hidden, "hidden", minimum=1)
+        check_integer(DEFAULT_HIDDEN if args.hidden is None else args.hidden, "hidden", minimum=0)
     check_integer(args.seed, "seed", minimum=0)
     if args.output is not None:
         _check_output(args.output)
@@ -500,7 +519,8 @@ def _setup(args: argparse.Namespace) -> tuple:
         model = load_weights(args.weights, data.X.shape[1], n_out, why)
     else:
         hidden = DEFAULT_HIDDEN if args.hidden is None else args.hidden
-        model = MLP.random([data.X.shape[1], hidden, n_out], init=args.init or DEFAULT_INIT, rng=args.seed)
+        sizes = [data.X.shape[1], hidden, n_out] if hidden else [data.X.shape[1], n_out]
+        model = MLP.random(sizes, init=args.init or DEFAULT_INIT, rng=args.seed)
     return data, y, y_test, model, perturbation, rate, f"{perturbed}; {_recipe_words(args, rate_words)}"
 
 

@@ -341,7 +341,8 @@ def test_recipe_options_reach_certified_training(capsys, monkeypatch):
         2,
     )
     assert isinstance(seen["perturbation"], Budget) and seen["perturbation"].k == 2
-    assert "at most 2 rows moved by ±0.001 and relabelled" in out and "batches of 38 (shuffled)" in out
+    assert "at most 2 rows in every batch moved by ±0.001 and relabelled" in out
+    assert "batches of 38 (shuffled)" in out
     assert _main(capsys, "--label-flips", "3")[0] == 0
     assert isinstance(seen["perturbation"], LabelFlips) and seen["perturbation"].k == 3
     code, out, _ = _main(capsys, "--budget", "4", "--epsilon", "0.05")
@@ -659,3 +660,33 @@ def test_the_below_chance_remark_names_only_options_that_act_on_the_run(capsys, 
     assert "certified accuracy is not above chance" in remark
     assert all(option in remark for option in named), remark
     assert not any(option in remark for option in not_named), remark
+
+
+def test_the_scope_and_a_linear_model_choose_the_influence_enclosure(capsys):
+    """--hidden 0 trains a linear model, which --carry auto (the default) certifies with the influence
+    enclosure under --label-flips; --scope run counts the flips in the whole training set."""
+    code, out, err = _main(
+        capsys,
+        "--dataset",
+        "iris3",
+        "--loss",
+        "cross_entropy",
+        "--hidden",
+        "0",
+        "--label-flips",
+        "2",
+        "--scope",
+        "run",
+        "--epochs",
+        "2",
+        "--batch-size",
+        "38",
+    )
+    assert code == 0, err
+    assert "at most 2 label flips in the training set" in out
+    assert "carry influence (chosen by --carry auto)" in out and "model [4, 3]" in out
+    code, out, err = _main(capsys, "--dataset", "iris3", "--loss", "cross_entropy", "--label-flips", "1")
+    assert code == 0 and "carry box (chosen by --carry auto)" in out and "in every batch" in out
+    with pytest.raises(SystemExit) as exited:
+        _main(capsys, "--scope", "epoch")
+    assert exited.value.code == 2 and "--scope: invalid choice: 'epoch'" in capsys.readouterr().err

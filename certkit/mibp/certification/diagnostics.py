@@ -99,7 +99,8 @@ def growth_drivers(recipe: Recipe, sets: InputSets) -> str:
     if budget is not None:
         parts.append(budget)
     if np.any(sets.varies):
-        width = float(np.max(sets.upper - sets.lower))
+        with np.errstate(over="ignore"):  # a FeatureBox near the float range has an infinite width
+            width = float(np.max(sets.upper - sets.lower))
         parts.append(f"inputs moving by up to {width:g}")
     if sets.labels_vary or sets.removals is not None or sets.neighbours is not None:
         parts.append(
