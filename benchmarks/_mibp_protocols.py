@@ -140,10 +140,10 @@ def digits_binary() -> dict[str, np.ndarray]:
 FROZEN = 7  # modules of the CNN before the dense head
 
 
-def cnn():
+def cnn(outputs: int = 1):
     """The fine-tuning CNN (Conv 1->8 3x3, ReLU, Conv 8->16 4x4 stride 2, ReLU, Conv 16->16 4x4 stride 2,
-    ReLU, Flatten, Linear 64->32, ReLU, Linear 32->1; strided convolutions instead of pooling, which AGT's
-    interval model does not bound), float64, PyTorch's default initialisation after
+    ReLU, Flatten, Linear 64->32, ReLU, Linear 32->``outputs``; strided convolutions instead of pooling,
+    which AGT's interval model does not bound), float64, PyTorch's default initialisation after
     ``torch.manual_seed(0)``."""
     import torch
 
@@ -159,15 +159,15 @@ def cnn():
             torch.nn.Flatten(),
             torch.nn.Linear(64, 32),
             torch.nn.ReLU(),
-            torch.nn.Linear(32, 1),
+            torch.nn.Linear(32, outputs),
         ).double()
 
 
-def load_cnn(path):
+def load_cnn(path, outputs: int = 1):
     """The CNN with the weights saved at ``path`` (``.npz`` of its state dict)."""
     import torch
 
-    model = cnn()
+    model = cnn(outputs)
     model.load_state_dict({k: torch.from_numpy(v) for k, v in np.load(path).items()})
     return model
 
@@ -241,3 +241,32 @@ def text_like(seed: int = 0, n_train: int = 4000, n_test: int = 1000, dim: int =
     flip = gen.random(n) < 0.1
     y = np.where(flip, 1 - y, y)
     return {"X_train": X[:n_train], "y_train": y[:n_train], "X_test": X[n_train:], "y_test": y[n_train:]}
+
+
+def dense(sizes):
+    """``Linear`` layers of widths ``sizes`` separated by ``ReLU`` (float64), PyTorch's default
+    initialisation from the global torch generator (seed it first)."""
+    import torch
+
+    layers: list = []
+    for i, (fan_in, fan_out) in enumerate(itertools.pairwise(sizes)):
+        layers += [torch.nn.Linear(fan_in, fan_out)] + ([torch.nn.ReLU()] if i < len(sizes) - 2 else [])
+    return torch.nn.Sequential(*layers).double()
+
+
+def multiclass_modules(spec: dict):
+    """The frozen extractor (None without one) and the initial head of a run of
+    ``benchmarks/mibp_multiclass.py``: ``spec["sizes"]`` the head's widths, ``spec["weights"]`` an ``.npz`` of
+    its state dict (keys ``head.*``, and ``frozen.*`` for the first ``FROZEN`` modules of ``cnn(10)``)."""
+    import torch
+
+    saved = np.load(spec["weights"])
+    head = dense(spec["sizes"])
+    head.load_state_dict({k[5:]: torch.from_numpy(saved[k]) for k in saved.files if k.startswith("head.")})
+    frozen = None
+    if any(k.startswith("frozen.") for k in saved.files):
+        frozen = cnn(spec["sizes"][-1])[:FROZEN]
+        state = {k[7:]: torch.from_numpy(saved[k]) for k in saved.files if k.startswith("frozen.")}
+        frozen.load_state_dict(state)
+        frozen.eval()
+    return frozen, head

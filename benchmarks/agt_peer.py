@@ -25,7 +25,8 @@ Usage, with the AGT environment's interpreter (torch, numpy, scikit-learn, pydan
 
 The second form runs one of the scale protocols of ``benchmarks/_mibp_protocols.py`` (run by
 ``benchmarks/mibp_scale.py`` side by side with certkit) and prints one JSON object; the third AGT's private
-prediction for ``benchmarks/mibp_privacy.py`` (one JSON object).
+prediction for ``benchmarks/mibp_privacy.py`` (one JSON object); ``--multiclass SPEC --k K`` likewise runs
+one label-flip run of ``benchmarks/mibp_multiclass.py`` (data, weights and recipe in its files).
 
 One JSON object is printed per configuration. ``certified_accuracy`` is the share of test points that the
 final parameter box classifies correctly for every parameter in the box (AGT's worst-case test accuracy, no
@@ -411,6 +412,50 @@ def run_scale(agt, protocol: str, k: int, *, clip: float | None, label_epsilon: 
     return result
 
 
+def run_multiclass(agt, spec_path: str, k: int) -> dict[str, Any]:
+    """One run of ``benchmarks/mibp_multiclass.py`` with AGT (``label_k_poison=k``, cross-entropy, constant
+    rate, batches in the file's order): certified and nominal test accuracy, process and wall seconds of
+    training and certification, the process's peak resident memory."""
+    import resource
+
+    import torch
+    from _mibp_protocols import multiclass_modules
+    from torch.utils.data import DataLoader, TensorDataset
+
+    spec = json.loads(Path(spec_path).read_text())
+    D = np.load(spec["data"])
+    frozen, head = multiclass_modules(spec)
+    if frozen is not None:
+        transform = agt.bounded_models.IntervalBoundedModel(frozen, trainable=False)
+        bounded = agt.bounded_models.IntervalBoundedModel(head, transform=transform)
+    else:
+        bounded = agt.bounded_models.IntervalBoundedModel(head)
+    X_train, y_train = torch.from_numpy(D["X_train"]), torch.from_numpy(D["y_train"])
+    dl = DataLoader(TensorDataset(X_train, y_train), batch_size=spec["batch"] or len(y_train), shuffle=False)
+    config = agt.AGTConfig(
+        learning_rate=spec["lr"],
+        n_epochs=spec["epochs"],
+        loss="cross_entropy",
+        device="cpu",
+        log_level="ERROR",
+        fragsize=10_000,
+        label_k_poison=k,
+    )
+    wall0, cpu0 = time.perf_counter(), time.process_time()
+    agt.poison_certified_training(bounded, config, dl)
+    worst, nominal, _ = agt.test_metrics.test_accuracy(
+        bounded, torch.from_numpy(D["X_test"]), torch.from_numpy(D["y_test"])
+    )
+    m = len(D["y_test"])
+    return {
+        "certified_accuracy": round(float(worst) * m) / m,
+        "nominal_accuracy": round(float(nominal) * m) / m,
+        "cpu_seconds": time.process_time() - cpu0,
+        "seconds": time.perf_counter() - wall0,
+        "max_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
+    }
+
+
 def _parse_only(text: str | None) -> list[int]:
     if text is None:
         return list(range(len(AGT_BUDGETS)))
@@ -433,7 +478,10 @@ def main(argv: list[str] | None = None) -> int:
         choices=("mnist-pca", "mnist-mlp", "regression"),
         help="run one scale protocol of benchmarks/_mibp_protocols.py instead (one JSON object)",
     )
-    ap.add_argument("--k", type=int, default=0, help="--protocol: poisoned rows (label flips or features)")
+    ap.add_argument(
+        "--multiclass", metavar="SPEC", help="one run of benchmarks/mibp_multiclass.py (its .json spec)"
+    )
+    ap.add_argument("--k", type=int, default=0, help="--protocol, --multiclass: poisoned rows")
     ap.add_argument("--clip", type=float, default=None, help="--protocol: per-sample clipping by value")
     ap.add_argument("--label-epsilon", type=float, default=0.0, help="--protocol regression: target radius")
     ap.add_argument(
@@ -472,6 +520,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.finetune is not None:
         sys.path.insert(0, str(Path(__file__).resolve().parent))
         print(json.dumps(run_finetune(agt, args.finetune)), flush=True)
+        return 0
+    if args.multiclass is not None:
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        print(json.dumps(run_multiclass(agt, args.multiclass, args.k)), flush=True)
         return 0
     if args.protocol is not None:
         sys.path.insert(0, str(Path(__file__).resolve().parent))
