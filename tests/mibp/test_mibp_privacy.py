@@ -224,9 +224,6 @@ def test_profile_fields_gaps_and_determinism():
         clip_value=0.1,
         learning_rate=1.0,
         epochs=2,
-        batch_size=20,
-        shuffle=True,
-        rng=3,
     )
     full = stability_profile(MLP.random([2, 1], rng=0), X, y, Xq, ks=range(12), **kw)
     gaps = stability_profile(MLP.random([2, 1], rng=0), X, y, Xq, ks=[0, 3, 6, 9], **kw)
@@ -318,7 +315,7 @@ def test_rungs_share_the_first_step_and_equal_certified_training():
     X = gen.normal(size=(50, 2))
     y = (X[:, 0] > 0.2).astype(int)
     Xq = gen.normal(size=(30, 2))
-    kw = dict(loss="cross_entropy", clip_value=0.1, learning_rate=1.0, epochs=2, batch_size=25, momentum=0.3)
+    kw = dict(loss="cross_entropy", clip_value=0.1, learning_rate=1.0, epochs=3, momentum=0.3)
     profile = stability_profile(MLP.random([2, 2], rng=0), X, y, Xq, ks=range(6), **kw)
     pred = profile.class_index
     for j, k in enumerate(range(6)):
@@ -326,3 +323,31 @@ def test_rungs_share_the_first_step_and_equal_certified_training():
         alone = neighbour_margins(res.lower[-1], res.upper[-1], Xq, pred) > 0
         expected = alone & (profile.certified[:, j - 1] if j else True)
         assert np.array_equal(profile.certified[:, j], expected)
+
+
+def test_private_prediction_refuses_mini_batches():
+    """With mini-batches one row added or removed moves every later row to another batch, a run the
+    Neighbours bounds do not cover: every path from a training run to privacy refuses ``batch_size`` (even
+    one as large as the data, so that the refusal does not depend on it) and a batch order that misses a
+    row; full batches given as an order are accepted, and unlearning profiles (Removals) keep mini-batches."""
+    from certkit.mibp import PrivatePredictor, ensemble_profile
+
+    model = MLP.random([2, 2], rng=0)
+    kw = dict(ks=range(3), loss="cross_entropy", clip_value=0.3)
+    for size in (4, len(X8), 100):
+        with pytest.raises(ValueError, match=rf"batch_size={size}: private prediction needs full-batch"):
+            stability_profile(model, X8, Y8, QUERIES, batch_size=size, **kw)
+    with pytest.raises(ValueError, match="batch_size=4: private prediction needs full-batch"):
+        stability_profile(model, X8, Y8, QUERIES, batch_size=4, shuffle=True, rng=0, **kw)
+    with pytest.raises(ValueError, match="batch_size=4: private prediction needs full-batch"):
+        PrivatePredictor(1.0, total_epsilon=2.0).fit(model, X8, Y8, batch_size=4, **kw)
+    with pytest.raises(ValueError, match="batch_size=4: private prediction needs full-batch"):
+        ensemble_profile(model, X8, Y8, QUERIES, n_members=2, batch_size=4, **kw)
+    halves = [[np.arange(4), np.arange(4, 8)]]
+    with pytest.raises(ValueError, match="batches: private prediction needs full-batch"):
+        stability_profile(model, X8, Y8, QUERIES, batches=halves, **kw)
+    full = stability_profile(model, X8, Y8, QUERIES, **kw)
+    given = stability_profile(model, X8, Y8, QUERIES, batches=[[np.arange(8)[::-1]]], **kw)
+    assert np.array_equal(given.levels, full.levels)
+    unlearning = stability_profile(model, X8, Y8, QUERIES, batch_size=4, perturbation=Removals, **kw)
+    assert unlearning.relation == "removals"

@@ -126,8 +126,8 @@ class PrivatePredictor:
         **recipe: Any,
     ) -> PrivatePredictor:
         """Check the training run and prepare its ladder (arguments as in `stability_profile`, the recipe
-        options of `certified_training` as ``**recipe``); returns self.  A refit keeps `queries_answered`:
-        the privacy spent on earlier queries stays spent."""
+        options of `certified_training` as ``**recipe``, full-batch training only); returns self.  A refit
+        keeps `queries_answered`: the privacy spent on earlier queries stays spent."""
         self._executor = executor
         self._ladder = prepare_ladder(
             model,

@@ -16,7 +16,13 @@ from scipy import integrate
 from certkit._results import format_table
 from certkit._typing import ExecutorArg, RNGLike
 from certkit._validation import as_numpy, check_array, check_integer, check_rng
-from certkit.mibp.privacy.profile import LabelProfile, StabilityProfile, _relation, stability_profile
+from certkit.mibp.privacy.profile import (
+    LabelProfile,
+    StabilityProfile,
+    _relation,
+    check_full_batch,
+    stability_profile,
+)
 from certkit.mibp.problem.mlp import MLP
 from certkit.parallel import parallel_map
 
@@ -210,7 +216,8 @@ def ensemble_profile(
     executor : None, int or executor-like
         Trains the members in parallel (see `certkit.parallel`).
     **recipe
-        The recipe options of `certified_training` but ``rng``, as in `stability_profile`.
+        The recipe options of `certified_training` but ``rng``, as in `stability_profile`; full-batch
+        training only (``batch_size`` raises a ValueError, see `check_full_batch`).
 
     Returns
     -------
@@ -220,6 +227,7 @@ def ensemble_profile(
     n_members = check_integer(n_members, "n_members", minimum=1)
     if _relation(perturbation)[1] != "neighbours":
         raise ValueError("ensemble_profile needs the Neighbours relation (perturbation=None or a Neighbours)")
+    check_full_batch(recipe)
     X_arr = as_numpy(X, "X")
     y_arr = as_numpy(y, "y")
     if parts is None:

@@ -322,7 +322,7 @@ def private_predict(
     """One differentially private prediction per query of a stability profile.
 
     Each query is answered by a mechanism that is (ε, δ)-DP with respect to the training set (one row
-    added or removed: `certkit.mibp.Neighbours`'s relation, its batches kept): the nominal prediction is
+    added or removed, full-batch training: `certkit.mibp.Neighbours`'s relation): the nominal prediction is
     released with a probability that grows with how many changes it is certified for (its ``level``),
     another label otherwise (see the module docstring and ``docs/mibp.md`` for the proofs).  Answering
     many queries costs more privacy: compose them with `PrivatePredictor`.

@@ -34,6 +34,7 @@ __all__ = [
     "LabelProfile",
     "Ladder",
     "StabilityProfile",
+    "check_full_batch",
     "check_ks",
     "check_private_profile",
     "check_recipe",
@@ -150,6 +151,35 @@ def check_private_profile(profile: Any) -> None:
         raise ValueError(
             f"the private mechanisms need a profile of the Neighbours relation (rows added or removed: "
             f"differential privacy's neighbours), this one is of {profile.relation!r}"
+        )
+
+
+def check_full_batch(recipe: dict[str, Any], n_rows: int | None = None, batches: Any = None) -> None:
+    """Refuse a recipe whose batches are not the whole training set at every step, for the privacy of the
+    `Neighbours` relation.
+
+    `Neighbours` bounds the runs that keep the training set's batch order; a neighbouring dataset trained by
+    the same recipe has batches of its own (one row more or less moves every later row to another position,
+    so mini-batches and a shuffled order change their members), so its run is not one of them, and the level
+    would not be smooth.  Full batches (``batch_size=None``, the default) hold every row at every step,
+    whatever the dataset: their run on a neighbour is one the boxes bound.  ``batch_size`` is refused
+    whatever the number of rows (``batch_size >= len(X)`` too, so that the refusal does not depend on the
+    data); a given batch order (``batches``: the recipe's, for ``n_rows`` rows) must hold every row in every
+    batch.  A ValueError names the option and the fix.
+    """
+    if recipe.get("batch_size") is not None:
+        raise ValueError(
+            f"batch_size={recipe['batch_size']!r}: private prediction needs full-batch training "
+            "(batch_size=None, the default): with mini-batches one row added or removed moves the later rows "
+            "to other batches, which the Neighbours bounds do not cover, so the privacy would not hold"
+        )
+    if batches is not None and any(
+        len(rows) != n_rows or not np.array_equal(np.sort(rows), np.arange(n_rows)) for rows in batches
+    ):
+        raise ValueError(
+            "batches: private prediction needs full-batch training, every batch holding every row once (or "
+            "leave batches=None and batch_size=None): with mini-batches one row added or removed moves the "
+            "later rows to other batches, which the Neighbours bounds do not cover"
         )
 
 
@@ -357,6 +387,8 @@ def prepare_ladder(
     if loss == "mse":
         raise ValueError("the stability profile certifies labels: use a classification loss, not loss='mse'")
     at_k, relation = _relation(perturbation)
+    if relation == "neighbours":
+        check_full_batch(recipe)
     run, _ = setup_run(
         model,
         X,
@@ -377,6 +409,8 @@ def prepare_ladder(
         features=features,
         **check_recipe(recipe),
     )
+    if relation == "neighbours":
+        check_full_batch(recipe, len(run.X), run.recipe.batches)
     return Ladder(run, ks, relation)
 
 
@@ -429,6 +463,9 @@ def stability_profile(
         ``clip_value``, ``clip_norm``, ``rng``, ``batches``, ``chunk_size``), its defaults for the others; any
         other keyword raises a TypeError.  Rows added by `Neighbours` need per-sample clipping
         (``clip_value`` / ``clip_norm``) or a declared domain (``perturbation=Neighbours(0, domain=...)``).
+        Under `Neighbours` the training is full-batch: ``batch_size`` other than None, or ``batches`` with a
+        batch that misses a row, raises a ValueError (`check_full_batch`: the bounds of a mini-batch run do
+        not cover a neighbouring dataset's own batches).
 
     Returns
     -------
