@@ -19,7 +19,7 @@ from certkit._validation import (
 from certkit._warnings import warn_user
 from certkit.mibp.enclosures.features import FrozenFeatures
 from certkit.mibp.enclosures.influence import influence_supports
-from certkit.mibp.enclosures.neighbours import check_neighbour_batches
+from certkit.mibp.enclosures.neighbours import ADDED_LABELS, check_neighbour_batches
 from certkit.mibp.problem.input_sets import NeighbourSets
 from certkit.mibp.problem.losses import check_labels, label_classes
 from certkit.mibp.problem.mlp import MLP
@@ -203,7 +203,7 @@ def setup_run(
     _check_perturbation(sets, loss, model.sizes[-1])
     carry, auto = _resolve_carry(carry, model, recipe, sets), carry == "auto"
     if sets.neighbours is not None:
-        check_neighbours(sets.neighbours, recipe, model.sizes[-1])
+        check_neighbours(sets.neighbours, recipe, model.sizes[-1], y)
     _check_carry(carry, recipe, sets)
     if backend != "interval":
         check_program_recipe(backend, recipe, sets, model.sizes[-1])
@@ -262,9 +262,10 @@ def _check_perturbation(sets: InputSets, loss: str, n_outputs: int) -> None:
             )
 
 
-def check_neighbours(nb: NeighbourSets, recipe: Recipe, n_outputs: int) -> None:
+def check_neighbours(nb: NeighbourSets, recipe: Recipe, n_outputs: int, y: np.ndarray) -> None:
     """`Neighbours` needs the gradient of an added row bounded (clipping, or a domain and labels), no L1
-    penalty, labels of the loss, and batches it cannot empty."""
+    penalty, labels of the loss that hold every label of ``y`` (the checked labels), and batches it cannot
+    empty."""
     if not recipe.clips and nb.lower is None:
         raise ValueError(
             "Neighbours adds rows whose gradients must be bounded: clip the per-sample gradients "
@@ -279,7 +280,16 @@ def check_neighbours(nb: NeighbourSets, recipe: Recipe, n_outputs: int) -> None:
     if recipe.l1_penalty:
         raise ValueError("Neighbours does not support l1_penalty; train without it (or use Removals)")
     if nb.labels is not None:
-        check_labels(nb.labels, recipe.loss, n_outputs, len(nb.labels), name="Neighbours labels")
+        labels = check_labels(nb.labels, recipe.loss, n_outputs, len(nb.labels), name=ADDED_LABELS)
+        missing = np.unique(y[~np.isin(y, labels)])
+        if missing.size:
+            # a dataset without such a row has the training set as a neighbour by adding it back, so an added
+            # row may carry every label a training row carries
+            raise ValueError(
+                f"Neighbours(labels=...) must hold every label of y (the labels a row of any neighbouring "
+                f"dataset may carry): expected a superset of {np.unique(y).tolist()}, got "
+                f"{np.unique(labels).tolist()} (missing {missing.tolist()})"
+            )
     check_neighbour_batches(recipe, nb)
 
 

@@ -41,6 +41,7 @@ from certkit.mibp.problem.recipe import Recipe
 from certkit.parallel import rows_per_chunk
 
 __all__ = [
+    "ADDED_LABELS",
     "MAX_BATCH_ROWS",
     "NeighbourMean",
     "added_row_bounds",
@@ -58,6 +59,8 @@ _U = 2.0**-52
 _EXP_GRID = 2.0**-30
 #: ``exp`` is evaluated in ``[-_EXP_LOW, _EXP_HIGH]`` only (normal results there, rounding below one ulp).
 _EXP_LOW, _EXP_HIGH = 700.0, 709.0
+#: How the errors of `certkit.mibp.problem.losses.check_labels` name `Neighbours`' ``labels``.
+ADDED_LABELS = "of an added row (Neighbours(labels=...))"
 #: Most rows a neighbouring dataset's batch may hold (its rows plus ``k``): the batch sums are exact below it.
 MAX_BATCH_ROWS = 2**24
 
@@ -265,7 +268,7 @@ def added_row_bounds(
         return np.full(m, -edge), np.full(m, edge)
     n_out = lower.sizes[-1]
     labels = label_classes(recipe.loss, n_out) if nb.labels is None else nb.labels
-    y = check_labels(labels, recipe.loss, n_out, len(labels), name="Neighbours labels")
+    y = check_labels(labels, recipe.loss, n_out, len(labels), name=ADDED_LABELS)
     XL, XU = np.repeat(nb.lower[None], len(y), axis=0), np.repeat(nb.upper[None], len(y), axis=0)
     GL, GU = _gradients(lower, upper, XL, XU, y, recipe.loss)
     if recipe.clips:
