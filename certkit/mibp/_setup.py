@@ -98,9 +98,12 @@ def setup_run(
     validation: tuple[Any, Any] | None,
     patience: int | None,
     features: Any,
+    neighbour_batches: bool = True,
 ) -> tuple[Run, bool | str]:
     """Check every argument of `certified_training` (see its docstring) and build the run; returns the run
-    and whether (or with which label) to show progress."""
+    and whether (or with which label) to show progress.  ``neighbour_batches=False`` leaves out the check
+    that `Neighbours`' budget can bound the batches (`stability_profile`'s ladder bounds only the rungs the
+    batches allow, without raising)."""
     if not isinstance(model, MLP):
         raise TypeError(f"model must be a certkit.mibp.MLP (use MLP.from_torch), got {type(model).__name__}")
     if not isinstance(perturbation, Perturbation):
@@ -203,7 +206,7 @@ def setup_run(
     _check_perturbation(sets, loss, model.sizes[-1])
     carry, auto = _resolve_carry(carry, model, recipe, sets), carry == "auto"
     if sets.neighbours is not None:
-        check_neighbours(sets.neighbours, recipe, model.sizes[-1], y)
+        check_neighbours(sets.neighbours, recipe, model.sizes[-1], y, batches=neighbour_batches)
     _check_carry(carry, recipe, sets)
     if backend != "interval":
         check_program_recipe(backend, recipe, sets, model.sizes[-1])
@@ -262,10 +265,12 @@ def _check_perturbation(sets: InputSets, loss: str, n_outputs: int) -> None:
             )
 
 
-def check_neighbours(nb: NeighbourSets, recipe: Recipe, n_outputs: int, y: np.ndarray) -> None:
+def check_neighbours(
+    nb: NeighbourSets, recipe: Recipe, n_outputs: int, y: np.ndarray, *, batches: bool = True
+) -> None:
     """`Neighbours` needs the gradient of an added row bounded (clipping, or a domain and labels), no L1
-    penalty, labels of the loss that hold every label of ``y`` (the checked labels), and batches it cannot
-    empty."""
+    penalty, labels of the loss that hold every label of ``y`` (the checked labels), and (with ``batches``)
+    batches it cannot empty."""
     if not recipe.clips and nb.lower is None:
         raise ValueError(
             "Neighbours adds rows whose gradients must be bounded: clip the per-sample gradients "
@@ -290,7 +295,8 @@ def check_neighbours(nb: NeighbourSets, recipe: Recipe, n_outputs: int, y: np.nd
                 f"dataset may carry): expected a superset of {np.unique(y).tolist()}, got "
                 f"{np.unique(labels).tolist()} (missing {missing.tolist()})"
             )
-    check_neighbour_batches(recipe, nb)
+    if batches:
+        check_neighbour_batches(recipe, nb)
 
 
 def _check_domain(nb: NeighbourSets, X: np.ndarray) -> None:

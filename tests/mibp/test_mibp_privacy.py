@@ -351,3 +351,35 @@ def test_private_prediction_refuses_mini_batches():
     assert np.array_equal(given.levels, full.levels)
     unlearning = stability_profile(model, X8, Y8, QUERIES, batch_size=4, perturbation=Removals, **kw)
     assert unlearning.relation == "removals"
+
+
+def test_rungs_that_cannot_be_bounded_are_uncertified_not_refused():
+    """A rung the data do not allow (k at least the rows of the full batch) or whose bounds overflow
+    certifies nothing instead of raising: a refusal would tell whether the data allow it (with 8 rows and
+    rungs up to 11 the training set answered while the dataset without one row raised)."""
+    model = MLP.random([2, 2], rng=0)
+    kw = dict(loss="cross_entropy", clip_value=0.3, learning_rate=1.0)
+    short = stability_profile(model, X8, Y8, QUERIES, ks=range(8), **kw)
+    assert short.levels.max() == 7  # some query is certified at every rung the 8 rows allow
+    for X, y in ((X8, Y8), (X8[1:], Y8[1:])):
+        profile = stability_profile(model, X, y, QUERIES, ks=range(12), **kw)
+        assert not profile.certified[:, len(X) :].any() and profile.levels.max() <= len(X) - 1
+        if len(X) == 8:
+            assert np.array_equal(profile.levels, short.levels)
+    # bounds that overflow at k >= 1 (no clipping, a domain, 300 epochs with momentum): certified at k = 0
+    gen = np.random.default_rng(0)
+    X = gen.normal(size=(8, 2))
+    y = (X[:, 0] > 0).astype(int)
+    profile = stability_profile(
+        MLP.random([2, 3, 2], rng=0),
+        X,
+        y,
+        X,
+        ks=range(6),
+        loss="cross_entropy",
+        perturbation=Neighbours(0, domain=(-3.0, 3.0)),
+        learning_rate=5.0,
+        epochs=300,
+        momentum=0.9,
+    )
+    assert np.array_equal(profile.k_max, np.zeros(8)) and profile.runs == 2

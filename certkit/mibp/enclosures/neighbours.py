@@ -47,6 +47,7 @@ __all__ = [
     "added_row_bounds",
     "check_neighbour_batches",
     "forward",
+    "neighbour_batches_problem",
     "neighbour_margins",
     "neighbour_mean",
     "neighbour_step",
@@ -276,20 +277,31 @@ def added_row_bounds(
     return GL.min(axis=0), GU.max(axis=0)
 
 
-def check_neighbour_batches(recipe: Recipe, nb: NeighbourSets) -> None:
-    """Refuse a budget that could empty a batch (every row removed) or overflow the exact batch sums."""
+def neighbour_batches_problem(recipe: Recipe, nb: NeighbourSets, k: int | None = None) -> str | None:
+    """Why the batches of ``recipe`` cannot be bounded under ``k`` changes (default ``nb.k``): a batch ``k``
+    removals could empty, or one whose rows plus ``k`` overflow the exact batch sums; None where they can."""
+    k = nb.k if k is None else k
     for step, rows in enumerate(recipe.batches):
         private = int(np.count_nonzero(~nb.public[rows]))
-        if len(rows) - min(nb.k, private) < 1:
-            raise ValueError(
-                f"Neighbours({nb.k}) may remove every row of batch {step} ({len(rows)} rows, none public); "
+        if len(rows) - min(k, private) < 1:
+            return (
+                f"Neighbours({k}) may remove every row of batch {step} ({len(rows)} rows, none public); "
                 "certify fewer changes than the smallest batch has rows (or use larger batches)"
             )
-        if len(rows) + nb.k >= MAX_BATCH_ROWS:
-            raise ValueError(
-                f"Neighbours({nb.k}) on batches of {len(rows)} rows: at most {MAX_BATCH_ROWS - 1} rows per "
+        if len(rows) + k >= MAX_BATCH_ROWS:
+            return (
+                f"Neighbours({k}) on batches of {len(rows)} rows: at most {MAX_BATCH_ROWS - 1} rows per "
                 "batch plus k are bounded (use smaller batches)"
             )
+    return None
+
+
+def check_neighbour_batches(recipe: Recipe, nb: NeighbourSets) -> None:
+    """Refuse a budget that could empty a batch (every row removed) or overflow the exact batch sums
+    (`neighbour_batches_problem`)."""
+    problem = neighbour_batches_problem(recipe, nb)
+    if problem is not None:
+        raise ValueError(problem)
 
 
 class NeighbourMean:

@@ -19,11 +19,12 @@ from certkit._validation import check_array, check_integer, check_progress
 from certkit.mibp._setup import Run, setup_run
 from certkit.mibp.enclosures.neighbours import (
     NeighbourMean,
+    neighbour_batches_problem,
     neighbour_margins,
     neighbour_mean,
     neighbour_update,
 )
-from certkit.mibp.enclosures.sgd_step import interval_step
+from certkit.mibp.enclosures.sgd_step import BoundsOverflowError, interval_step
 from certkit.mibp.problem.losses import label_classes
 from certkit.mibp.problem.mlp import MLP
 from certkit.mibp.problem.perturbation import Neighbours, Perturbation, Removals
@@ -209,6 +210,15 @@ class Ladder:
     """One training run's boxes at every rung of a ladder, computed when a query first needs them (a rung's
     box is the last epoch's box with the relation's budget set to that ``k``), and the queries' certificates.
 
+    A rung that cannot be bounded certifies no query, and neither does any above it: under `Neighbours` a
+    budget that could empty a batch or overflow its exact sums (`neighbour_batches_problem`: ``k`` at least
+    the rows of a batch, for instance), and a run whose bounds leave the float64 range
+    (`BoundsOverflowError`).  Raising there instead would tell whether the data allow the rung — a release
+    that depends on the data, outside the mechanisms' accounting.  Uncertified is what the level's
+    smoothness allows: a neighbour's rung ``k - 1`` can be bounded wherever this dataset's rung ``k`` can
+    (one row fewer and one change fewer leave as many rows in a batch; its boxes lie inside, so finite where
+    these are).
+
     Parameters
     ----------
     run : Run
@@ -222,22 +232,32 @@ class Ladder:
         self.nominal = run.model.run(run.X, run.y_fit, run.recipe)[-1]
         n_out = run.model.sizes[-1]
         self.classes = label_classes(run.recipe.loss, n_out)
-        self.boxes: dict[int, tuple[MLP, MLP]] = {}
+        nb = run.sets.neighbours
+        self.bounded = tuple(nb is None or neighbour_batches_problem(run.recipe, nb, k) is None for k in ks)
+        self.boxes: dict[int, tuple[MLP, MLP] | None] = {}  # None: the rung's bounds overflowed
         self._first: NeighbourMean | None = None
 
     def first_steps(self, ks: list[int]) -> list[tuple | None]:
-        """The box and velocity after the first step at every ``k`` of ``ks`` (None for `Removals`): every
-        rung starts from the same point, so the first step's row bounds are computed once and each rung
-        takes the changes of its ``k`` from them (`NeighbourMean.bounds`)."""
+        """The box and velocity after the first step at every ``k`` of ``ks``, rungs the batches allow
+        (None for `Removals`; `_OVERFLOWED` where the bounds overflow): every rung starts from the same
+        point, so the first step's row bounds are computed once and each rung takes the changes of its ``k``
+        from them (`NeighbourMean.bounds`)."""
         run = self.run
-        if run.sets.neighbours is None:
+        if run.sets.neighbours is None or not ks:
             return [None] * len(ks)
-        if self._first is None:
-            with single_threaded():
-                self._first = neighbour_mean(
-                    run.model, run.model, run.sets, run.y, run.recipe, 0, run.chunk_size
-                )
-        return [neighbour_update(run.model, run.model, self._first.bounds(k), run.recipe, 0) for k in ks]
+        out: list[tuple | None] = []
+        try:
+            if self._first is None:
+                top = max(k for k, ok in zip(self.ks, self.bounded) if ok)
+                with single_threaded():
+                    self._first = neighbour_mean(
+                        run.model, run.model, run.sets, run.y, run.recipe, 0, run.chunk_size, k=top
+                    )
+            for k in ks:
+                out.append(neighbour_update(run.model, run.model, self._first.bounds(k), run.recipe, 0))
+        except BoundsOverflowError:  # a larger k only widens the bounds: every rung from here overflows
+            out += [_OVERFLOWED] * (len(ks) - len(out))
+        return out
 
     def queries(self, X_query: Any) -> tuple[np.ndarray, np.ndarray]:
         """The queries as the network sees them (through the frozen extractor) and their nominal classes
@@ -266,14 +286,22 @@ class Ladder:
             try:
                 for first in range(0, len(self.ks), wave):
                     rungs = range(first, min(first + wave, len(self.ks)))
-                    todo = [self.ks[j] for j in rungs if self.ks[j] not in self.boxes]
-                    items = list(zip(todo, self.first_steps(todo)))
-                    for k, box in zip(todo, parallel_map(partial(_rung, self.run), items, executor=pool)):
+                    todo = [self.ks[j] for j in rungs if self.bounded[j] and self.ks[j] not in self.boxes]
+                    items = []
+                    for k, start in zip(todo, self.first_steps(todo)):
+                        if start is _OVERFLOWED:
+                            self.boxes[k] = None
+                        else:
+                            items.append((k, start))
+                    boxes = parallel_map(partial(_rung, self.run), items, executor=pool)
+                    for (k, _), box in zip(items, boxes):
                         self.boxes[k] = box
                     trained += len(todo)
                     for j in rungs:
-                        with np.errstate(over="ignore", invalid="ignore"):
-                            certified[:, j] = neighbour_margins(*self.boxes[self.ks[j]], Xq, pred) > 0
+                        box = self.boxes.get(self.ks[j]) if self.bounded[j] else None
+                        if box is not None:
+                            with np.errstate(over="ignore", invalid="ignore"):
+                                certified[:, j] = neighbour_margins(*box, Xq, pred) > 0
                     if bar is not None:
                         bar.update(len(rungs))
                     if not np.any(certified[:, rungs[-1]]):
@@ -328,8 +356,16 @@ def _final_box(run: Run, k: int, start: tuple | None = None) -> tuple[MLP, MLP]:
     return lower, upper
 
 
-def _rung(run: Run, item: tuple[int, tuple | None]) -> tuple[MLP, MLP]:
-    return _final_box(run, *item)
+#: `Ladder.first_steps`' mark of a rung whose first step's bounds overflowed.
+_OVERFLOWED = "overflowed"
+
+
+def _rung(run: Run, item: tuple[int, tuple | None]) -> tuple[MLP, MLP] | None:
+    """The rung's last box, None where its bounds overflow (the rung certifies nothing)."""
+    try:
+        return _final_box(run, *item)
+    except BoundsOverflowError:
+        return None
 
 
 #: The options of `certified_training` that shape a ladder's training run (passed as ``**recipe``).
@@ -407,6 +443,7 @@ def prepare_ladder(
         validation=None,
         patience=None,
         features=features,
+        neighbour_batches=False,
         **check_recipe(recipe),
     )
     if relation == "neighbours":
