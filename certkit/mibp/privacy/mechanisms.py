@@ -339,8 +339,8 @@ def private_predict(
         ``cauchy``: ε-DP smooth sensitivity with Cauchy noise (Nissim, Raskhodnikova & Smith 2007; the
         default). ``laplace``: (ε, δ)-DP smooth sensitivity with Laplace noise. ``ptr``: propose-test-release
         on the level. ``global``: the global-sensitivity baseline (the level is not used; for an ensemble
-        the vote counts get Laplace noise of scale ``2/ε``).  Two classes: a noisy threshold of the label;
-        more: report noisy argmax.
+        the vote counts get exact discrete Laplace noise of scale ``2/ε``, `discrete_laplace`).  Two
+        classes: a noisy threshold of the label; more: report noisy argmax.
     rng : None, int or numpy.random.Generator
         The randomness of the releases.
 
