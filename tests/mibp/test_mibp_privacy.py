@@ -13,6 +13,7 @@ import pytest
 from certkit.mibp import (
     MLP,
     Neighbours,
+    PrivatePredictor,
     Removals,
     StabilityProfile,
     private_predict,
@@ -330,7 +331,7 @@ def test_private_prediction_refuses_mini_batches():
     Neighbours bounds do not cover: every path from a training run to privacy refuses ``batch_size`` (even
     one as large as the data, so that the refusal does not depend on it) and a batch order that misses a
     row; full batches given as an order are accepted, and unlearning profiles (Removals) keep mini-batches."""
-    from certkit.mibp import PrivatePredictor, ensemble_profile
+    from certkit.mibp import ensemble_profile
 
     model = MLP.random([2, 2], rng=0)
     kw = dict(ks=range(3), loss="cross_entropy", clip_value=0.3)
@@ -383,3 +384,26 @@ def test_rungs_that_cannot_be_bounded_are_uncertified_not_refused():
         momentum=0.9,
     )
     assert np.array_equal(profile.k_max, np.zeros(8)) and profile.runs == 2
+
+
+@pytest.mark.parametrize("n_classes", [2, 3])
+def test_every_mechanism_builds_its_table_over_the_whole_epsilon_range(n_classes):
+    """The ends of the supported ε range and the values where the α bracket of the Cauchy table used to fail
+    (ε >= 29, ε around 1e-9 rounded above uniform): every table builds and passes its exact check; ε outside
+    the range is refused naming epsilon and the range."""
+    from certkit.mibp.privacy.mechanisms import EPSILON_RANGE
+
+    low, high = EPSILON_RANGE
+    settings = [("cauchy", 0.0), ("laplace", 1e-6), ("ptr", 1e-6), ("global", 0.0)]
+    for mechanism, delta in settings:
+        for epsilon in (low, 1.5e-6, 29.0, 40.0, high):
+            if n_classes > 2 and mechanism in ("cauchy", "laplace") and epsilon in (1.5e-6, 40.0):
+                continue  # the quadrature tables take a second each: the ends suffice
+            table = level_table(mechanism, epsilon, delta, n_classes, 20)
+            assert _check_table(table.w, epsilon, delta, n_classes)
+    profile = stability_profile(MLP.random([2, 2], rng=0), X8, Y8, X8, ks=range(3), **RECIPE)
+    for epsilon in (1e-9, low / 2, high * 1.01, 700.0):
+        with pytest.raises(ValueError, match=r"epsilon must be in \[1e-06, 100\].*got"):
+            private_predict(profile, epsilon=epsilon)
+    with pytest.raises(ValueError, match=r"epsilon must be in \[1e-06, 100\]"):
+        PrivatePredictor(1e-9, total_epsilon=1.0)

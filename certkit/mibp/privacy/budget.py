@@ -65,7 +65,7 @@ class PrivatePredictor:
     Parameters
     ----------
     epsilon : float
-        ε of each query (> 0).
+        ε of each query, in ``[1e-6, 100]`` (`certkit.mibp.privacy.mechanisms.EPSILON_RANGE`).
     total_epsilon : float
         The budget: the composed ε of every query answered stays at most this.
     delta : float

@@ -34,6 +34,7 @@ from certkit._validation import check_in_options, check_positive, check_rng
 from certkit.mibp.privacy.profile import check_private_profile
 
 __all__ = [
+    "EPSILON_RANGE",
     "MECHANISMS",
     "LevelTable",
     "check_epsilon_delta",
@@ -45,6 +46,8 @@ __all__ = [
 #: The mechanisms of `private_predict`.
 MECHANISMS = ("cauchy", "laplace", "ptr", "global")
 
+#: The ε of one release that the mechanisms support (`check_epsilon_delta`).
+EPSILON_RANGE = (1e-6, 100.0)
 #: Levels whose probability of another label would fall below this are released as this level's: a constant
 #: cap keeps the level moving by at most one between neighbours, and probabilities stay normal floats.
 _SMALLEST = 2.0**-1000
@@ -99,9 +102,16 @@ class LevelTable:
 
 
 def check_epsilon_delta(epsilon: Any, delta: Any, mechanism: str) -> tuple[float, float]:
+    """``(epsilon, delta)`` of one release of ``mechanism`` as floats: ε in `EPSILON_RANGE`, δ in [0, 1),
+    0 for the ε-DP mechanisms and > 0 for the others (a ValueError / TypeError naming the argument)."""
     epsilon = check_positive(epsilon, "epsilon")
-    if not math.isfinite(epsilon):
-        raise ValueError(f"epsilon must be finite, got {epsilon!r}")
+    low, high = EPSILON_RANGE
+    if not low <= epsilon <= high:
+        raise ValueError(
+            f"epsilon must be in [{low:g}, {high:g}] (the range where every mechanism's release table is "
+            f"built and checked: below it a release is indistinguishable from uniform noise at float "
+            f"precision, above it from the nominal label), got {epsilon!r}"
+        )
     if isinstance(delta, (bool, np.bool_)) or not isinstance(delta, (int, float, np.integer, np.floating)):
         raise TypeError(f"delta must be a real number in [0, 1), got {type(delta).__name__}")
     delta = float(delta)
@@ -205,10 +215,18 @@ def _levels_table(
 
 
 def _alpha_for(target: float, n_classes: int, family: str) -> float:
-    """The ``α`` whose level-0 probability of another label is ``target`` (it falls with ``α``)."""
-    return optimize.brentq(
-        lambda a: _other(a, n_classes, family) - target, 1e-12, 1e12, xtol=1e-15, rtol=1e-14
-    )
+    """The ``α`` whose level-0 probability of another label is ``target`` (it falls with ``α`` from
+    ``(C - 1) / C`` towards 0), bracketed by powers of two from 1 outwards (``2**±1000`` at most)."""
+
+    def excess(a: float) -> float:
+        return _other(a, n_classes, family) - target
+
+    low = high = 1.0
+    while excess(low) < 0.0 and low > 2.0**-1000:
+        low /= 16.0
+    while excess(high) > 0.0 and high < 2.0**1000:
+        high *= 16.0
+    return optimize.brentq(excess, low, high, xtol=1e-300, rtol=1e-14)
 
 
 @lru_cache(maxsize=256)
@@ -250,7 +268,8 @@ def level_table(mechanism: str, epsilon: float, delta: float, n_classes: int, le
         family = mechanism
         # level 0: randomized response over C labels at (ε, δ): w0 = (C - 1)(1 - δ) / (e^ε + C - 1)
         target = (C - 1) * (1.0 - delta) / (math.exp(eps) + C - 1)
-        alpha = _alpha_for(target * (1.0 + 2.0**-30), C, family)
+        # a little more noise than that (room for the exact check), below uniform ((C - 1) / C) all the same
+        alpha = _alpha_for(min(target * (1.0 + 2.0**-30), 0.5 * (target + (C - 1) / C)), C, family)
         if family == "cauchy":
             candidates = (
                 [eps]
@@ -332,7 +351,7 @@ def private_predict(
     profile : StabilityProfile or EnsembleProfile
         From `stability_profile` or `ensemble_profile` (the ``Neighbours`` relation).
     epsilon : float
-        ε > 0 of each release.
+        ε of each release, in `EPSILON_RANGE` (``1e-6`` to ``100``; a ValueError outside it).
     delta : float
         δ in [0, 1): 0 for ``cauchy`` and ``global``, > 0 for ``laplace`` and ``ptr``.
     mechanism : {"cauchy", "laplace", "ptr", "global"}
