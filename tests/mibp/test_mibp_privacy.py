@@ -95,7 +95,9 @@ def test_levels_move_by_at_most_one_between_neighbours():
 
 
 def _draws(profile, mechanism, epsilon, delta, seed):
-    return private_predict(profile, epsilon=epsilon, delta=delta, mechanism=mechanism, rng=seed)
+    return private_predict(
+        profile, epsilon=epsilon, delta=delta, mechanism=mechanism, rng=np.random.default_rng(seed)
+    )
 
 
 def _empirical_loss(a, b, classes, epsilon, confidence_level=0.999):
@@ -239,9 +241,9 @@ def test_profile_fields_gaps_and_determinism():
     assert np.array_equal(gaps.k_max, expected)
     assert np.array_equal(gaps.levels, np.searchsorted([3, 6, 9], np.maximum(gaps.k_max, 0), side="right"))
     assert 0 < full.runs <= 12
-    a = private_predict(full, epsilon=0.5, rng=7)
-    assert np.array_equal(a, private_predict(full, epsilon=0.5, rng=7))
-    assert not np.array_equal(a, private_predict(full, epsilon=0.5, rng=8))
+    a = private_predict(full, epsilon=0.5, rng=np.random.default_rng(7))
+    assert np.array_equal(a, private_predict(full, epsilon=0.5, rng=np.random.default_rng(7)))
+    assert not np.array_equal(a, private_predict(full, epsilon=0.5, rng=np.random.default_rng(8)))
     assert "Stability profile" in full.summary()
 
 
@@ -407,3 +409,24 @@ def test_every_mechanism_builds_its_table_over_the_whole_epsilon_range(n_classes
             private_predict(profile, epsilon=epsilon)
     with pytest.raises(ValueError, match=r"epsilon must be in \[1e-06, 100\]"):
         PrivatePredictor(1e-9, total_epsilon=1.0)
+
+
+def test_an_int_seed_for_the_noise_warns_once_naming_rng():
+    """Noise drawn from an int seed is reproducible by whoever knows it: `private_predict` and
+    `PrivatePredictor` warn once per call (UserWarning naming rng, at the caller's line); None and a
+    Generator do not; the seeded release is still the Generator's of that seed."""
+    import warnings
+
+    profile = stability_profile(MLP.random([2, 2], rng=0), X8, Y8, QUERIES, ks=range(3), **RECIPE)
+    with pytest.warns(UserWarning, match=r"rng=7 seeds the noise of a privacy mechanism.*rng=None") as record:
+        seeded = private_predict(profile, epsilon=0.5, rng=7)
+    assert len(record) == 1 and record[0].filename == __file__
+    assert np.array_equal(seeded, private_predict(profile, epsilon=0.5, rng=np.random.default_rng(7)))
+    with pytest.warns(UserWarning, match="rng=3 seeds the noise") as record:
+        PrivatePredictor(0.5, total_epsilon=1.0, rng=np.int64(3))
+    assert len(record) == 1
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        private_predict(profile, epsilon=0.5)
+        private_predict(profile, epsilon=0.5, rng=np.random.default_rng(1))
+        PrivatePredictor(0.5, total_epsilon=1.0, rng=None)

@@ -117,7 +117,9 @@ def test_small_ensemble_against_its_retrained_neighbours():
     for mechanism, delta in (("cauchy", 0.0), ("ptr", 1e-4), ("global", 0.0)):
         stay = release_probabilities(base, epsilon=1.0, delta=delta, mechanism=mechanism)
         assert np.all((stay > 0) & (stay <= 1))
-        assert private_predict(base, epsilon=1.0, delta=delta, mechanism=mechanism, rng=0).shape == (25,)
+        assert private_predict(
+            base, epsilon=1.0, delta=delta, mechanism=mechanism, rng=np.random.default_rng(0)
+        ).shape == (25,)
     with pytest.raises(ValueError, match="parts must hold one part"):
         ensemble_profile(model, X, y, Xq, n_members=4, parts=np.zeros(3, dtype=int), **kw)
     assert "Ensemble stability profile" in base.summary()
@@ -142,11 +144,13 @@ def test_private_predictor_refuses_past_its_budget():
     X = gen.normal(size=(60, 2))
     y = (X[:, 0] > 0).astype(int)
     fit = dict(ks=range(6), loss="cross_entropy", clip_value=0.2, learning_rate=1.0)
-    predictor = PrivatePredictor(0.5, total_epsilon=3.0, rng=4).fit(MLP.random([2, 2], rng=0), X, y, **fit)
+    predictor = PrivatePredictor(0.5, total_epsilon=3.0, rng=np.random.default_rng(4)).fit(
+        MLP.random([2, 2], rng=0), X, y, **fit
+    )
     assert predictor.queries_left() == 6
     first = predictor.predict(X[:4])
     profile = stability_profile(MLP.random([2, 2], rng=0), X, y, X[:4], **fit)
-    assert np.array_equal(first, private_predict(profile, epsilon=0.5, rng=4))
+    assert np.array_equal(first, private_predict(profile, epsilon=0.5, rng=np.random.default_rng(4)))
     with pytest.raises(
         BudgetExhaustedError, match=r"answering 3 more queries would spend ε = 3\.5 > total_epsilon"
     ):
@@ -156,7 +160,7 @@ def test_private_predictor_refuses_past_its_budget():
     assert predictor.spent == (pytest.approx(3.0), 0.0)
     with pytest.raises(BudgetExhaustedError, match="0 queries remain"):
         predictor.predict(X[:1])
-    pooled = PrivatePredictor(0.05, total_epsilon=1.0, total_delta=1e-3, rng=0)
+    pooled = PrivatePredictor(0.05, total_epsilon=1.0, total_delta=1e-3)
     assert pooled.fit(MLP.random([2, 2], rng=0), X, y, **fit).queries_left() > 20  # their sum allows 20
     assert "queries answered" in predictor.summary()
     with pytest.raises(RuntimeError, match="not fitted"):

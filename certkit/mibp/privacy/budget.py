@@ -18,9 +18,8 @@ from certkit._validation import (
     check_positive,
     check_probability,
     check_progress,
-    check_rng,
 )
-from certkit.mibp.privacy.mechanisms import MECHANISMS, check_epsilon_delta, private_predict
+from certkit.mibp.privacy.mechanisms import MECHANISMS, check_epsilon_delta, private_predict, release_rng
 from certkit.mibp.privacy.profile import Ladder, prepare_ladder
 from certkit.mibp.problem.mlp import MLP
 
@@ -76,14 +75,15 @@ class PrivatePredictor:
     mechanism : {"cauchy", "laplace", "ptr", "global"}
         See `private_predict`.
     rng : None, int or numpy.random.Generator
-        The randomness of the releases (the training's batch order is `fit`'s ``rng``).
+        The randomness of the releases: None (the default, fresh entropy from the OS); an int seed makes
+        the noise reproducible by whoever knows it and gives a UserWarning (for tests).
 
     Examples
     --------
     >>> import numpy as np
     >>> from certkit.mibp import MLP, PrivatePredictor
     >>> X = np.random.default_rng(0).normal(size=(200, 2)); y = (X[:, 0] > 0).astype(int)
-    >>> predictor = PrivatePredictor(epsilon=0.5, total_epsilon=5.0, total_delta=1e-6, rng=0).fit(
+    >>> predictor = PrivatePredictor(epsilon=0.5, total_epsilon=5.0, total_delta=1e-6).fit(
     ...     MLP.random([2, 2], rng=0), X, y, ks=range(6), loss="cross_entropy", clip_value=0.1,
     ...     learning_rate=0.5)
     >>> predictor.predict(X[:3]).shape
@@ -108,7 +108,7 @@ class PrivatePredictor:
             raise ValueError(f"total_delta must be in [0, 1), got {total_delta!r}")
         if self.epsilon > self.total_epsilon:
             raise ValueError(f"epsilon ({epsilon!r}) must be at most total_epsilon ({total_epsilon!r})")
-        self._gen = check_rng(rng)
+        self._gen = release_rng(rng)
         self._ladder: Ladder | None = None
         self.queries_answered = 0
 

@@ -31,6 +31,7 @@ from scipy import integrate, optimize
 
 from certkit._typing import RNGLike
 from certkit._validation import check_in_options, check_positive, check_rng
+from certkit._warnings import warn_user
 from certkit.mibp.privacy.profile import check_private_profile
 
 __all__ = [
@@ -41,6 +42,7 @@ __all__ = [
     "level_table",
     "private_predict",
     "release_probabilities",
+    "release_rng",
 ]
 
 #: The mechanisms of `private_predict`.
@@ -306,6 +308,19 @@ def _bernoulli(p: np.ndarray, gen: np.random.Generator) -> np.ndarray:
     return out
 
 
+def release_rng(rng: RNGLike) -> np.random.Generator:
+    """The generator of a private release (`certkit._validation.check_rng`), with one UserWarning naming
+    ``rng`` when it is an int seed: noise drawn from a seed is reproducible by anyone who knows or guesses
+    it, and then protects nothing."""
+    if isinstance(rng, (int, np.integer)) and not isinstance(rng, (bool, np.bool_)):
+        warn_user(
+            f"rng={int(rng)} seeds the noise of a privacy mechanism: anyone who knows the seed can "
+            "reproduce the noise and remove it; pass rng=None (fresh entropy from the OS) for releases, "
+            "and a seed only to reproduce tests"
+        )
+    return check_rng(rng)
+
+
 def _table_for(profile: Any, epsilon: Any, delta: Any, mechanism: Any) -> tuple[LevelTable, str]:
     mechanism = check_in_options(mechanism, "mechanism", MECHANISMS)
     epsilon, delta = check_epsilon_delta(epsilon, delta, mechanism)
@@ -361,7 +376,8 @@ def private_predict(
         the vote counts get exact discrete Laplace noise of scale ``2/ε``, `discrete_laplace`).  Two
         classes: a noisy threshold of the label; more: report noisy argmax.
     rng : None, int or numpy.random.Generator
-        The randomness of the releases.
+        The randomness of the releases: None (the default, fresh entropy from the OS) for a release; an int
+        seed makes the noise reproducible by whoever knows it and gives a UserWarning (for tests).
 
     Returns
     -------
@@ -375,11 +391,11 @@ def private_predict(
     >>> X = np.random.default_rng(0).normal(size=(200, 2)); y = (X[:, 0] > 0).astype(int)
     >>> profile = stability_profile(MLP.random([2, 2], rng=0), X, y, X[:5], ks=range(6),
     ...                             loss="cross_entropy", clip_value=0.1, learning_rate=0.5)
-    >>> private_predict(profile, epsilon=1.0, rng=0).shape
+    >>> private_predict(profile, epsilon=1.0).shape
     (5,)
     """
     table, mechanism = _table_for(profile, epsilon, delta, mechanism)
-    gen = check_rng(rng)
+    gen = release_rng(rng)
     nominal = profile.class_index
     C = profile.n_classes
     if mechanism == "global" and hasattr(profile, "votes"):
