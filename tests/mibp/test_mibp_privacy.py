@@ -277,6 +277,9 @@ def test_refusals_name_the_argument():
         stability_profile(model, X, y, X, ks=[], **kw)
     with pytest.raises(TypeError, match="ks must be a sequence"):
         stability_profile(model, X, y, X, ks=3, **kw)
+    for nested in ([[0, 1], [2, 3]], np.arange(4).reshape(2, 2), [0, [1, 2]]):
+        with pytest.raises(TypeError, match="ks must be a flat sequence"):
+            stability_profile(model, X, y, X, ks=nested, **kw)
     with pytest.raises(TypeError, match="ks\\[i\\] must be an integer"):
         stability_profile(model, X, y, X, ks=[0.5], **kw)
     with pytest.raises(ValueError, match="use a classification loss"):

@@ -243,3 +243,26 @@ def test_ensemble_global_release_adds_discrete_laplace_to_the_votes():
     diff = np.convolve(pmf, pmf)  # the pmf of Z_1 - Z_0 on -400..400
     values = np.arange(-400, 401)
     assert lead == pytest.approx([diff[values <= 2].sum(), diff[values <= 0].sum()], rel=1e-12)
+
+
+def test_budget_arithmetic_is_exact_where_decimals_meet_floats():
+    """``epsilon=0.1, total_epsilon=0.3`` answers three queries (``3 * 0.1`` is above ``0.3`` in floats, by
+    one rounding: each query is composed at the ε its table is checked at, ``ε (1 - 2**-30)``), while a real
+    excess is still refused; the δs add up exactly; a total δ below one query's δ (laplace with
+    ``total_delta=0``, which answered none) is refused naming total_delta."""
+    from certkit.mibp.privacy.mechanisms import ACCOUNTING_ROOM, _check_table, level_table
+
+    assert 3 * 0.1 > 0.3
+    assert PrivatePredictor(0.1, total_epsilon=0.3).queries_left() == 3
+    assert PrivatePredictor(0.1, total_epsilon=0.7).queries_left() == 7
+    assert PrivatePredictor(0.1, total_epsilon=0.3 - 1e-9).queries_left() == 2  # a real excess
+    assert PrivatePredictor(0.1, total_epsilon=0.3, total_delta=1e-6).queries_left() >= 3
+    table = level_table("cauchy", 0.1, 0.0, 2, 10)  # the accounting's ε is the one the table passes
+    assert _check_table(table.w, 0.1 * (1 - ACCOUNTING_ROOM), 0.0, 2)
+    assert composed_epsilon(0.1, 1e-7, 3, 3e-7) == pytest.approx(0.3)  # 3 δ = total δ, exactly
+    assert composed_epsilon(0.1, 1e-7, 4, 3e-7) == math.inf
+    for total in (0.0, 1e-8):
+        with pytest.raises(ValueError, match=r"total_delta \(.*\) must be at least delta \(1e-07\)"):
+            PrivatePredictor(0.1, delta=1e-7, mechanism="laplace", total_epsilon=1.0, total_delta=total)
+    ptr = PrivatePredictor(0.1, delta=1e-7, mechanism="ptr", total_epsilon=1.0, total_delta=3e-7)
+    assert ptr.queries_left() == 3

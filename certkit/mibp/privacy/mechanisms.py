@@ -35,6 +35,7 @@ from certkit._warnings import warn_user
 from certkit.mibp.privacy.profile import check_private_profile
 
 __all__ = [
+    "ACCOUNTING_ROOM",
     "EPSILON_RANGE",
     "MECHANISMS",
     "LevelTable",
@@ -55,6 +56,10 @@ EPSILON_RANGE = (1e-6, 100.0)
 _SMALLEST = 2.0**-1000
 #: The constants are set for ``ε (1 - _SLACK)`` so that the exact check passes with room for rounding.
 _SLACK = 2.0**-20
+#: Every table is checked at ``ε (1 - ACCOUNTING_ROOM)``: each release is that private, and `PrivatePredictor`
+#: composes it so, which a whole number of releases summing to the budget in decimals (``3 * 0.1`` against
+#: ``0.3``, above it in floats by one rounding) fits with room to spare, and a real excess does not.
+ACCOUNTING_ROOM = 2.0**-30
 #: Beyond this lead the argmax's Cauchy tail is taken as ``1/s`` times its value here.
 _FAR = 1e6
 
@@ -252,9 +257,11 @@ def level_table(mechanism: str, epsilon: float, delta: float, n_classes: int, le
       the level plus Laplace noise of scale ``2/ε`` above ``τ = (2/ε) ln(1/(2δ))`` releases the nominal label,
       else the global mechanism at ``ε/2`` releases.
 
-    Every table is checked (`_check_table`) before it is returned; one that fails raises `RuntimeError`.
+    Every table is checked (`_check_table`) at ``ε (1 - ACCOUNTING_ROOM)`` before it is returned; one that
+    fails raises `RuntimeError`.
     """
     eps = epsilon * (1.0 - _SLACK)
+    checked = epsilon * (1.0 - ACCOUNTING_ROOM)
     C = n_classes
     beta = alpha = None
     if mechanism == "global":
@@ -284,12 +291,12 @@ def level_table(mechanism: str, epsilon: float, delta: float, n_classes: int, le
         w = None
         for beta in candidates:
             table = _levels_table(family, eps, C, levels, alpha, beta)
-            if _check_table(table, epsilon, delta, C):
+            if _check_table(table, checked, delta, C):
                 w = table
                 break
         if w is None:  # pragma: no cover - the last candidates pass: ε/(2C) (docs/mibp.md), levels alike
             raise RuntimeError(f"internal error: no {mechanism} table passed the privacy check")
-    if not _check_table(w, epsilon, delta, C):  # pragma: no cover - the constants above make them pass
+    if not _check_table(w, checked, delta, C):  # pragma: no cover - the constants above make them pass
         raise RuntimeError(f"internal error: the {mechanism} table failed the privacy check")
     return LevelTable(np.asarray(w, dtype=np.float64), mechanism, epsilon, delta, C, beta, alpha)
 

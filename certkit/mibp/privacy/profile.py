@@ -131,7 +131,13 @@ def check_ks(ks: Any) -> tuple[int, ...]:
         raise TypeError(
             f"ks must be a sequence of non-negative integers (e.g. range(50)), got {type(ks).__name__}"
         )
-    ks = tuple(check_integer(k, "ks[i]", minimum=0) for k in np.asarray(ks, dtype=object).ravel())
+    if (isinstance(ks, np.ndarray) and ks.ndim != 1) or any(
+        isinstance(k, (Sequence, range, np.ndarray)) and not isinstance(k, (str, bytes)) for k in ks
+    ):
+        raise TypeError(
+            "ks must be a flat sequence of non-negative integers (e.g. range(50)), not a nested one"
+        )
+    ks = tuple(check_integer(k, "ks[i]", minimum=0) for k in ks)
     if not ks:
         raise ValueError("ks must hold at least one k")
     if any(b <= a for a, b in itertools.pairwise(ks)):
