@@ -19,7 +19,7 @@ from certkit._validation import (
 from certkit._warnings import warn_user
 from certkit.mibp.enclosures.features import FrozenFeatures
 from certkit.mibp.enclosures.influence import influence_supports
-from certkit.mibp.enclosures.neighbours import check_neighbour_batches
+from certkit.mibp.enclosures.neighbours import ADDED_LABELS, check_neighbour_batches
 from certkit.mibp.problem.input_sets import NeighbourSets
 from certkit.mibp.problem.losses import check_labels, label_classes
 from certkit.mibp.problem.mlp import MLP
@@ -98,9 +98,12 @@ def setup_run(
     validation: tuple[Any, Any] | None,
     patience: int | None,
     features: Any,
+    neighbour_batches: bool = True,
 ) -> tuple[Run, bool | str]:
     """Check every argument of `certified_training` (see its docstring) and build the run; returns the run
-    and whether (or with which label) to show progress."""
+    and whether (or with which label) to show progress.  ``neighbour_batches=False`` leaves out the check
+    that `Neighbours`' budget can bound the batches (`stability_profile`'s ladder bounds only the rungs the
+    batches allow, without raising)."""
     if not isinstance(model, MLP):
         raise TypeError(f"model must be a certkit.mibp.MLP (use MLP.from_torch), got {type(model).__name__}")
     if not isinstance(perturbation, Perturbation):
@@ -203,7 +206,7 @@ def setup_run(
     _check_perturbation(sets, loss, model.sizes[-1])
     carry, auto = _resolve_carry(carry, model, recipe, sets), carry == "auto"
     if sets.neighbours is not None:
-        check_neighbours(sets.neighbours, recipe, model.sizes[-1])
+        check_neighbours(sets.neighbours, recipe, model.sizes[-1], y, batches=neighbour_batches)
     _check_carry(carry, recipe, sets)
     if backend != "interval":
         check_program_recipe(backend, recipe, sets, model.sizes[-1])
@@ -262,9 +265,12 @@ def _check_perturbation(sets: InputSets, loss: str, n_outputs: int) -> None:
             )
 
 
-def check_neighbours(nb: NeighbourSets, recipe: Recipe, n_outputs: int) -> None:
+def check_neighbours(
+    nb: NeighbourSets, recipe: Recipe, n_outputs: int, y: np.ndarray, *, batches: bool = True
+) -> None:
     """`Neighbours` needs the gradient of an added row bounded (clipping, or a domain and labels), no L1
-    penalty, labels of the loss, and batches it cannot empty."""
+    penalty, labels of the loss that hold every label of ``y`` (the checked labels), and (with ``batches``)
+    batches it cannot empty."""
     if not recipe.clips and nb.lower is None:
         raise ValueError(
             "Neighbours adds rows whose gradients must be bounded: clip the per-sample gradients "
@@ -279,8 +285,18 @@ def check_neighbours(nb: NeighbourSets, recipe: Recipe, n_outputs: int) -> None:
     if recipe.l1_penalty:
         raise ValueError("Neighbours does not support l1_penalty; train without it (or use Removals)")
     if nb.labels is not None:
-        check_labels(nb.labels, recipe.loss, n_outputs, len(nb.labels), name="Neighbours labels")
-    check_neighbour_batches(recipe, nb)
+        labels = check_labels(nb.labels, recipe.loss, n_outputs, len(nb.labels), name=ADDED_LABELS)
+        missing = np.unique(y[~np.isin(y, labels)])
+        if missing.size:
+            # a dataset without such a row has the training set as a neighbour by adding it back, so an added
+            # row may carry every label a training row carries
+            raise ValueError(
+                f"Neighbours(labels=...) must hold every label of y (the labels a row of any neighbouring "
+                f"dataset may carry): expected a superset of {np.unique(y).tolist()}, got "
+                f"{np.unique(labels).tolist()} (missing {missing.tolist()})"
+            )
+    if batches:
+        check_neighbour_batches(recipe, nb)
 
 
 def _check_domain(nb: NeighbourSets, X: np.ndarray) -> None:

@@ -13,6 +13,7 @@ import pytest
 from certkit.mibp import (
     MLP,
     Neighbours,
+    PrivatePredictor,
     Removals,
     StabilityProfile,
     private_predict,
@@ -94,7 +95,9 @@ def test_levels_move_by_at_most_one_between_neighbours():
 
 
 def _draws(profile, mechanism, epsilon, delta, seed):
-    return private_predict(profile, epsilon=epsilon, delta=delta, mechanism=mechanism, rng=seed)
+    return private_predict(
+        profile, epsilon=epsilon, delta=delta, mechanism=mechanism, rng=np.random.default_rng(seed)
+    )
 
 
 def _empirical_loss(a, b, classes, epsilon, confidence_level=0.999):
@@ -224,9 +227,6 @@ def test_profile_fields_gaps_and_determinism():
         clip_value=0.1,
         learning_rate=1.0,
         epochs=2,
-        batch_size=20,
-        shuffle=True,
-        rng=3,
     )
     full = stability_profile(MLP.random([2, 1], rng=0), X, y, Xq, ks=range(12), **kw)
     gaps = stability_profile(MLP.random([2, 1], rng=0), X, y, Xq, ks=[0, 3, 6, 9], **kw)
@@ -241,9 +241,9 @@ def test_profile_fields_gaps_and_determinism():
     assert np.array_equal(gaps.k_max, expected)
     assert np.array_equal(gaps.levels, np.searchsorted([3, 6, 9], np.maximum(gaps.k_max, 0), side="right"))
     assert 0 < full.runs <= 12
-    a = private_predict(full, epsilon=0.5, rng=7)
-    assert np.array_equal(a, private_predict(full, epsilon=0.5, rng=7))
-    assert not np.array_equal(a, private_predict(full, epsilon=0.5, rng=8))
+    a = private_predict(full, epsilon=0.5, rng=np.random.default_rng(7))
+    assert np.array_equal(a, private_predict(full, epsilon=0.5, rng=np.random.default_rng(7)))
+    assert not np.array_equal(a, private_predict(full, epsilon=0.5, rng=np.random.default_rng(8)))
     assert "Stability profile" in full.summary()
 
 
@@ -277,6 +277,9 @@ def test_refusals_name_the_argument():
         stability_profile(model, X, y, X, ks=[], **kw)
     with pytest.raises(TypeError, match="ks must be a sequence"):
         stability_profile(model, X, y, X, ks=3, **kw)
+    for nested in ([[0, 1], [2, 3]], np.arange(4).reshape(2, 2), [0, [1, 2]]):
+        with pytest.raises(TypeError, match="ks must be a flat sequence"):
+            stability_profile(model, X, y, X, ks=nested, **kw)
     with pytest.raises(TypeError, match="ks\\[i\\] must be an integer"):
         stability_profile(model, X, y, X, ks=[0.5], **kw)
     with pytest.raises(ValueError, match="use a classification loss"):
@@ -318,7 +321,7 @@ def test_rungs_share_the_first_step_and_equal_certified_training():
     X = gen.normal(size=(50, 2))
     y = (X[:, 0] > 0.2).astype(int)
     Xq = gen.normal(size=(30, 2))
-    kw = dict(loss="cross_entropy", clip_value=0.1, learning_rate=1.0, epochs=2, batch_size=25, momentum=0.3)
+    kw = dict(loss="cross_entropy", clip_value=0.1, learning_rate=1.0, epochs=3, momentum=0.3)
     profile = stability_profile(MLP.random([2, 2], rng=0), X, y, Xq, ks=range(6), **kw)
     pred = profile.class_index
     for j, k in enumerate(range(6)):
@@ -326,3 +329,107 @@ def test_rungs_share_the_first_step_and_equal_certified_training():
         alone = neighbour_margins(res.lower[-1], res.upper[-1], Xq, pred) > 0
         expected = alone & (profile.certified[:, j - 1] if j else True)
         assert np.array_equal(profile.certified[:, j], expected)
+
+
+def test_private_prediction_refuses_mini_batches():
+    """With mini-batches one row added or removed moves every later row to another batch, a run the
+    Neighbours bounds do not cover: every path from a training run to privacy refuses ``batch_size`` (even
+    one as large as the data, so that the refusal does not depend on it) and a batch order that misses a
+    row; full batches given as an order are accepted, and unlearning profiles (Removals) keep mini-batches."""
+    from certkit.mibp import ensemble_profile
+
+    model = MLP.random([2, 2], rng=0)
+    kw = dict(ks=range(3), loss="cross_entropy", clip_value=0.3)
+    for size in (4, len(X8), 100):
+        with pytest.raises(ValueError, match=rf"batch_size={size}: private prediction needs full-batch"):
+            stability_profile(model, X8, Y8, QUERIES, batch_size=size, **kw)
+    with pytest.raises(ValueError, match="batch_size=4: private prediction needs full-batch"):
+        stability_profile(model, X8, Y8, QUERIES, batch_size=4, shuffle=True, rng=0, **kw)
+    with pytest.raises(ValueError, match="batch_size=4: private prediction needs full-batch"):
+        PrivatePredictor(1.0, total_epsilon=2.0).fit(model, X8, Y8, batch_size=4, **kw)
+    with pytest.raises(ValueError, match="batch_size=4: private prediction needs full-batch"):
+        ensemble_profile(model, X8, Y8, QUERIES, n_members=2, batch_size=4, **kw)
+    halves = [[np.arange(4), np.arange(4, 8)]]
+    with pytest.raises(ValueError, match="batches: private prediction needs full-batch"):
+        stability_profile(model, X8, Y8, QUERIES, batches=halves, **kw)
+    full = stability_profile(model, X8, Y8, QUERIES, **kw)
+    given = stability_profile(model, X8, Y8, QUERIES, batches=[[np.arange(8)[::-1]]], **kw)
+    assert np.array_equal(given.levels, full.levels)
+    unlearning = stability_profile(model, X8, Y8, QUERIES, batch_size=4, perturbation=Removals, **kw)
+    assert unlearning.relation == "removals"
+
+
+def test_rungs_that_cannot_be_bounded_are_uncertified_not_refused():
+    """A rung the data do not allow (k at least the rows of the full batch) or whose bounds overflow
+    certifies nothing instead of raising: a refusal would tell whether the data allow it (with 8 rows and
+    rungs up to 11 the training set answered while the dataset without one row raised)."""
+    model = MLP.random([2, 2], rng=0)
+    kw = dict(loss="cross_entropy", clip_value=0.3, learning_rate=1.0)
+    short = stability_profile(model, X8, Y8, QUERIES, ks=range(8), **kw)
+    assert short.levels.max() == 7  # some query is certified at every rung the 8 rows allow
+    for X, y in ((X8, Y8), (X8[1:], Y8[1:])):
+        profile = stability_profile(model, X, y, QUERIES, ks=range(12), **kw)
+        assert not profile.certified[:, len(X) :].any() and profile.levels.max() <= len(X) - 1
+        if len(X) == 8:
+            assert np.array_equal(profile.levels, short.levels)
+    # bounds that overflow at k >= 1 (no clipping, a domain, 300 epochs with momentum): certified at k = 0
+    gen = np.random.default_rng(0)
+    X = gen.normal(size=(8, 2))
+    y = (X[:, 0] > 0).astype(int)
+    profile = stability_profile(
+        MLP.random([2, 3, 2], rng=0),
+        X,
+        y,
+        X,
+        ks=range(6),
+        loss="cross_entropy",
+        perturbation=Neighbours(0, domain=(-3.0, 3.0)),
+        learning_rate=5.0,
+        epochs=300,
+        momentum=0.9,
+    )
+    assert np.array_equal(profile.k_max, np.zeros(8)) and profile.runs == 2
+
+
+@pytest.mark.parametrize("n_classes", [2, 3])
+def test_every_mechanism_builds_its_table_over_the_whole_epsilon_range(n_classes):
+    """The ends of the supported ε range and the values where the α bracket of the Cauchy table used to fail
+    (ε >= 29, ε around 1e-9 rounded above uniform): every table builds and passes its exact check; ε outside
+    the range is refused naming epsilon and the range."""
+    from certkit.mibp.privacy.mechanisms import EPSILON_RANGE
+
+    low, high = EPSILON_RANGE
+    settings = [("cauchy", 0.0), ("laplace", 1e-6), ("ptr", 1e-6), ("global", 0.0)]
+    for mechanism, delta in settings:
+        for epsilon in (low, 1.5e-6, 29.0, 40.0, high):
+            if n_classes > 2 and mechanism in ("cauchy", "laplace") and epsilon in (1.5e-6, 40.0):
+                continue  # the quadrature tables take a second each: the ends suffice
+            table = level_table(mechanism, epsilon, delta, n_classes, 20)
+            assert _check_table(table.w, epsilon, delta, n_classes)
+    profile = stability_profile(MLP.random([2, 2], rng=0), X8, Y8, X8, ks=range(3), **RECIPE)
+    for epsilon in (1e-9, low / 2, high * 1.01, 700.0):
+        with pytest.raises(ValueError, match=r"epsilon must be in \[1e-06, 100\].*got"):
+            private_predict(profile, epsilon=epsilon)
+    with pytest.raises(ValueError, match=r"epsilon must be in \[1e-06, 100\]"):
+        PrivatePredictor(1e-9, total_epsilon=1.0)
+
+
+def test_an_int_seed_for_the_noise_warns_once_naming_rng():
+    """Noise drawn from an int seed is reproducible by whoever knows it: `private_predict` and
+    `PrivatePredictor` warn once per call (UserWarning naming rng, at the caller's line); None and a
+    Generator do not; the seeded release is still the Generator's of that seed."""
+    import warnings
+
+    profile = stability_profile(MLP.random([2, 2], rng=0), X8, Y8, QUERIES, ks=range(3), **RECIPE)
+    with pytest.warns(UserWarning, match=r"rng=7 seeds the noise of a privacy mechanism.*rng=None") as record:
+        seeded = private_predict(profile, epsilon=0.5, rng=7)
+    assert len(record) == 1 and record[0].filename == __file__
+    assert np.array_equal(seeded, private_predict(profile, epsilon=0.5, rng=np.random.default_rng(7)))
+    with pytest.warns(UserWarning, match="rng=3 seeds the noise") as record:
+        PrivatePredictor(0.5, total_epsilon=1.0, rng=np.int64(3))
+    assert len(record) == 1
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        private_predict(profile, epsilon=0.5)
+        private_predict(profile, epsilon=0.5, rng=np.random.default_rng(1))
+        PrivatePredictor(0.5, total_epsilon=1.0, rng=None)

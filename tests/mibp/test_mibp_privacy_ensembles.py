@@ -117,7 +117,9 @@ def test_small_ensemble_against_its_retrained_neighbours():
     for mechanism, delta in (("cauchy", 0.0), ("ptr", 1e-4), ("global", 0.0)):
         stay = release_probabilities(base, epsilon=1.0, delta=delta, mechanism=mechanism)
         assert np.all((stay > 0) & (stay <= 1))
-        assert private_predict(base, epsilon=1.0, delta=delta, mechanism=mechanism, rng=0).shape == (25,)
+        assert private_predict(
+            base, epsilon=1.0, delta=delta, mechanism=mechanism, rng=np.random.default_rng(0)
+        ).shape == (25,)
     with pytest.raises(ValueError, match="parts must hold one part"):
         ensemble_profile(model, X, y, Xq, n_members=4, parts=np.zeros(3, dtype=int), **kw)
     assert "Ensemble stability profile" in base.summary()
@@ -142,11 +144,13 @@ def test_private_predictor_refuses_past_its_budget():
     X = gen.normal(size=(60, 2))
     y = (X[:, 0] > 0).astype(int)
     fit = dict(ks=range(6), loss="cross_entropy", clip_value=0.2, learning_rate=1.0)
-    predictor = PrivatePredictor(0.5, total_epsilon=3.0, rng=4).fit(MLP.random([2, 2], rng=0), X, y, **fit)
+    predictor = PrivatePredictor(0.5, total_epsilon=3.0, rng=np.random.default_rng(4)).fit(
+        MLP.random([2, 2], rng=0), X, y, **fit
+    )
     assert predictor.queries_left() == 6
     first = predictor.predict(X[:4])
     profile = stability_profile(MLP.random([2, 2], rng=0), X, y, X[:4], **fit)
-    assert np.array_equal(first, private_predict(profile, epsilon=0.5, rng=4))
+    assert np.array_equal(first, private_predict(profile, epsilon=0.5, rng=np.random.default_rng(4)))
     with pytest.raises(
         BudgetExhaustedError, match=r"answering 3 more queries would spend ε = 3\.5 > total_epsilon"
     ):
@@ -156,7 +160,7 @@ def test_private_predictor_refuses_past_its_budget():
     assert predictor.spent == (pytest.approx(3.0), 0.0)
     with pytest.raises(BudgetExhaustedError, match="0 queries remain"):
         predictor.predict(X[:1])
-    pooled = PrivatePredictor(0.05, total_epsilon=1.0, total_delta=1e-3, rng=0)
+    pooled = PrivatePredictor(0.05, total_epsilon=1.0, total_delta=1e-3)
     assert pooled.fit(MLP.random([2, 2], rng=0), X, y, **fit).queries_left() > 20  # their sum allows 20
     assert "queries answered" in predictor.summary()
     with pytest.raises(RuntimeError, match="not fitted"):
@@ -165,3 +169,100 @@ def test_private_predictor_refuses_past_its_budget():
         PrivatePredictor(2.0, total_epsilon=1.0)
     with pytest.raises(ValueError, match="total_delta must be in \\[0, 1\\)"):
         PrivatePredictor(0.5, total_epsilon=1.0, total_delta=1.0)
+
+
+def _votes_profile(votes):
+    """An ensemble profile of the given vote counts (two classes, no members: the global mechanism reads
+    the votes alone)."""
+    from certkit.mibp import EnsembleProfile
+
+    votes = np.asarray(votes)
+    return EnsembleProfile(
+        members=(),
+        votes=votes,
+        predictions=np.argmax(votes, axis=1),
+        classes=np.array([0, 1]),
+        levels=np.zeros(len(votes), dtype=np.int64),
+        parts=np.zeros(2, dtype=np.int64),
+        relation="neighbours",
+        seconds=0.0,
+        cpu_seconds=0.0,
+    )
+
+
+def test_discrete_laplace_has_its_pmf_and_is_a_function_of_the_generator():
+    """The exact sampler of the ensemble's global mechanism: the empirical pmf of 40,000 draws at scale 2
+    (ε = 1 on the votes) is within Clopper-Pearson bounds (99.9 %, Bonferroni) of ``(1 - r)/(1 + r) r^|z|``,
+    ``r = exp(-1/2)``, so neighbouring counts have the ratio ``e^{1/2}`` the accounting uses; the draws are
+    integers, the same for the same generator state and different for another."""
+    from fractions import Fraction
+
+    from certkit.mibp.privacy.ensembles import discrete_laplace
+    from certkit.stats import clopper_pearson
+
+    draws = discrete_laplace(Fraction(2), 40000, np.random.default_rng(0))
+    assert draws.dtype == np.int64
+    r = math.exp(-0.5)
+    support = range(-5, 6)
+    for z in support:
+        pmf = (1 - r) / (1 + r) * r ** abs(z)
+        bound = clopper_pearson(
+            int(np.sum(draws == z)), len(draws), confidence_level=0.999, n_tests=len(support)
+        )
+        assert bound.low <= pmf <= bound.high
+    assert np.abs(draws).max() > 10  # unbounded support: no truncation of the tails
+    again = discrete_laplace(Fraction(2), 100, np.random.default_rng(0))
+    assert np.array_equal(again, draws[:100])
+    assert not np.array_equal(discrete_laplace(Fraction(2), 100, np.random.default_rng(1)), again)
+    wide = discrete_laplace(Fraction(2) / Fraction(0.1), 4000, np.random.default_rng(2))  # scale 20
+    assert abs(np.mean(np.abs(wide)) - 2 * math.exp(-0.05) / (1 - math.exp(-0.1))) < 1.5
+
+
+def test_ensemble_global_release_adds_discrete_laplace_to_the_votes():
+    """``mechanism="global"`` on an ensemble adds exact discrete Laplace noise of scale ``2/ε`` to the vote
+    counts (integers: a float Laplace has probability 0 beyond its bounded range, breaking the ratio) and
+    takes the first noisy maximum: with tied votes the nominal (first) class wins with probability
+    ``(1 + P(tie)) / 2``, ``P(tie) = (1 - r)(1 + r²)/(1 + r)³``; `release_probabilities` is that exactly and
+    the draws agree with it; the draws are a function of the generator."""
+    from certkit.stats import clopper_pearson
+
+    r = math.exp(-0.5)
+    tie = (1 - r) * (1 + r * r) / (1 + r) ** 3
+    profile = _votes_profile([[0, 0]] * 20000)
+    stay = release_probabilities(profile, epsilon=1.0, mechanism="global")
+    assert stay == pytest.approx(np.full(20000, (1 + tie) / 2), rel=1e-12)
+    draws = private_predict(profile, epsilon=1.0, mechanism="global", rng=np.random.default_rng(3))
+    bound = clopper_pearson(int(np.sum(draws == 0)), len(draws), confidence_level=0.999)
+    assert bound.low <= (1 + tie) / 2 <= bound.high
+    again = private_predict(profile, epsilon=1.0, mechanism="global", rng=np.random.default_rng(3))
+    assert np.array_equal(draws, again)
+    lead = release_probabilities(_votes_profile([[2, 0], [1, 2]]), epsilon=1.0, mechanism="global")
+    # P(Z_1 - Z_0 <= 2) and P(Z_0 - Z_1 <= -2) for two independent discrete Laplace draws
+    z = np.arange(-200, 201)
+    pmf = (1 - r) / (1 + r) * r ** np.abs(z)
+    diff = np.convolve(pmf, pmf)  # the pmf of Z_1 - Z_0 on -400..400
+    values = np.arange(-400, 401)
+    assert lead == pytest.approx([diff[values <= 2].sum(), diff[values <= 0].sum()], rel=1e-12)
+
+
+def test_budget_arithmetic_is_exact_where_decimals_meet_floats():
+    """``epsilon=0.1, total_epsilon=0.3`` answers three queries (``3 * 0.1`` is above ``0.3`` in floats, by
+    one rounding: each query is composed at the ε its table is checked at, ``ε (1 - 2**-30)``), while a real
+    excess is still refused; the δs add up exactly; a total δ below one query's δ (laplace with
+    ``total_delta=0``, which answered none) is refused naming total_delta."""
+    from certkit.mibp.privacy.mechanisms import ACCOUNTING_ROOM, _check_table, level_table
+
+    assert 3 * 0.1 > 0.3
+    assert PrivatePredictor(0.1, total_epsilon=0.3).queries_left() == 3
+    assert PrivatePredictor(0.1, total_epsilon=0.7).queries_left() == 7
+    assert PrivatePredictor(0.1, total_epsilon=0.3 - 1e-9).queries_left() == 2  # a real excess
+    assert PrivatePredictor(0.1, total_epsilon=0.3, total_delta=1e-6).queries_left() >= 3
+    table = level_table("cauchy", 0.1, 0.0, 2, 10)  # the accounting's ε is the one the table passes
+    assert _check_table(table.w, 0.1 * (1 - ACCOUNTING_ROOM), 0.0, 2)
+    assert composed_epsilon(0.1, 1e-7, 3, 3e-7) == pytest.approx(0.3)  # 3 δ = total δ, exactly
+    assert composed_epsilon(0.1, 1e-7, 4, 3e-7) == math.inf
+    for total in (0.0, 1e-8):
+        with pytest.raises(ValueError, match=r"total_delta \(.*\) must be at least delta \(1e-07\)"):
+            PrivatePredictor(0.1, delta=1e-7, mechanism="laplace", total_epsilon=1.0, total_delta=total)
+    ptr = PrivatePredictor(0.1, delta=1e-7, mechanism="ptr", total_epsilon=1.0, total_delta=3e-7)
+    assert ptr.queries_left() == 3

@@ -280,8 +280,15 @@ def test_neighbours_refuse_what_they_cannot_bound():
         certified_training(model, X7 + 10, Y7, perturbation=Neighbours(1, domain=(-3, 3)), **kw)
     with pytest.raises(ValueError, match=r"labels \(of an added row\) needs domain"):
         Neighbours(1, labels=[0, 1])
-    with pytest.raises(ValueError, match=r"Neighbours labels must be integers in 0\.\.1"):
+    with pytest.raises(
+        ValueError,
+        match=r"^labels of an added row \(Neighbours\(labels=\.\.\.\)\) must be integers in 0\.\.1",
+    ):
         certified_training(model, X7, Y7, perturbation=Neighbours(1, domain=(-3, 3), labels=[0, 5]), **kw)
+    with pytest.raises(
+        TypeError, match=r"labels of an added row \(Neighbours\(labels=\.\.\.\)\) must be real"
+    ):
+        certified_training(model, X7, Y7, perturbation=Neighbours(1, domain=(-3, 3), labels=["a"]), **kw)
     with pytest.raises(ValueError, match="needs per-sample clipping"):
         certified_training(
             MLP.random([2, 1], rng=0), X7, X7[:, 0], perturbation=Neighbours(1, domain=(-3, 3)), loss="mse"
@@ -294,3 +301,66 @@ def test_neighbours_refuse_what_they_cannot_bound():
         Neighbours(1, domain=[0, 1])
     with pytest.raises(ValueError, match="public must be row indices"):
         certified_training(model, X7, Y7, perturbation=Neighbours(1, public=[9]), clip_value=0.1, **kw)
+
+
+def test_neighbours_labels_must_hold_every_label_of_y():
+    """A training row whose label is outside ``labels`` could be added back to the dataset without it, which
+    the bounds of that dataset would not cover (on ten rows of label 1 and one of label 0, the dataset
+    without the latter got level 9 where the full one predicts otherwise): refused, naming labels and the
+    expected set, for every loss."""
+    kw = dict(learning_rate=0.1, epochs=1)
+    X = np.clip(X7, -2.9, 2.9)
+    with pytest.raises(
+        ValueError,
+        match=r"Neighbours\(labels=\.\.\.\) must hold every label of y.*"
+        r"superset of \[0, 1\], got \[1\] \(missing \[0\]\)",
+    ):
+        certified_training(
+            MLP.random([2, 2], rng=0),
+            X,
+            Y7,
+            perturbation=Neighbours(1, domain=(-3, 3), labels=[1]),
+            loss="cross_entropy",
+            **kw,
+        )
+    with pytest.raises(ValueError, match=r"missing \[0\.0\]"):
+        certified_training(
+            MLP.random([2, 1], rng=0),
+            X,
+            Y7,
+            perturbation=Neighbours(1, domain=(-3, 3), labels=[1]),
+            loss="binary_cross_entropy",
+            **kw,
+        )
+    with pytest.raises(ValueError, match=r"missing \[-1\.0\]"):
+        certified_training(
+            MLP.random([2, 1], rng=0),
+            X,
+            2 * Y7 - 1,
+            perturbation=Neighbours(1, domain=(-3, 3), labels=[1]),
+            loss="hinge",
+            **kw,
+        )
+    from certkit.mibp import stability_profile
+
+    with pytest.raises(ValueError, match="must hold every label of y"):
+        stability_profile(
+            MLP.random([2, 1], rng=0),
+            X,
+            Y7,
+            X,
+            ks=range(3),
+            loss="binary_cross_entropy",
+            perturbation=Neighbours(0, domain=(-3, 3), labels=[1]),
+            **kw,
+        )
+    ones = np.ones(len(X), dtype=int)  # every label of y among labels: accepted
+    res = certified_training(
+        MLP.random([2, 1], rng=0),
+        X,
+        ones,
+        perturbation=Neighbours(1, domain=(-3, 3), labels=[1]),
+        loss="binary_cross_entropy",
+        **kw,
+    )
+    assert res.lower[-1].n_params == 3

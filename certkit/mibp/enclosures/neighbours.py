@@ -41,11 +41,13 @@ from certkit.mibp.problem.recipe import Recipe
 from certkit.parallel import rows_per_chunk
 
 __all__ = [
+    "ADDED_LABELS",
     "MAX_BATCH_ROWS",
     "NeighbourMean",
     "added_row_bounds",
     "check_neighbour_batches",
     "forward",
+    "neighbour_batches_problem",
     "neighbour_margins",
     "neighbour_mean",
     "neighbour_step",
@@ -58,6 +60,8 @@ _U = 2.0**-52
 _EXP_GRID = 2.0**-30
 #: ``exp`` is evaluated in ``[-_EXP_LOW, _EXP_HIGH]`` only (normal results there, rounding below one ulp).
 _EXP_LOW, _EXP_HIGH = 700.0, 709.0
+#: How the errors of `certkit.mibp.problem.losses.check_labels` name `Neighbours`' ``labels``.
+ADDED_LABELS = "of an added row (Neighbours(labels=...))"
 #: Most rows a neighbouring dataset's batch may hold (its rows plus ``k``): the batch sums are exact below it.
 MAX_BATCH_ROWS = 2**24
 
@@ -265,7 +269,7 @@ def added_row_bounds(
         return np.full(m, -edge), np.full(m, edge)
     n_out = lower.sizes[-1]
     labels = label_classes(recipe.loss, n_out) if nb.labels is None else nb.labels
-    y = check_labels(labels, recipe.loss, n_out, len(labels), name="Neighbours labels")
+    y = check_labels(labels, recipe.loss, n_out, len(labels), name=ADDED_LABELS)
     XL, XU = np.repeat(nb.lower[None], len(y), axis=0), np.repeat(nb.upper[None], len(y), axis=0)
     GL, GU = _gradients(lower, upper, XL, XU, y, recipe.loss)
     if recipe.clips:
@@ -273,20 +277,31 @@ def added_row_bounds(
     return GL.min(axis=0), GU.max(axis=0)
 
 
-def check_neighbour_batches(recipe: Recipe, nb: NeighbourSets) -> None:
-    """Refuse a budget that could empty a batch (every row removed) or overflow the exact batch sums."""
+def neighbour_batches_problem(recipe: Recipe, nb: NeighbourSets, k: int | None = None) -> str | None:
+    """Why the batches of ``recipe`` cannot be bounded under ``k`` changes (default ``nb.k``): a batch ``k``
+    removals could empty, or one whose rows plus ``k`` overflow the exact batch sums; None where they can."""
+    k = nb.k if k is None else k
     for step, rows in enumerate(recipe.batches):
         private = int(np.count_nonzero(~nb.public[rows]))
-        if len(rows) - min(nb.k, private) < 1:
-            raise ValueError(
-                f"Neighbours({nb.k}) may remove every row of batch {step} ({len(rows)} rows, none public); "
+        if len(rows) - min(k, private) < 1:
+            return (
+                f"Neighbours({k}) may remove every row of batch {step} ({len(rows)} rows, none public); "
                 "certify fewer changes than the smallest batch has rows (or use larger batches)"
             )
-        if len(rows) + nb.k >= MAX_BATCH_ROWS:
-            raise ValueError(
-                f"Neighbours({nb.k}) on batches of {len(rows)} rows: at most {MAX_BATCH_ROWS - 1} rows per "
+        if len(rows) + k >= MAX_BATCH_ROWS:
+            return (
+                f"Neighbours({k}) on batches of {len(rows)} rows: at most {MAX_BATCH_ROWS - 1} rows per "
                 "batch plus k are bounded (use smaller batches)"
             )
+    return None
+
+
+def check_neighbour_batches(recipe: Recipe, nb: NeighbourSets) -> None:
+    """Refuse a budget that could empty a batch (every row removed) or overflow the exact batch sums
+    (`neighbour_batches_problem`)."""
+    problem = neighbour_batches_problem(recipe, nb)
+    if problem is not None:
+        raise ValueError(problem)
 
 
 class NeighbourMean:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Sequence
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -18,9 +19,14 @@ from certkit._validation import (
     check_positive,
     check_probability,
     check_progress,
-    check_rng,
 )
-from certkit.mibp.privacy.mechanisms import MECHANISMS, check_epsilon_delta, private_predict
+from certkit.mibp.privacy.mechanisms import (
+    ACCOUNTING_ROOM,
+    MECHANISMS,
+    check_epsilon_delta,
+    private_predict,
+    release_rng,
+)
 from certkit.mibp.privacy.profile import Ladder, prepare_ladder
 from certkit.mibp.problem.mlp import MLP
 
@@ -36,11 +42,12 @@ def composed_epsilon(epsilon: float, delta: float, count: int, total_delta: floa
     distribution of a generic (ε, δ)-DP mechanism (which dominates every one) composed ``count`` times by
     ``dp-accounting`` (pessimistic discretisation, on a grid of at most about ``2**20`` steps); ``count ε``
     where that is smaller or ``total_delta`` is 0 (basic composition, which needs
-    ``count δ <= total_delta``; ``inf`` otherwise)."""
+    ``count δ <= total_delta``, compared exactly; ``inf`` otherwise)."""
     if count == 0:
         return 0.0
-    basic = count * epsilon if count * delta <= total_delta else math.inf
-    if total_delta <= count * delta:
+    deltas = count * Fraction(delta)  # exact: the floats' own rounding neither admits nor refuses
+    basic = count * epsilon if deltas <= Fraction(total_delta) else math.inf
+    if Fraction(total_delta) <= deltas:
         return basic
     pld = require("dp_accounting.pld.privacy_loss_distribution", extra="privacy", purpose="PrivatePredictor")
     common = require("dp_accounting.pld.common", extra="privacy", purpose="PrivatePredictor")
@@ -65,25 +72,29 @@ class PrivatePredictor:
     Parameters
     ----------
     epsilon : float
-        ε of each query (> 0).
+        ε of each query, in ``[1e-6, 100]`` (`certkit.mibp.privacy.mechanisms.EPSILON_RANGE`).
     total_epsilon : float
         The budget: the composed ε of every query answered stays at most this.
     delta : float
         δ of each query (0 for ``cauchy``, > 0 for ``laplace`` and ``ptr``).
     total_delta : float
-        The budget's δ (in [0, 1)); with 0 the queries compose by their sum, ``total_epsilon / epsilon`` of
-        them.
+        The budget's δ (in [0, 1), at least ``delta``: a ValueError otherwise, since every query spends its
+        δ); with 0 (``cauchy`` and ``global``) the queries compose by their sum, ``total_epsilon / epsilon``
+        of them.  Each query is composed at ``ε (1 - 2**-30)``, the ε its table is checked at
+        (`certkit.mibp.privacy.mechanisms.ACCOUNTING_ROOM`), so that ``epsilon=0.1, total_epsilon=0.3``
+        answers three queries despite the rounding of the floats; the δs are summed exactly.
     mechanism : {"cauchy", "laplace", "ptr", "global"}
         See `private_predict`.
     rng : None, int or numpy.random.Generator
-        The randomness of the releases (the training's batch order is `fit`'s ``rng``).
+        The randomness of the releases: None (the default, fresh entropy from the OS); an int seed makes
+        the noise reproducible by whoever knows it and gives a UserWarning (for tests).
 
     Examples
     --------
     >>> import numpy as np
     >>> from certkit.mibp import MLP, PrivatePredictor
     >>> X = np.random.default_rng(0).normal(size=(200, 2)); y = (X[:, 0] > 0).astype(int)
-    >>> predictor = PrivatePredictor(epsilon=0.5, total_epsilon=5.0, total_delta=1e-6, rng=0).fit(
+    >>> predictor = PrivatePredictor(epsilon=0.5, total_epsilon=5.0, total_delta=1e-6).fit(
     ...     MLP.random([2, 2], rng=0), X, y, ks=range(6), loss="cross_entropy", clip_value=0.1,
     ...     learning_rate=0.5)
     >>> predictor.predict(X[:3]).shape
@@ -108,7 +119,14 @@ class PrivatePredictor:
             raise ValueError(f"total_delta must be in [0, 1), got {total_delta!r}")
         if self.epsilon > self.total_epsilon:
             raise ValueError(f"epsilon ({epsilon!r}) must be at most total_epsilon ({total_epsilon!r})")
-        self._gen = check_rng(rng)
+        if self.delta > self.total_delta:
+            raise ValueError(
+                f"total_delta ({total_delta!r}) must be at least delta ({delta!r}) for mechanism="
+                f"{self.mechanism!r}: every query spends its δ, so a smaller total answers none"
+            )
+        # each release is checked at this ε (mechanisms.ACCOUNTING_ROOM): composed so
+        self._accounted = self.epsilon * (1.0 - ACCOUNTING_ROOM)
+        self._gen = release_rng(rng)
         self._ladder: Ladder | None = None
         self.queries_answered = 0
 
@@ -126,8 +144,8 @@ class PrivatePredictor:
         **recipe: Any,
     ) -> PrivatePredictor:
         """Check the training run and prepare its ladder (arguments as in `stability_profile`, the recipe
-        options of `certified_training` as ``**recipe``); returns self.  A refit keeps `queries_answered`:
-        the privacy spent on earlier queries stays spent."""
+        options of `certified_training` as ``**recipe``, full-batch training only); returns self.  A refit
+        keeps `queries_answered`: the privacy spent on earlier queries stays spent."""
         self._executor = executor
         self._ladder = prepare_ladder(
             model,
@@ -149,7 +167,7 @@ class PrivatePredictor:
     @property
     def spent(self) -> tuple[float, float]:
         """The composed ``(ε, δ)`` of the queries answered so far (δ is ``total_delta`` once any was)."""
-        eps = composed_epsilon(self.epsilon, self.delta, self.queries_answered, self.total_delta)
+        eps = composed_epsilon(self._accounted, self.delta, self.queries_answered, self.total_delta)
         return eps, (self.total_delta if self.queries_answered else 0.0)
 
     def queries_left(self) -> int:
@@ -163,7 +181,7 @@ class PrivatePredictor:
         return lo - self.queries_answered
 
     def _fits(self, count: int) -> bool:
-        return composed_epsilon(self.epsilon, self.delta, count, self.total_delta) <= self.total_epsilon
+        return composed_epsilon(self._accounted, self.delta, count, self.total_delta) <= self.total_epsilon
 
     def predict(self, X_query: Any, *, progress: bool | str = False) -> np.ndarray:
         """Private labels for the rows of ``X_query`` (each row one query), as in the ``y`` of `fit`.
@@ -178,7 +196,7 @@ class PrivatePredictor:
         Xq, index = self._ladder.queries(X_query)
         count = self.queries_answered + len(Xq)
         if not self._fits(count):
-            spend = composed_epsilon(self.epsilon, self.delta, count, self.total_delta)
+            spend = composed_epsilon(self._accounted, self.delta, count, self.total_delta)
             raise BudgetExhaustedError(
                 f"answering {len(Xq)} more queries would spend ε = {spend:.4g} > total_epsilon = "
                 f"{self.total_epsilon:g} (at total δ = {self.total_delta:g}); {self.queries_left()} queries "

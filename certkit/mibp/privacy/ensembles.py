@@ -4,9 +4,11 @@ is released privately, the certified stability of each member bounding how many 
 from __future__ import annotations
 
 import hashlib
+import math
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from fractions import Fraction
 from functools import partial
 from typing import Any
 
@@ -16,11 +18,17 @@ from scipy import integrate
 from certkit._results import format_table
 from certkit._typing import ExecutorArg, RNGLike
 from certkit._validation import as_numpy, check_array, check_integer, check_rng
-from certkit.mibp.privacy.profile import LabelProfile, StabilityProfile, _relation, stability_profile
+from certkit.mibp.privacy.profile import (
+    LabelProfile,
+    StabilityProfile,
+    _relation,
+    check_full_batch,
+    stability_profile,
+)
 from certkit.mibp.problem.mlp import MLP
 from certkit.parallel import parallel_map
 
-__all__ = ["EnsembleProfile", "ensemble_level", "ensemble_profile", "row_parts"]
+__all__ = ["EnsembleProfile", "discrete_laplace", "ensemble_level", "ensemble_profile", "row_parts"]
 
 
 @dataclass(frozen=True)
@@ -70,18 +78,31 @@ class EnsembleProfile(LabelProfile):
 
     def global_release(self, epsilon: float) -> np.ndarray:
         """The probability that the global-sensitivity release (`private_predict` with
-        ``mechanism="global"``: Laplace noise of scale ``2/ε`` on every vote count, the noisy argmax) is each
-        query's prediction (by quadrature)."""
+        ``mechanism="global"``: discrete Laplace noise of scale ``2/ε`` on every vote count, the noisy argmax,
+        ties to the first class) is each query's prediction: the exact sum over the nominal class's noise
+        ``z``, where its pmf is above about ``1e-18`` (``|z| <= 84/ε``, up to ``2**17`` terms); for smaller
+        ε, where the noise is so wide that the votes barely matter, the continuous Laplace's (by quadrature,
+        within about ``ε`` of it)."""
         out = np.empty(len(self.votes))
-        scale = 2.0 / epsilon
+        half = epsilon / 2.0  # the noise's pmf falls by exp(-ε/2) per unit
+        r = math.exp(-half)
+        reach = math.ceil(42.0 / half)
         for i, (v, c) in enumerate(zip(self.votes, self.class_index)):
-            lead = np.delete(v[c] - v, c) / scale
+            lead = np.delete(v[c] - v, c)
+            strict = np.delete(np.arange(len(v)) < c, c)  # earlier classes win ties: theirs must stay below
+            if reach <= 2**16:
+                z = np.arange(-reach - int(np.abs(lead).max()), reach + int(np.abs(lead).max()) + 1)[:, None]
+                x = z + lead - strict  # the largest noise of each other count that keeps c first
+                below = np.where(x >= 0, 1.0 - r ** (x + 1) / (1.0 + r), r ** (-x) / (1.0 + r))
+                pmf = (1.0 - r) / (1.0 + r) * r ** np.abs(z[:, 0])
+                out[i] = float(np.sum(pmf * np.prod(below, axis=1)))
+                continue
+            scaled = lead * half
 
-            def stay(z, lead=lead):  # Z_c = z: every other count's noise below z + lead
-                below = np.where(
-                    z + lead >= 0, 1.0 - 0.5 * np.exp(-np.abs(z + lead)), 0.5 * np.exp(-np.abs(z + lead))
-                )
-                return 0.5 * np.exp(-abs(z)) * float(np.prod(below))
+            def stay(t, scaled=scaled):  # Z_c = t (in units of the scale): every other below t + lead
+                u = t + scaled
+                cdf = np.where(u >= 0, 1.0 - 0.5 * np.exp(-np.abs(u)), 0.5 * np.exp(-np.abs(u)))
+                return 0.5 * np.exp(-abs(t)) * float(np.prod(cdf))
 
             out[i] = sum(
                 integrate.quad(stay, a, b, epsabs=1e-13, limit=200)[0] for a, b in ((-80, 0), (0, 80))
@@ -89,10 +110,12 @@ class EnsembleProfile(LabelProfile):
         return out
 
     def global_release_draw(self, epsilon: float, gen: np.random.Generator) -> np.ndarray:
-        """Draws of the global-sensitivity release (class indices): Laplace noise of scale ``2/ε`` on the
-        vote counts (their ℓ1 sensitivity is 2: a changed row moves one member's vote), the noisy argmax."""
-        noisy = self.votes + gen.laplace(scale=2.0 / epsilon, size=self.votes.shape)
-        return np.argmax(noisy, axis=1)
+        """Draws of the global-sensitivity release (class indices): exact discrete Laplace noise of scale
+        ``2/ε`` on the vote counts (`discrete_laplace`; their ℓ1 sensitivity is 2: a changed row moves one
+        member's vote, so the noisy counts are ε-DP), the noisy argmax (ties to the first class)."""
+        scale = Fraction(2) / Fraction(epsilon)
+        noise = discrete_laplace(scale, self.votes.size, gen).reshape(self.votes.shape)
+        return np.argmax(self.votes + noise, axis=1)
 
     def summary(self) -> str:
         rows = [
@@ -103,6 +126,71 @@ class EnsembleProfile(LabelProfile):
             ["CPU seconds", float(self.cpu_seconds)],
         ]
         return format_table(["quantity", "value"], rows, title="Ensemble stability profile (certkit.mibp)")
+
+
+class _Bits:
+    """Uniform random bits of ``gen``, drawn 8,192 at a time (the draws are a function of ``gen``'s state)."""
+
+    def __init__(self, gen: np.random.Generator) -> None:
+        self.gen, self.pool, self.count = gen, 0, 0
+
+    def below(self, n: int) -> int:
+        """A uniform integer in ``0 .. n - 1``, exactly: as many bits as ``n - 1`` has, rejected at ``n`` or
+        above."""
+        bits = (n - 1).bit_length()
+        while True:
+            while self.count < bits:
+                self.pool |= int.from_bytes(self.gen.bytes(1024), "little") << self.count
+                self.count += 8192
+            u = self.pool & ((1 << bits) - 1)
+            self.pool >>= bits
+            self.count -= bits
+            if u < n:
+                return u
+
+    def bernoulli_exp(self, num: int, den: int) -> bool:
+        """An exact draw of Bernoulli(``exp(-γ)``) for ``γ = num / den`` in [0, 1] (Canonne, Kamath & Steinke
+        2020, Algorithm 1: the parity of the first ``K`` whose Bernoulli(``γ / K``) fails)."""
+        k = 1
+        while self.below(den * k) < num:
+            k += 1
+        return k % 2 == 1
+
+
+def discrete_laplace(scale: Fraction, size: int, gen: np.random.Generator) -> np.ndarray:
+    """``size`` exact draws of the discrete Laplace distribution of ``scale``, ``P(Z = z)`` proportional to
+    ``exp(-|z| / scale)`` on the integers (Canonne, Kamath & Steinke 2020, Algorithm 2), from uniform
+    integers of ``gen`` and rational arithmetic only, so no floating-point rounding enters the distribution.
+
+    Parameters
+    ----------
+    scale : fractions.Fraction
+        ``> 0``; ``t / s`` in lowest terms.
+    size : int
+    gen : numpy.random.Generator
+
+    Returns
+    -------
+    ndarray (size,) of int64
+    """
+    t, s = scale.numerator, scale.denominator
+    bits = _Bits(gen)
+    out = np.empty(size, dtype=np.int64)
+    for i in range(size):
+        while True:
+            u = bits.below(t)
+            if not bits.bernoulli_exp(u, t):
+                continue
+            v = 0  # geometric: the count of successes of Bernoulli(exp(-1)) before a failure
+            while bits.bernoulli_exp(1, 1):
+                v += 1
+            y = (u + t * v) // s  # geometric with ratio exp(-1 / scale)
+            negative = bits.below(2) == 1
+            if negative and y == 0:
+                continue
+            out[i] = -y if negative else y
+            break
+    return out
 
 
 def row_parts(X: Any, y: Any, n_members: int) -> np.ndarray:
@@ -210,7 +298,8 @@ def ensemble_profile(
     executor : None, int or executor-like
         Trains the members in parallel (see `certkit.parallel`).
     **recipe
-        The recipe options of `certified_training` but ``rng``, as in `stability_profile`.
+        The recipe options of `certified_training` but ``rng``, as in `stability_profile`; full-batch
+        training only (``batch_size`` raises a ValueError, see `check_full_batch`).
 
     Returns
     -------
@@ -220,6 +309,7 @@ def ensemble_profile(
     n_members = check_integer(n_members, "n_members", minimum=1)
     if _relation(perturbation)[1] != "neighbours":
         raise ValueError("ensemble_profile needs the Neighbours relation (perturbation=None or a Neighbours)")
+    check_full_batch(recipe)
     X_arr = as_numpy(X, "X")
     y_arr = as_numpy(y, "y")
     if parts is None:

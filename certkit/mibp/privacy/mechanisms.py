@@ -31,25 +31,35 @@ from scipy import integrate, optimize
 
 from certkit._typing import RNGLike
 from certkit._validation import check_in_options, check_positive, check_rng
+from certkit._warnings import warn_user
 from certkit.mibp.privacy.profile import check_private_profile
 
 __all__ = [
+    "ACCOUNTING_ROOM",
+    "EPSILON_RANGE",
     "MECHANISMS",
     "LevelTable",
     "check_epsilon_delta",
     "level_table",
     "private_predict",
     "release_probabilities",
+    "release_rng",
 ]
 
 #: The mechanisms of `private_predict`.
 MECHANISMS = ("cauchy", "laplace", "ptr", "global")
 
+#: The ε of one release that the mechanisms support (`check_epsilon_delta`).
+EPSILON_RANGE = (1e-6, 100.0)
 #: Levels whose probability of another label would fall below this are released as this level's: a constant
 #: cap keeps the level moving by at most one between neighbours, and probabilities stay normal floats.
 _SMALLEST = 2.0**-1000
 #: The constants are set for ``ε (1 - _SLACK)`` so that the exact check passes with room for rounding.
 _SLACK = 2.0**-20
+#: Every table is checked at ``ε (1 - ACCOUNTING_ROOM)``: each release is that private, and `PrivatePredictor`
+#: composes it so, which a whole number of releases summing to the budget in decimals (``3 * 0.1`` against
+#: ``0.3``, above it in floats by one rounding) fits with room to spare, and a real excess does not.
+ACCOUNTING_ROOM = 2.0**-30
 #: Beyond this lead the argmax's Cauchy tail is taken as ``1/s`` times its value here.
 _FAR = 1e6
 
@@ -99,9 +109,16 @@ class LevelTable:
 
 
 def check_epsilon_delta(epsilon: Any, delta: Any, mechanism: str) -> tuple[float, float]:
+    """``(epsilon, delta)`` of one release of ``mechanism`` as floats: ε in `EPSILON_RANGE`, δ in [0, 1),
+    0 for the ε-DP mechanisms and > 0 for the others (a ValueError / TypeError naming the argument)."""
     epsilon = check_positive(epsilon, "epsilon")
-    if not math.isfinite(epsilon):
-        raise ValueError(f"epsilon must be finite, got {epsilon!r}")
+    low, high = EPSILON_RANGE
+    if not low <= epsilon <= high:
+        raise ValueError(
+            f"epsilon must be in [{low:g}, {high:g}] (the range where every mechanism's release table is "
+            f"built and checked: below it a release is indistinguishable from uniform noise at float "
+            f"precision, above it from the nominal label), got {epsilon!r}"
+        )
     if isinstance(delta, (bool, np.bool_)) or not isinstance(delta, (int, float, np.integer, np.floating)):
         raise TypeError(f"delta must be a real number in [0, 1), got {type(delta).__name__}")
     delta = float(delta)
@@ -205,10 +222,18 @@ def _levels_table(
 
 
 def _alpha_for(target: float, n_classes: int, family: str) -> float:
-    """The ``α`` whose level-0 probability of another label is ``target`` (it falls with ``α``)."""
-    return optimize.brentq(
-        lambda a: _other(a, n_classes, family) - target, 1e-12, 1e12, xtol=1e-15, rtol=1e-14
-    )
+    """The ``α`` whose level-0 probability of another label is ``target`` (it falls with ``α`` from
+    ``(C - 1) / C`` towards 0), bracketed by powers of two from 1 outwards (``2**±1000`` at most)."""
+
+    def excess(a: float) -> float:
+        return _other(a, n_classes, family) - target
+
+    low = high = 1.0
+    while excess(low) < 0.0 and low > 2.0**-1000:
+        low /= 16.0
+    while excess(high) > 0.0 and high < 2.0**1000:
+        high *= 16.0
+    return optimize.brentq(excess, low, high, xtol=1e-300, rtol=1e-14)
 
 
 @lru_cache(maxsize=256)
@@ -232,9 +257,11 @@ def level_table(mechanism: str, epsilon: float, delta: float, n_classes: int, le
       the level plus Laplace noise of scale ``2/ε`` above ``τ = (2/ε) ln(1/(2δ))`` releases the nominal label,
       else the global mechanism at ``ε/2`` releases.
 
-    Every table is checked (`_check_table`) before it is returned; one that fails raises `RuntimeError`.
+    Every table is checked (`_check_table`) at ``ε (1 - ACCOUNTING_ROOM)`` before it is returned; one that
+    fails raises `RuntimeError`.
     """
     eps = epsilon * (1.0 - _SLACK)
+    checked = epsilon * (1.0 - ACCOUNTING_ROOM)
     C = n_classes
     beta = alpha = None
     if mechanism == "global":
@@ -250,7 +277,8 @@ def level_table(mechanism: str, epsilon: float, delta: float, n_classes: int, le
         family = mechanism
         # level 0: randomized response over C labels at (ε, δ): w0 = (C - 1)(1 - δ) / (e^ε + C - 1)
         target = (C - 1) * (1.0 - delta) / (math.exp(eps) + C - 1)
-        alpha = _alpha_for(target * (1.0 + 2.0**-30), C, family)
+        # a little more noise than that (room for the exact check), below uniform ((C - 1) / C) all the same
+        alpha = _alpha_for(min(target * (1.0 + 2.0**-30), 0.5 * (target + (C - 1) / C)), C, family)
         if family == "cauchy":
             candidates = (
                 [eps]
@@ -263,12 +291,12 @@ def level_table(mechanism: str, epsilon: float, delta: float, n_classes: int, le
         w = None
         for beta in candidates:
             table = _levels_table(family, eps, C, levels, alpha, beta)
-            if _check_table(table, epsilon, delta, C):
+            if _check_table(table, checked, delta, C):
                 w = table
                 break
         if w is None:  # pragma: no cover - the last candidates pass: ε/(2C) (docs/mibp.md), levels alike
             raise RuntimeError(f"internal error: no {mechanism} table passed the privacy check")
-    if not _check_table(w, epsilon, delta, C):  # pragma: no cover - the constants above make them pass
+    if not _check_table(w, checked, delta, C):  # pragma: no cover - the constants above make them pass
         raise RuntimeError(f"internal error: the {mechanism} table failed the privacy check")
     return LevelTable(np.asarray(w, dtype=np.float64), mechanism, epsilon, delta, C, beta, alpha)
 
@@ -285,6 +313,19 @@ def _bernoulli(p: np.ndarray, gen: np.random.Generator) -> np.ndarray:
         u = int.from_bytes(gen.bytes(nbytes), "little") >> (8 * nbytes - bits) if bits else 0
         out[i] = u < num
     return out
+
+
+def release_rng(rng: RNGLike) -> np.random.Generator:
+    """The generator of a private release (`certkit._validation.check_rng`), with one UserWarning naming
+    ``rng`` when it is an int seed: noise drawn from a seed is reproducible by anyone who knows or guesses
+    it, and then protects nothing."""
+    if isinstance(rng, (int, np.integer)) and not isinstance(rng, (bool, np.bool_)):
+        warn_user(
+            f"rng={int(rng)} seeds the noise of a privacy mechanism: anyone who knows the seed can "
+            "reproduce the noise and remove it; pass rng=None (fresh entropy from the OS) for releases, "
+            "and a seed only to reproduce tests"
+        )
+    return check_rng(rng)
 
 
 def _table_for(profile: Any, epsilon: Any, delta: Any, mechanism: Any) -> tuple[LevelTable, str]:
@@ -322,7 +363,7 @@ def private_predict(
     """One differentially private prediction per query of a stability profile.
 
     Each query is answered by a mechanism that is (ε, δ)-DP with respect to the training set (one row
-    added or removed: `certkit.mibp.Neighbours`'s relation, its batches kept): the nominal prediction is
+    added or removed, full-batch training: `certkit.mibp.Neighbours`'s relation): the nominal prediction is
     released with a probability that grows with how many changes it is certified for (its ``level``),
     another label otherwise (see the module docstring and ``docs/mibp.md`` for the proofs).  Answering
     many queries costs more privacy: compose them with `PrivatePredictor`.
@@ -332,17 +373,18 @@ def private_predict(
     profile : StabilityProfile or EnsembleProfile
         From `stability_profile` or `ensemble_profile` (the ``Neighbours`` relation).
     epsilon : float
-        ε > 0 of each release.
+        ε of each release, in `EPSILON_RANGE` (``1e-6`` to ``100``; a ValueError outside it).
     delta : float
         δ in [0, 1): 0 for ``cauchy`` and ``global``, > 0 for ``laplace`` and ``ptr``.
     mechanism : {"cauchy", "laplace", "ptr", "global"}
         ``cauchy``: ε-DP smooth sensitivity with Cauchy noise (Nissim, Raskhodnikova & Smith 2007; the
         default). ``laplace``: (ε, δ)-DP smooth sensitivity with Laplace noise. ``ptr``: propose-test-release
         on the level. ``global``: the global-sensitivity baseline (the level is not used; for an ensemble
-        the vote counts get Laplace noise of scale ``2/ε``).  Two classes: a noisy threshold of the label;
-        more: report noisy argmax.
+        the vote counts get exact discrete Laplace noise of scale ``2/ε``, `discrete_laplace`).  Two
+        classes: a noisy threshold of the label; more: report noisy argmax.
     rng : None, int or numpy.random.Generator
-        The randomness of the releases.
+        The randomness of the releases: None (the default, fresh entropy from the OS) for a release; an int
+        seed makes the noise reproducible by whoever knows it and gives a UserWarning (for tests).
 
     Returns
     -------
@@ -356,11 +398,11 @@ def private_predict(
     >>> X = np.random.default_rng(0).normal(size=(200, 2)); y = (X[:, 0] > 0).astype(int)
     >>> profile = stability_profile(MLP.random([2, 2], rng=0), X, y, X[:5], ks=range(6),
     ...                             loss="cross_entropy", clip_value=0.1, learning_rate=0.5)
-    >>> private_predict(profile, epsilon=1.0, rng=0).shape
+    >>> private_predict(profile, epsilon=1.0).shape
     (5,)
     """
     table, mechanism = _table_for(profile, epsilon, delta, mechanism)
-    gen = check_rng(rng)
+    gen = release_rng(rng)
     nominal = profile.class_index
     C = profile.n_classes
     if mechanism == "global" and hasattr(profile, "votes"):

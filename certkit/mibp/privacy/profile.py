@@ -19,11 +19,12 @@ from certkit._validation import check_array, check_integer, check_progress
 from certkit.mibp._setup import Run, setup_run
 from certkit.mibp.enclosures.neighbours import (
     NeighbourMean,
+    neighbour_batches_problem,
     neighbour_margins,
     neighbour_mean,
     neighbour_update,
 )
-from certkit.mibp.enclosures.sgd_step import interval_step
+from certkit.mibp.enclosures.sgd_step import BoundsOverflowError, interval_step
 from certkit.mibp.problem.losses import label_classes
 from certkit.mibp.problem.mlp import MLP
 from certkit.mibp.problem.perturbation import Neighbours, Perturbation, Removals
@@ -34,6 +35,7 @@ __all__ = [
     "LabelProfile",
     "Ladder",
     "StabilityProfile",
+    "check_full_batch",
     "check_ks",
     "check_private_profile",
     "check_recipe",
@@ -129,7 +131,13 @@ def check_ks(ks: Any) -> tuple[int, ...]:
         raise TypeError(
             f"ks must be a sequence of non-negative integers (e.g. range(50)), got {type(ks).__name__}"
         )
-    ks = tuple(check_integer(k, "ks[i]", minimum=0) for k in np.asarray(ks, dtype=object).ravel())
+    if (isinstance(ks, np.ndarray) and ks.ndim != 1) or any(
+        isinstance(k, (Sequence, range, np.ndarray)) and not isinstance(k, (str, bytes)) for k in ks
+    ):
+        raise TypeError(
+            "ks must be a flat sequence of non-negative integers (e.g. range(50)), not a nested one"
+        )
+    ks = tuple(check_integer(k, "ks[i]", minimum=0) for k in ks)
     if not ks:
         raise ValueError("ks must hold at least one k")
     if any(b <= a for a, b in itertools.pairwise(ks)):
@@ -150,6 +158,35 @@ def check_private_profile(profile: Any) -> None:
         raise ValueError(
             f"the private mechanisms need a profile of the Neighbours relation (rows added or removed: "
             f"differential privacy's neighbours), this one is of {profile.relation!r}"
+        )
+
+
+def check_full_batch(recipe: dict[str, Any], n_rows: int | None = None, batches: Any = None) -> None:
+    """Refuse a recipe whose batches are not the whole training set at every step, for the privacy of the
+    `Neighbours` relation.
+
+    `Neighbours` bounds the runs that keep the training set's batch order; a neighbouring dataset trained by
+    the same recipe has batches of its own (one row more or less moves every later row to another position,
+    so mini-batches and a shuffled order change their members), so its run is not one of them, and the level
+    would not be smooth.  Full batches (``batch_size=None``, the default) hold every row at every step,
+    whatever the dataset: their run on a neighbour is one the boxes bound.  ``batch_size`` is refused
+    whatever the number of rows (``batch_size >= len(X)`` too, so that the refusal does not depend on the
+    data); a given batch order (``batches``: the recipe's, for ``n_rows`` rows) must hold every row in every
+    batch.  A ValueError names the option and the fix.
+    """
+    if recipe.get("batch_size") is not None:
+        raise ValueError(
+            f"batch_size={recipe['batch_size']!r}: private prediction needs full-batch training "
+            "(batch_size=None, the default): with mini-batches one row added or removed moves the later rows "
+            "to other batches, which the Neighbours bounds do not cover, so the privacy would not hold"
+        )
+    if batches is not None and any(
+        len(rows) != n_rows or not np.array_equal(np.sort(rows), np.arange(n_rows)) for rows in batches
+    ):
+        raise ValueError(
+            "batches: private prediction needs full-batch training, every batch holding every row once (or "
+            "leave batches=None and batch_size=None): with mini-batches one row added or removed moves the "
+            "later rows to other batches, which the Neighbours bounds do not cover"
         )
 
 
@@ -179,6 +216,15 @@ class Ladder:
     """One training run's boxes at every rung of a ladder, computed when a query first needs them (a rung's
     box is the last epoch's box with the relation's budget set to that ``k``), and the queries' certificates.
 
+    A rung that cannot be bounded certifies no query, and neither does any above it: under `Neighbours` a
+    budget that could empty a batch or overflow its exact sums (`neighbour_batches_problem`: ``k`` at least
+    the rows of a batch, for instance), and a run whose bounds leave the float64 range
+    (`BoundsOverflowError`).  Raising there instead would tell whether the data allow the rung — a release
+    that depends on the data, outside the mechanisms' accounting.  Uncertified is what the level's
+    smoothness allows: a neighbour's rung ``k - 1`` can be bounded wherever this dataset's rung ``k`` can
+    (one row fewer and one change fewer leave as many rows in a batch; its boxes lie inside, so finite where
+    these are).
+
     Parameters
     ----------
     run : Run
@@ -192,22 +238,32 @@ class Ladder:
         self.nominal = run.model.run(run.X, run.y_fit, run.recipe)[-1]
         n_out = run.model.sizes[-1]
         self.classes = label_classes(run.recipe.loss, n_out)
-        self.boxes: dict[int, tuple[MLP, MLP]] = {}
+        nb = run.sets.neighbours
+        self.bounded = tuple(nb is None or neighbour_batches_problem(run.recipe, nb, k) is None for k in ks)
+        self.boxes: dict[int, tuple[MLP, MLP] | None] = {}  # None: the rung's bounds overflowed
         self._first: NeighbourMean | None = None
 
     def first_steps(self, ks: list[int]) -> list[tuple | None]:
-        """The box and velocity after the first step at every ``k`` of ``ks`` (None for `Removals`): every
-        rung starts from the same point, so the first step's row bounds are computed once and each rung
-        takes the changes of its ``k`` from them (`NeighbourMean.bounds`)."""
+        """The box and velocity after the first step at every ``k`` of ``ks``, rungs the batches allow
+        (None for `Removals`; `_OVERFLOWED` where the bounds overflow): every rung starts from the same
+        point, so the first step's row bounds are computed once and each rung takes the changes of its ``k``
+        from them (`NeighbourMean.bounds`)."""
         run = self.run
-        if run.sets.neighbours is None:
+        if run.sets.neighbours is None or not ks:
             return [None] * len(ks)
-        if self._first is None:
-            with single_threaded():
-                self._first = neighbour_mean(
-                    run.model, run.model, run.sets, run.y, run.recipe, 0, run.chunk_size
-                )
-        return [neighbour_update(run.model, run.model, self._first.bounds(k), run.recipe, 0) for k in ks]
+        out: list[tuple | None] = []
+        try:
+            if self._first is None:
+                top = max(k for k, ok in zip(self.ks, self.bounded) if ok)
+                with single_threaded():
+                    self._first = neighbour_mean(
+                        run.model, run.model, run.sets, run.y, run.recipe, 0, run.chunk_size, k=top
+                    )
+            for k in ks:
+                out.append(neighbour_update(run.model, run.model, self._first.bounds(k), run.recipe, 0))
+        except BoundsOverflowError:  # a larger k only widens the bounds: every rung from here overflows
+            out += [_OVERFLOWED] * (len(ks) - len(out))
+        return out
 
     def queries(self, X_query: Any) -> tuple[np.ndarray, np.ndarray]:
         """The queries as the network sees them (through the frozen extractor) and their nominal classes
@@ -236,14 +292,22 @@ class Ladder:
             try:
                 for first in range(0, len(self.ks), wave):
                     rungs = range(first, min(first + wave, len(self.ks)))
-                    todo = [self.ks[j] for j in rungs if self.ks[j] not in self.boxes]
-                    items = list(zip(todo, self.first_steps(todo)))
-                    for k, box in zip(todo, parallel_map(partial(_rung, self.run), items, executor=pool)):
+                    todo = [self.ks[j] for j in rungs if self.bounded[j] and self.ks[j] not in self.boxes]
+                    items = []
+                    for k, start in zip(todo, self.first_steps(todo)):
+                        if start is _OVERFLOWED:
+                            self.boxes[k] = None
+                        else:
+                            items.append((k, start))
+                    boxes = parallel_map(partial(_rung, self.run), items, executor=pool)
+                    for (k, _), box in zip(items, boxes):
                         self.boxes[k] = box
                     trained += len(todo)
                     for j in rungs:
-                        with np.errstate(over="ignore", invalid="ignore"):
-                            certified[:, j] = neighbour_margins(*self.boxes[self.ks[j]], Xq, pred) > 0
+                        box = self.boxes.get(self.ks[j]) if self.bounded[j] else None
+                        if box is not None:
+                            with np.errstate(over="ignore", invalid="ignore"):
+                                certified[:, j] = neighbour_margins(*box, Xq, pred) > 0
                     if bar is not None:
                         bar.update(len(rungs))
                     if not np.any(certified[:, rungs[-1]]):
@@ -298,8 +362,16 @@ def _final_box(run: Run, k: int, start: tuple | None = None) -> tuple[MLP, MLP]:
     return lower, upper
 
 
-def _rung(run: Run, item: tuple[int, tuple | None]) -> tuple[MLP, MLP]:
-    return _final_box(run, *item)
+#: `Ladder.first_steps`' mark of a rung whose first step's bounds overflowed.
+_OVERFLOWED = "overflowed"
+
+
+def _rung(run: Run, item: tuple[int, tuple | None]) -> tuple[MLP, MLP] | None:
+    """The rung's last box, None where its bounds overflow (the rung certifies nothing)."""
+    try:
+        return _final_box(run, *item)
+    except BoundsOverflowError:
+        return None
 
 
 #: The options of `certified_training` that shape a ladder's training run (passed as ``**recipe``).
@@ -357,6 +429,8 @@ def prepare_ladder(
     if loss == "mse":
         raise ValueError("the stability profile certifies labels: use a classification loss, not loss='mse'")
     at_k, relation = _relation(perturbation)
+    if relation == "neighbours":
+        check_full_batch(recipe)
     run, _ = setup_run(
         model,
         X,
@@ -375,8 +449,11 @@ def prepare_ladder(
         validation=None,
         patience=None,
         features=features,
+        neighbour_batches=False,
         **check_recipe(recipe),
     )
+    if relation == "neighbours":
+        check_full_batch(recipe, len(run.X), run.recipe.batches)
     return Ladder(run, ks, relation)
 
 
@@ -429,6 +506,9 @@ def stability_profile(
         ``clip_value``, ``clip_norm``, ``rng``, ``batches``, ``chunk_size``), its defaults for the others; any
         other keyword raises a TypeError.  Rows added by `Neighbours` need per-sample clipping
         (``clip_value`` / ``clip_norm``) or a declared domain (``perturbation=Neighbours(0, domain=...)``).
+        Under `Neighbours` the training is full-batch: ``batch_size`` other than None, or ``batches`` with a
+        batch that misses a row, raises a ValueError (`check_full_batch`: the bounds of a mini-batch run do
+        not cover a neighbouring dataset's own batches).
 
     Returns
     -------

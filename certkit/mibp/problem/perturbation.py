@@ -438,8 +438,10 @@ class Neighbours(Perturbation):
         Bounds on an added row's inputs: scalars or one per input feature (raw inputs, flattened, when the
         run has ``features=``).
     labels : sequence, optional
-        The labels an added row may carry, as in ``y`` (default: every class of the loss).  Needs
-        ``domain`` (with clipping alone the label does not matter).
+        The labels an added row may carry, as in ``y`` (default: every class of the loss): labels of the
+        loss, and every label of ``y`` among them (a dataset without one of the training rows has the
+        training set as a neighbour by adding that row back); otherwise the run raises a ValueError naming
+        ``labels``.  Needs ``domain`` (with clipping alone the label does not matter).
     scope : {"batch", "run"}
         What ``k`` counts: ``"batch"`` (the default, AGT's definition), changes in every batch;
         ``"run"``, rows added or removed in the whole training set (differential privacy's distance).  The
