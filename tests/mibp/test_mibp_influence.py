@@ -16,6 +16,7 @@ from certkit.mibp import (
     certify_predictions,
 )
 from certkit.mibp.certification.attack import attack_violation
+from certkit.mibp.certification.cases import allowed_row_sets
 
 
 def _data(n, d, C, seed):
@@ -30,18 +31,12 @@ def _data(n, d, C, seed):
 def _allowed(y, classes, k, scope, recipe, target=None):
     """Every labelling the perturbation allows: at most k changed labels (scope='run'), or at most k in every
     batch of the run's batch order (scope='batch'); each changed label any other class (or the target)."""
-    n = len(y)
-    batches = [set(b.tolist()) for b in recipe.batches]
-    limit = k if scope == "run" else min(n, k * recipe.steps_per_epoch)  # each epoch's batches cover the rows
-    for r in range(limit + 1):
-        for rows in itertools.combinations(range(n), r):
-            if scope == "batch" and any(len(b.intersection(rows)) > k for b in batches):
-                continue
-            options = [[c for c in classes if c != y[j] and (target is None or c == target)] for j in rows]
-            for labels in itertools.product(*options):
-                y2 = y.copy()
-                y2[list(rows)] = labels
-                yield y2
+    for rows in allowed_row_sets(len(y), k, scope, recipe):
+        options = [[c for c in classes if c != y[j] and (target is None or c == target)] for j in rows]
+        for labels in itertools.product(*options):
+            y2 = y.copy()
+            y2[list(rows)] = labels
+            yield y2
 
 
 def _margins(model, X, pred):
@@ -79,6 +74,10 @@ CASES = [  # (n, C, k, scope, recipe options)
     (36, 3, 1, "run", dict(epochs=2, learning_rate=0.2, batch_size=12, shuffle=True, rng=3)),
     (36, 3, 1, "batch", dict(epochs=2, learning_rate=0.2, batch_size=18)),
     (36, 1, 1, "batch", dict(epochs=2, learning_rate=0.4, batch_size=12, shuffle=True, rng=1)),
+    # one step per epoch on part of the rows: the batch scope lets rows left out in different epochs change
+    (10, 3, 1, "batch", dict(epochs=2, learning_rate=0.3, batch_size=7, shuffle=True, drop_last=True, rng=1)),
+    (10, 3, 1, "batch", dict(epochs=2, learning_rate=0.3, batches=[[np.arange(7)], [np.arange(3, 10)]])),
+    (12, 1, 1, "batch", dict(epochs=3, learning_rate=0.2, batch_size=8, shuffle=True, drop_last=True, rng=2)),
 ]
 
 
@@ -105,6 +104,38 @@ def test_every_allowed_dataset_retrained_stays_in_the_boxes_and_keeps_certified_
     assert np.all(smallest[cert.certified] > 0)
     stable = np.mean(smallest > 0)
     assert np.mean(cert.certified) >= stable - 0.2 and np.mean(cert.certified) > 0.3
+
+
+@pytest.mark.parametrize(
+    "order",
+    [
+        dict(batch_size=6, shuffle=True, drop_last=True, rng=1),
+        dict(batches=[[np.arange(6)], [np.arange(2, 8)]]),
+    ],
+)
+def test_one_partial_batch_per_epoch_lets_the_left_out_rows_change_too(order):
+    """The per-batch budget with one step per epoch on part of the rows: a fixed set may change a row that
+    epoch 1 leaves out and one that epoch 2 leaves out (more than k rows in all); every such labelling of 8
+    rows retrained stays in the boxes and keeps the certified predictions (a top-k over all rows did not)."""
+    gen = np.random.default_rng(1)
+    X, y = gen.normal(size=(8, 2)) * 2.0, gen.integers(0, 3, 8)
+    res = certified_training(
+        MLP.random([2, 3], rng=1),
+        X,
+        y,
+        perturbation=LabelFlips(1),
+        loss="cross_entropy",
+        epochs=2,
+        learning_rate=0.3,
+        **order,
+    )
+    assert res.carry == "influence" and res.recipe.steps_per_epoch == 1
+    X_test = gen.normal(size=(200, 2)) * 2.0
+    cert = certify_predictions(res, X_test)
+    excess, smallest, count = _oracle(res, X, y, [0, 1, 2], 1, "batch", X_test)
+    assert count > 1 + 8 * 2  # sets of two changed rows were retrained
+    assert excess <= 0.0, f"a retrained run leaves its box by {excess}"
+    assert np.all(smallest >= cert.margin_lower, where=cert.certified) and np.mean(cert.certified) > 0.3
 
 
 def test_targeted_flips_and_the_scopes_nest():
@@ -257,3 +288,69 @@ def test_a_ten_class_digits_run_certifies_with_the_default_call():
         accuracy[k] = certify_predictions(res, X_test).certified_accuracy(data.y_test)
     nominal = float(np.mean(res.nominal.predict(X_test) == data.y_test))
     assert accuracy[1] >= 0.75 * nominal and accuracy[5] >= 0.4 * nominal, (accuracy, nominal)
+
+
+@pytest.mark.parametrize(
+    ("k", "scope", "options"),
+    [
+        (2, "run", dict(epochs=3, learning_rate=0.5)),
+        (1, "batch", dict(epochs=2, learning_rate=0.3, batch_size=20, shuffle=True, rng=2)),
+        (2, "run", dict(epochs=2, learning_rate=0.1, batch_size=15, momentum=0.5)),
+    ],
+)
+def test_the_competitors_left_out_by_their_norm_bound_never_hold_the_smallest_margin(k, scope, options):
+    """Per query, the exact worst case is computed only for the competitors whose norm-based lower bound is
+    below the smallest exact bound found: the result equals the minimum over every competitor's exact
+    bound (computed here for all of them), for every query of a 6-class run."""
+    X, y = _data(60, 4, 6, seed=7)
+    res = certified_training(
+        MLP.random([4, 6], rng=0),
+        X,
+        y,
+        perturbation=LabelFlips(k, scope=scope),
+        loss="cross_entropy",
+        **options,
+    )
+    enclosure = res.influence
+    assert enclosure.valid_steps == res.recipe.n_steps
+    X_test = np.random.default_rng(1).normal(size=(50, 4)) * 2.0
+    pred = res.nominal.predict(X_test)
+    pruned = enclosure.margin_lower_bounds(res.epochs, X_test, pred)
+    calls = []
+
+    def every_competitor(groups, z, slack, spread, rounding, p):
+        n_q, C = z.shape
+        index = np.arange(n_q)
+        margin = (z[index, p] - slack[index, p])[:, None] - (z + slack)
+        per_row = rounding * (spread[index, p][:, None] + spread)
+        qi, qc = np.nonzero(np.arange(C)[None] != p[:, None])
+        calls.append(len(qi))
+        out = np.full(n_q, np.inf)
+        np.minimum.at(out, qi, margin[qi, qc] - enclosure._pair_worst(groups, qi, qc, p, per_row))
+        return out
+
+    enclosure._competitor_bounds = every_competitor
+    exhaustive = enclosure.margin_lower_bounds(res.epochs, X_test, pred)
+    assert sum(calls) == 50 * 5 and np.all(np.isfinite(exhaustive))
+    np.testing.assert_allclose(pruned, exhaustive, rtol=1e-12, atol=1e-12)
+
+
+def test_targeted_flips_leave_the_rows_already_at_the_target_unchanged():
+    """Two classes, LabelFlips(k, target=1): a row labelled 1 may not change, so its flip extremes are 0
+    (every other row's only change is to the target), and the bound is tighter than the untargeted one."""
+    gen = np.random.default_rng(0)
+    X = gen.normal(size=(40, 3))
+    y = (X[:, 0] + 0.3 * gen.normal(size=40) > 0).astype(int)
+    kw = dict(loss="cross_entropy", epochs=3, learning_rate=0.5)
+    res = certified_training(MLP.random([3, 2], rng=0), X, y, perturbation=LabelFlips(3, target=1), **kw)
+    values = np.random.default_rng(1).normal(size=(2, len(y)))
+    up, down = res.influence._flip_extremes(values)
+    at_target = y == 1
+    assert np.all(up[at_target] == 0.0) and np.all(down[at_target] == 0.0)
+    change = values[0, ~at_target] - values[1, ~at_target]  # label 0 -> 1: value[y] - value[1]
+    np.testing.assert_array_equal(up[~at_target], np.maximum(change, 0.0))
+    np.testing.assert_array_equal(down[~at_target], np.maximum(-change, 0.0))
+    X_test = gen.normal(size=(200, 3))
+    untargeted = certified_training(MLP.random([3, 2], rng=0), X, y, perturbation=LabelFlips(3), **kw)
+    tight, loose = (certify_predictions(r, X_test).margin_lower for r in (res, untargeted))
+    assert np.all(tight >= loose - 1e-12) and np.mean(tight > loose) > 0.5

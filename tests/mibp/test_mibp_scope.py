@@ -15,6 +15,7 @@ from certkit.mibp import (
     Removals,
     certified_training,
 )
+from certkit.mibp.certification.cases import allowed_row_sets
 
 GEN = np.random.default_rng(8)
 X = GEN.normal(size=(9, 2))
@@ -28,18 +29,6 @@ def _inside(res, path):
         assert np.all(res.lower[t].to_vector() <= v) and np.all(v <= res.upper[t].to_vector()), t
 
 
-def _sets(n, k, scope, recipe):
-    """Every set of rows the scope allows to change: at most k in all (run), or at most k in every batch of
-    the batch order (batch: a fixed set, so every epoch's batches constrain it)."""
-    batches = [set(b.tolist()) for b in recipe.batches]
-    limit = k if scope == "run" else k * recipe.steps_per_epoch
-    for size in range(limit + 1):
-        for rows in itertools.combinations(range(n), size):
-            if scope == "batch" and any(len(b.intersection(rows)) > k for b in batches):
-                continue
-            yield rows
-
-
 @pytest.mark.parametrize("scope", ["run", "batch"])
 def test_every_flip_set_of_the_scope_stays_in_the_box_carrys_boxes(scope):
     """Exact oracle: a network with a hidden layer (the box carry), 3 batches per epoch, shuffled; every set
@@ -50,7 +39,7 @@ def test_every_flip_set_of_the_scope_stays_in_the_box_carrys_boxes(scope):
     )
     assert res.carry == "box"
     count = 0
-    for rows in _sets(len(X), 1, scope, res.recipe):
+    for rows in allowed_row_sets(len(X), 1, scope, res.recipe):
         for labels in itertools.product(*[[c for c in range(3) if c != Y[j]] for j in rows]):
             y2 = Y.copy()
             y2[list(rows)] = labels
@@ -68,7 +57,7 @@ def test_every_removal_set_of_the_scope_stays_in_the_boxes(scope):
         model, X, Y, perturbation=Removals(1, scope=scope), loss="cross_entropy", **RECIPE
     )
     count = 0
-    for rows in _sets(len(X), 1, scope, res.recipe):
+    for rows in allowed_row_sets(len(X), 1, scope, res.recipe):
         _inside(res, model.run(X, Y, res.recipe.without(rows)))
         count += 1
     assert count == 10 if scope == "run" else count > 10
@@ -81,7 +70,7 @@ def test_every_vertex_of_a_scoped_feature_budget_stays_in_the_boxes(scope):
     model = MLP.random([2, 3, 3], rng=2)
     pert = Budget(FeatureBox(0.1), 1, scope=scope)
     res = certified_training(model, X, Y, perturbation=pert, loss="cross_entropy", **RECIPE)
-    for rows in itertools.islice(_sets(len(X), 1, scope, res.recipe), 0, 40):
+    for rows in itertools.islice(allowed_row_sets(len(X), 1, scope, res.recipe), 0, 40):
         for signs in itertools.product((-1.0, 1.0), repeat=2 * len(rows)):
             X2 = X.copy()
             X2[list(rows)] += 0.1 * np.reshape(signs, (len(rows), 2))

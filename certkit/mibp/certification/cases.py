@@ -4,6 +4,9 @@ of the recipe and chunk sizes down to one row."""
 
 from __future__ import annotations
 
+import itertools
+from collections.abc import Iterator
+
 import numpy as np
 
 from certkit._optional import require
@@ -23,12 +26,32 @@ from certkit.mibp.problem.recipe import InverseDecay
 __all__ = [
     "PERTURBATION_KINDS",
     "RECIPE_KINDS",
+    "allowed_row_sets",
     "random_case",
     "random_extractor",
     "random_recipe_case",
     "random_row_shape",
     "recipe_kind_supported",
 ]
+
+
+def allowed_row_sets(n: int, k: int, scope: str, recipe) -> Iterator[tuple[int, ...]]:
+    """Every set of rows (of ``n``) that a ``scope`` budget of ``k`` lets change under ``recipe``'s batch
+    order, for exact oracles: at most ``k`` rows (``scope="run"``), or a fixed set with at most ``k`` rows in
+    every batch (``scope="batch"``), which may be larger than ``k`` per epoch's batches — rows an epoch
+    leaves out (``drop_last``, the user's own batches) may change freely as far as that epoch goes."""
+    batches = [set(b.tolist()) for b in recipe.batches]
+    limit = k
+    if scope == "batch":
+        sizes = []
+        for e in range(recipe.epochs):
+            epoch = batches[recipe.epoch_end(e) : recipe.epoch_end(e + 1)]
+            sizes.append(sum(min(k, len(b)) for b in epoch) + n - len(set().union(*epoch)))
+        limit = min(n, *sizes)
+    for size in range(limit + 1):
+        for rows in itertools.combinations(range(n), size):
+            if scope == "run" or all(len(b.intersection(rows)) <= k for b in batches):
+                yield rows
 
 
 #: Perturbation types of `random_case`.

@@ -95,23 +95,30 @@ def _top_sum(values: np.ndarray, k: int) -> np.ndarray:
     return np.partition(values, -k, axis=-1)[..., -k:].sum(axis=-1)
 
 
-def _aggregate(contrib: np.ndarray, k: int, scope: str, recipe: Recipe) -> np.ndarray:
-    """The largest total of ``contrib`` (``(..., n)``, nonnegative per-row contributions) over the allowed
-    sets of changed rows: the ``k`` largest (``scope="run"``, or one batch); for ``scope="batch"`` (at most
-    ``k`` in every batch) the smallest over the epochs of that epoch's relaxation: the ``k`` largest of every
-    batch plus every row no batch of the epoch holds (each epoch's constraint alone gives an upper bound)."""
-    if scope == "run" or recipe.steps_per_epoch == 1:
-        return _top_sum(contrib, k)
-    best = None
+def _epoch_totals(contrib: np.ndarray, k: int, scope: str, recipe: Recipe) -> np.ndarray:
+    """Upper bounds (``(E, ...)``) of the total of ``contrib`` (``(..., n)``, nonnegative per-row
+    contributions) over the allowed sets of changed rows, one per epoch's constraint: the ``k`` largest
+    (``scope="run"``, or every batch the whole training set: ``E = 1``); for ``scope="batch"`` (at most
+    ``k`` in every batch) epoch ``e``'s relaxation, the ``k`` largest of every batch of the epoch plus every
+    row none of them holds.  Each is positively homogeneous and subadditive in ``contrib``."""
+    n = contrib.shape[-1]
+    if scope == "run" or all(np.unique(rows).size == n for rows in recipe.batches):  # ... or every batch full
+        return _top_sum(contrib, k)[None]
+    totals = []
     for e in range(recipe.epochs):
         seen = np.zeros(contrib.shape[-1], dtype=bool)
         total = np.zeros(contrib.shape[:-1])
         for rows in recipe.batches[recipe.epoch_end(e) : recipe.epoch_end(e + 1)]:
             total = total + _top_sum(contrib[..., rows], k)
             seen[rows] = True
-        total = total + contrib[..., ~seen].sum(axis=-1)
-        best = total if best is None else np.minimum(best, total)
-    return best
+        totals.append(total + contrib[..., ~seen].sum(axis=-1))
+    return np.stack(totals)
+
+
+def _aggregate(contrib: np.ndarray, k: int, scope: str, recipe: Recipe) -> np.ndarray:
+    """The largest total of ``contrib`` (``(..., n)``, nonnegative per-row contributions) over the allowed
+    sets of changed rows: the smallest of `_epoch_totals` (each epoch's constraint alone bounds it)."""
+    return _epoch_totals(contrib, k, scope, recipe).min(axis=0)
 
 
 @dataclass(frozen=True)
@@ -169,7 +176,9 @@ class InfluenceEnclosure:
             self.allowed = (np.ones(len(y), dtype=bool) if target is None else (self.y != target))[:, None]
         self.k = int(sets.label_flips)
         self._own = self.y.astype(np.int64) * len(y) + np.arange(len(y))  # flat index of (y_j, j)
-        self._all_other = bool(np.all(self.allowed.sum(axis=1) == self.allowed.shape[1] - 1))
+        # every row may take every label but its own (a targeted row already at the target may take none)
+        others = np.arange(self.C)[None, :] != self.y[:, None] if self.C > 1 else np.ones((len(y), 1), bool)
+        self._all_other = bool(np.array_equal(self.allowed, others))
         self.XtT = np.ascontiguousarray(self.Xt.T)
         self.scope = sets.scope
         c, f = np.divmod(np.arange(self.m), self.q)  # Θ order (c, f) -> MLP.to_vector order
@@ -565,7 +574,7 @@ class InfluenceEnclosure:
         T = recipe.epoch_end(epoch)
         if T > self.valid_steps:  # the enclosure gave up before this epoch
             return np.full(len(X), -np.inf)
-        n_q, C, q, m, n = len(X), self.C, self.q, self.m, len(self.Xt)
+        n_q, C, q, m = len(X), self.C, self.q, self.m
         Xq = np.hstack([X, np.ones((n_q, 1))])
         # logit functionals ψ^{(i, c)} = e_c ⊗ x̃_i on the δ part: column i C + c
         psi = np.zeros((self.M, n_q * C))
@@ -597,33 +606,85 @@ class InfluenceEnclosure:
             eps = (_gamma(self.M) * growth + lr * self._hessian_error(s, Mi)) * abs_psi.max(axis=0)
             extra += eps * step.magnitude().sum()
             psi = self._apply_transpose(s, H, psi)
-        infl = None  # the response of logit functional (i, c) to row j's e_a (Q, C, n)
-        for g, combo in grouped.items():
-            infl = self._contract(infl, combo.T.reshape(-1, C, q), recipe.batches[self.group.index(g)])
-        per_row = 2.0 * _gamma(q + 2 * recipe.epochs) * spread[:, None] * self.x_inf[None, :]  # (Q, n)
         Theta = self.thetas[T]
         box_T = self.steps[T].magnitude()[:m].reshape(C, q)
         z = Xq @ Theta.T
         zerr = 2.0 * _gamma(q) * (np.abs(Xq) @ (np.abs(Theta) + box_T).T)  # both logits' float rounding
-        infl = infl.reshape(n_q, C, C, n)
+        groups = [(recipe.batches[self.group.index(g)], combo) for g, combo in grouped.items()]
+        rounding = 2.0 * _gamma(q + 2 * recipe.epochs)  # × spread × ‖x̃_j‖_∞: an influence value's rounding
         extra = extra.reshape(n_q, C)
-        per_row = per_row.reshape(n_q, C, n)
+        if C == 1:
+            infl = None  # the response of logit functional i to row j's e_0 (n_q, 1, n)
+            for rows, combo in groups:
+                infl = self._contract(infl, combo.T.reshape(-1, C, q), rows)
+            sign = np.where(np.asarray(pred) > 0, 1.0, -1.0)
+            _, down = self._flip_extremes(sign[:, None, None] * infl)  # (n_q, n)
+            worst = _aggregate(
+                down + rounding * spread[:, None] * self.x_inf[None, :], self.k, self.scope, recipe
+            )
+            return sign * z[:, 0] - worst - extra[:, 0] - zerr[:, 0]
+        return self._competitor_bounds(groups, z, extra + zerr, spread.reshape(n_q, C), rounding, pred)
+
+    def _competitor_bounds(
+        self,
+        groups: list,
+        z: np.ndarray,
+        slack: np.ndarray,
+        spread: np.ndarray,
+        rounding: float,
+        pred: np.ndarray,
+    ) -> np.ndarray:
+        """``min_{c ≠ p}`` of the margin bound ``(z_p - slack_p) - (z_c + slack_c) - worst(p, c)`` (``slack``:
+        the remainders, defects and the logits' rounding), with ``worst`` the largest
+        decrease of ``z_p - z_c`` over the allowed changed labels (a top-k over the rows).  The exact worst
+        costs a contraction per competitor; a bound through norms, ``|D_a · x̃_j| <= ‖D_a‖₂ ‖x̃_j‖₂``, gives
+        every competitor a lower bound of its margin bound first, and the exact worst is computed only for
+        the competitors whose lower bound is below the smallest exact bound found: the result is the
+        minimum over all competitors of their exact bounds."""
+        n_q, C = z.shape
         index = np.arange(n_q)
         p = np.asarray(pred).astype(np.int64)
-        if C == 1:
-            sign = np.where(p > 0, 1.0, -1.0)
-            _, down = self._flip_extremes(sign[:, None, None] * infl[:, 0])  # (n_q, n)
-            worst = _aggregate(down + per_row[:, 0], self.k, self.scope, recipe)
-            return sign * z[:, 0] - worst - extra[:, 0] - zerr[:, 0]
-        own = infl[index, p]  # (n_q, C, n): responses of z_p
-        worst = np.empty((n_q, C))
-        for c in range(C):  # responses of z_p - z_c, one competitor at a time
-            _, down = self._flip_extremes(own - infl[:, c])
-            worst[:, c] = _aggregate(down + per_row[index, p] + per_row[:, c], self.k, self.scope, recipe)
-        own_bound = (z[index, p] - extra[index, p] - zerr[index, p])[:, None]
-        bound = own_bound + (-z - worst - extra - zerr)
-        bound[index, p] = np.inf
-        return bound.min(axis=1)
+        # cheap: 2 max_a ‖(ψ_p - ψ_c)_a‖₂ ‖x̃_j‖₂ (group g's rows) + the rounding allowance bound every change
+        # of label of row j; the totals are homogeneous and subadditive, so each epoch's total of their sum is
+        # at most the combination of the groups' ‖x̃‖₂ totals and the ‖x̃‖_∞ total
+        coef = np.empty((len(groups) + 1, n_q, C))
+        vectors = np.zeros((len(groups) + 1, len(self.Xt)))
+        for g, (rows, combo) in enumerate(groups):
+            view = combo.reshape(C, self.q, n_q, C)
+            diff = view[:, :, index, p][..., None] - view  # (C, q, n_q, C)
+            coef[g] = 2.0 * np.sqrt((diff * diff).sum(axis=1)).max(axis=0) * (1.0 + _gamma(2 * self.q))
+            vectors[g, rows] = self.x_two[rows]
+        per_row = rounding * (spread[index, p][:, None] + spread)  # × ‖x̃_j‖_∞: both values' rounding
+        coef[-1] = per_row
+        vectors[-1] = self.x_inf
+        totals = _epoch_totals(vectors, self.k, self.scope, self.recipe)  # (E, groups + 1)
+        worst = np.einsum("gic,eg->eic", coef, totals).min(axis=0) * (1.0 + _gamma(len(groups) + 1))
+        margin = (z[index, p] - slack[index, p])[:, None] - (z + slack)
+        lower = margin - worst * (1.0 + _gamma(2 * self.k + 8))
+        lower[index, p] = np.inf
+        first = lower.argmin(axis=1)  # the competitor most likely to be the closest
+        bound = margin[index, first] - self._pair_worst(groups, index, first, p, per_row)
+        rest = lower < bound[:, None]
+        rest[index, first] = False
+        qi, qc = np.nonzero(rest)
+        if len(qi):
+            np.minimum.at(bound, qi, margin[qi, qc] - self._pair_worst(groups, qi, qc, p, per_row))
+        return bound
+
+    def _pair_worst(
+        self, groups: list, qi: np.ndarray, qc: np.ndarray, p: np.ndarray, per_row: np.ndarray
+    ) -> np.ndarray:
+        """The largest decrease of ``z_p - z_c`` of query ``qi`` against competitor ``qc`` (pairs of
+        indices) over the allowed changed labels: the pair's responses to every row's ``e_a``, exactly."""
+        C, q, n = self.C, self.q, len(self.Xt)
+        values = np.zeros((len(qi), C, n))
+        for rows, combo in groups:
+            view = combo.reshape(C, q, -1, C)
+            diff = view[:, :, qi, p[qi]] - view[:, :, qi, qc]  # (C, q, pairs)
+            XT = np.ascontiguousarray(self.XtT[:, rows])
+            values[:, :, rows] += (diff.transpose(2, 0, 1).reshape(-1, q) @ XT).reshape(len(qi), C, len(rows))
+        _, down = self._flip_extremes(values)
+        return _aggregate(down + per_row[qi, qc][:, None] * self.x_inf, self.k, self.scope, self.recipe)
 
     def _hessian_error(self, s: int, Mi: np.ndarray) -> float:
         """``‖E_H‖_∞`` with ``|H_s - H̃_s| <= E_H``: the float Hessian's B-term sums and float softmax."""
