@@ -260,3 +260,64 @@ def test_float32_or_train_mode_warns_once_naming_what_is_certified():
         warnings.simplefilter("error")
         FrozenFeatures(net, (1, 4, 4))  # float64 and eval now: silent
         FrozenFeatures(nn.Sequential(nn.Flatten(), nn.Linear(16, 2)).double(), (1, 4, 4))  # no modal layer
+
+
+# ----------------------------------------------------------------------------- review 2 of the extractor
+@pytest.mark.parametrize("seed", range(3))
+def test_a_layer_object_used_twice_is_bounded_each_time_torch_runs_it(seed):
+    """One ReLU instance used after both Linears, and a weight-tied Linear: Sequential.forward runs every
+    entry, repeats included, and so do the bounds (corners, samples and ascent stay inside)."""
+    gen = np.random.default_rng(seed)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        act, tied = nn.ReLU(), nn.Linear(4, 4)
+        shared = nn.Sequential(nn.Linear(4, 6), act, nn.Linear(6, 3), act).double().eval()
+        weight_tied = nn.Sequential(tied, nn.ReLU(), tied).double().eval()
+    for net, count in ((shared, 4), (weight_tied, 3)):
+        ext = FrozenFeatures(net, (4,))
+        assert len(ext.layers) == count
+        X, eps = gen.normal(size=(6, 4)), 0.05
+        lo, hi = ext.bounds(X - eps, X + eps)
+        corners = X[:, None, :] + eps * np.array(list(np.ndindex(*(2,) * 4)))[None] * 2.0 - eps
+        f = ext.features(corners.reshape(-1, 4)).reshape(6, 16, -1)
+        assert np.all(lo[:, None] <= f) and np.all(f <= hi[:, None])
+        inside = X[:, None, :] + gen.uniform(-eps, eps, size=(6, 50, 4))
+        f = ext.features(inside.reshape(-1, 4)).reshape(6, 50, -1)
+        assert np.all(lo[:, None] <= f) and np.all(f <= hi[:, None])
+        assert _ascent_excess(ext, X, eps, gen, steps=10) <= 0.0
+
+
+def test_a_sequential_with_its_own_forward_is_refused_by_name():
+    class Residual(nn.Sequential):
+        def forward(self, x):
+            return x + super().forward(x)
+
+    class Plain(nn.Sequential):  # a subclass that keeps Sequential.forward is a Sequential
+        pass
+
+    body = Residual(nn.Linear(3, 3), nn.ReLU())
+    with pytest.raises(TypeError, match=r"features\[0\] is a Residual, a Sequential with its own forward"):
+        FrozenFeatures(nn.Sequential(body, nn.Flatten()).double(), (3,))
+    with pytest.raises(TypeError, match=r"features is a Residual, a Sequential with its own forward"):
+        FrozenFeatures(Residual(nn.Linear(3, 3)).double(), (3,))
+    assert FrozenFeatures(Plain(nn.Linear(3, 2)).double().eval(), (3,)).n_features == 2
+
+
+@pytest.mark.parametrize(("eps", "var"), [(0.0, 0.0), (1e-5, -1.0)])
+def test_batch_norm_with_a_non_positive_variance_names_the_layer(eps, var):
+    norm = _seeded(0, lambda: [nn.Linear(3, 2), nn.BatchNorm1d(2, eps=eps)])
+    with torch.no_grad():
+        norm[1].running_var[0] = var
+    with pytest.raises(ValueError, match=r"features\[1\] \(BatchNorm1d.*has running_var \+ eps <= 0"):
+        FrozenFeatures(norm, (3,))
+
+
+def test_flat_rows_for_a_multi_channel_convolution_get_the_reshape_that_fits():
+    conv = _seeded(0, lambda: [nn.Conv1d(2, 1, 3), nn.Flatten()])
+    with pytest.raises(ValueError, match=r"lack the channel axis: give X the shape \(n, 2, 6\)$"):
+        FrozenFeatures(conv, (12,))
+    conv2 = _seeded(0, lambda: [nn.Conv2d(3, 1, 3), nn.Flatten()])
+    with pytest.raises(ValueError, match=r"give X the shape \(n, 3, \.\.\.\) with 3 channels of equal size$"):
+        FrozenFeatures(conv2, (6, 6))
+    with pytest.raises(ValueError, match=r"^input_shape must be the shape of one row.*got \(\)$"):
+        FrozenFeatures(nn.Sequential(nn.Flatten()), ())

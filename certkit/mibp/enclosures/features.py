@@ -57,10 +57,16 @@ SUPPORTED_LAYERS = (
 
 
 def _layers(module: Any, nn: Any, path: str) -> list[tuple[str, Any]]:
-    """The leaf layers of nested ``Sequential`` containers, in order, each with its path for messages."""
+    """The leaf layers of nested ``Sequential`` containers, in the order their ``forward`` runs them (a layer
+    object used twice appears twice), each with its path for messages."""
     if isinstance(module, nn.Sequential):
+        if type(module).forward is not nn.Sequential.forward:
+            raise TypeError(
+                f"features{path} is a {type(module).__name__}, a Sequential with its own forward(), whose "
+                "features certkit cannot bound from its layers; use a plain torch.nn.Sequential"
+            )
         out = []
-        for name, child in module.named_children():
+        for name, child in module._modules.items():  # what Sequential.forward runs, repeats included
             out += _layers(child, nn, f"{path}[{name}]")
         return out
     kind = type(module).__name__
@@ -118,10 +124,14 @@ def _check_row_shape(path: str, layer: Any, shape: tuple[int, ...], nn: Any) -> 
     if len(shape) not in ranks:
         hint = ""
         if kind.startswith("Conv") and len(shape) == ranks[0] - 1:
-            hint = (
-                f"; the rows lack the channel axis: give X the shape (n, {layer.in_channels}, "
-                f"{', '.join(map(str, shape))})"
-            )
+            channels = layer.in_channels
+            if channels == 1:
+                given = f"(n, 1, {', '.join(map(str, shape))})"
+            elif kind == "Conv1d" and shape[0] % channels == 0:  # flat rows of channels after channels
+                given = f"(n, {channels}, {shape[0] // channels})"
+            else:
+                given = f"(n, {channels}, ...) with {channels} channels of equal size"
+            hint = f"; the rows lack the channel axis: give X the shape {given}"
         raise ValueError(
             f"{where} takes rows of shape {names}; the rows reaching it have shape {shape}{hint}"
         )
@@ -138,6 +148,13 @@ def _check_finite(path: str, layer: Any, torch: Any) -> None:
     for name, value in [*layer.named_parameters(recurse=False), *layer.named_buffers(recurse=False)]:
         if value is not None and value.is_floating_point() and not bool(torch.all(torch.isfinite(value))):
             raise ValueError(f"features{path} ({layer}) has a non-finite {name} (NaN or inf)")
+    if isinstance(layer, (torch.nn.BatchNorm1d, torch.nn.BatchNorm2d)):
+        var = layer.running_var + layer.eps
+        if not bool(torch.all(var > 0)):
+            raise ValueError(
+                f"features{path} ({layer}) has running_var + eps <= 0 (smallest {float(var.min()):g}): its "
+                "normalisation divides by the square root of a non-positive number"
+            )
 
 
 def _check_hooks(module: Any, torch: Any) -> None:
@@ -209,6 +226,11 @@ class FrozenFeatures:
             if isinstance(layer, nn.ReLU):
                 layer.inplace = False
         self.input_shape = tuple(int(s) for s in input_shape)
+        if not self.input_shape or min(self.input_shape) < 1:
+            raise ValueError(
+                f"input_shape must be the shape of one row, one or more axes of positive length, got "
+                f"{self.input_shape}"
+            )
         self._torch = torch
         shape = self.input_shape
         with torch.no_grad():
