@@ -4,6 +4,7 @@ budget of `PrivatePredictor` composed by dp-accounting."""
 
 import itertools
 import math
+import re
 
 import numpy as np
 import pytest
@@ -266,3 +267,47 @@ def test_budget_arithmetic_is_exact_where_decimals_meet_floats():
             PrivatePredictor(0.1, delta=1e-7, mechanism="laplace", total_epsilon=1.0, total_delta=total)
     ptr = PrivatePredictor(0.1, delta=1e-7, mechanism="ptr", total_epsilon=1.0, total_delta=3e-7)
     assert ptr.queries_left() == 3
+
+
+def test_an_empty_part_abstains_so_neighbours_are_answered_alike():
+    """A part that holds one row in one dataset and none in its neighbour: both are profiled (a refusal would
+    tell them apart), the empty member abstains at level 0, and every level moves by at most one."""
+    gen = np.random.default_rng(3)
+    X = gen.normal(size=(31, 2))
+    y = (X[:, 0] > 0).astype(int)
+    Xq = gen.normal(size=(15, 2))
+    parts = np.r_[0, np.arange(30) % 3 + 1]  # part 0 holds row 0 alone
+    kw = dict(n_members=4, ks=range(4), loss="cross_entropy", clip_value=0.2, learning_rate=1.0, epochs=2)
+    model = MLP.random([2, 2], rng=0)
+    full = ensemble_profile(model, X, y, Xq, parts=parts, **kw)
+    empty = ensemble_profile(model, X[1:], y[1:], Xq, parts=parts[1:], **kw)
+    assert full.members[0] is not None and empty.members[0] is None
+    assert full.votes.sum(axis=1).tolist() == [4] * 15 and empty.votes.sum(axis=1).tolist() == [3] * 15
+    assert np.all(np.abs(full.levels - empty.levels) <= 1)
+    assert empty.max_level == 1 + sum(m.max_level + 1 for m in empty.members[1:])
+    assert re.search(r"rows per member\s+0\.\.10\n", empty.summary())
+
+
+def test_ensemble_inputs_name_the_argument():
+    gen = np.random.default_rng(0)
+    X, y = gen.normal(size=(10, 2)), np.arange(10) % 2
+    kw = dict(n_members=2, ks=range(2), loss="cross_entropy")
+    with pytest.raises(ValueError, match=r"^inconsistent numbers of samples: X has 10, y has 5$"):
+        ensemble_profile(MLP.random([2, 2], rng=0), X, y[:5], X[:3], **kw)
+    with pytest.raises(ValueError, match=r"^batches: ensemble_profile trains every member on its own part"):
+        ensemble_profile(MLP.random([2, 2], rng=0), X, y, X[:3], batches=[[np.arange(10)]], **kw)
+
+
+def test_composed_epsilon_rounds_upward():
+    """``count ε`` in floats can fall below the exact product: the accounting uses the float at or above it
+    (every count and ε of a sweep), so a budget never admits an exact excess."""
+    from fractions import Fraction
+
+    gen = np.random.default_rng(0)
+    low = 0
+    for _ in range(2000):
+        eps, count = float(gen.uniform(1e-4, 1.0)), int(gen.integers(2, 1000))
+        exact = count * Fraction(eps)
+        low += Fraction(count * eps) < exact
+        assert Fraction(composed_epsilon(eps, 0.0, count, 0.0)) >= exact
+    assert low > 100  # the sweep met products that float multiplication rounds down

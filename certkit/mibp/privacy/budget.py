@@ -42,11 +42,12 @@ def composed_epsilon(epsilon: float, delta: float, count: int, total_delta: floa
     distribution of a generic (ε, δ)-DP mechanism (which dominates every one) composed ``count`` times by
     ``dp-accounting`` (pessimistic discretisation, on a grid of at most about ``2**20`` steps); ``count ε``
     where that is smaller or ``total_delta`` is 0 (basic composition, which needs
-    ``count δ <= total_delta``, compared exactly; ``inf`` otherwise)."""
+    ``count δ <= total_delta``, compared exactly; ``inf`` otherwise).  Rounded upward: ``count ε`` is the
+    float at or above the exact product, dp-accounting's ε is padded by `PLD_ROOM`."""
     if count == 0:
         return 0.0
     deltas = count * Fraction(delta)  # exact: the floats' own rounding neither admits nor refuses
-    basic = count * epsilon if deltas <= Fraction(total_delta) else math.inf
+    basic = _upward(count * Fraction(epsilon)) if deltas <= Fraction(total_delta) else math.inf
     if Fraction(total_delta) <= deltas:
         return basic
     pld = require("dp_accounting.pld.privacy_loss_distribution", extra="privacy", purpose="PrivatePredictor")
@@ -56,7 +57,19 @@ def composed_epsilon(epsilon: float, delta: float, count: int, total_delta: floa
     one = pld.from_privacy_parameters(
         common.DifferentialPrivacyParameters(epsilon, delta), value_discretization_interval=step
     )
-    return min(basic, float(one.self_compose(count).get_epsilon_for_delta(total_delta)))
+    composed = float(one.self_compose(count).get_epsilon_for_delta(total_delta))
+    return min(basic, composed * (1.0 + PLD_ROOM))
+
+
+#: Relative padding of dp-accounting's composed ε: its discretisation is pessimistic, but it computes in
+#: floats (a grid point can land a few ulps low).
+PLD_ROOM = 1e-8
+
+
+def _upward(value: Fraction) -> float:
+    """The smallest float at least ``value``."""
+    out = float(value)
+    return math.nextafter(out, math.inf) if Fraction(out) < value else out
 
 
 class PrivatePredictor:

@@ -17,7 +17,7 @@ from scipy import integrate
 
 from certkit._results import format_table
 from certkit._typing import ExecutorArg, RNGLike
-from certkit._validation import as_numpy, check_array, check_integer, check_rng
+from certkit._validation import as_numpy, check_array, check_integer, check_rng, check_same_length
 from certkit.mibp.privacy.profile import (
     LabelProfile,
     StabilityProfile,
@@ -37,8 +37,9 @@ class EnsembleProfile(LabelProfile):
 
     Attributes
     ----------
-    members : tuple of StabilityProfile
-        Each member's profile (trained on its part of the rows).
+    members : tuple of StabilityProfile or None
+        Each member's profile (trained on its part of the rows); None for a member whose part holds no row,
+        which abstains (no vote, level 0: one added row may make it vote).
     votes : ndarray (m, C) of int
         How many members predict each class.
     predictions : ndarray (m,)
@@ -56,7 +57,7 @@ class EnsembleProfile(LabelProfile):
         Wall time, and the CPU time of the calling process.
     """
 
-    members: tuple[StabilityProfile, ...]
+    members: tuple[StabilityProfile | None, ...]
     votes: np.ndarray
     predictions: np.ndarray
     classes: np.ndarray
@@ -74,7 +75,11 @@ class EnsembleProfile(LabelProfile):
     @property
     def max_level(self) -> int:
         """The highest level possible: every member certified at its ladder's top, all voting alike."""
-        return sum(member.max_level + 1 for member in self.members)
+        return sum(1 if member is None else member.max_level + 1 for member in self.members)
+
+    @property
+    def _counts(self) -> np.ndarray:
+        return np.bincount(self.parts, minlength=len(self.members))
 
     def global_release(self, epsilon: float) -> np.ndarray:
         """The probability that the global-sensitivity release (`private_predict` with
@@ -121,7 +126,7 @@ class EnsembleProfile(LabelProfile):
         rows = [
             ["queries", len(self.predictions)],
             ["members", len(self.members)],
-            ["rows per member", f"{np.bincount(self.parts).min()}..{np.bincount(self.parts).max()}"],
+            ["rows per member", f"{self._counts.min()}..{self._counts.max()}"],
             ["median certified changes", int(np.median(self.levels))],
             ["CPU seconds", float(self.cpu_seconds)],
         ]
@@ -217,14 +222,15 @@ def ensemble_level(
 ) -> np.ndarray:
     """The number of changes to the training set within which the ensemble's vote is certified.
 
-    Member ``i`` (level ``c_i``) can change its vote only after ``c_i + 1`` changes to its part, so the
-    fewest changes that can change the ensemble's prediction ``ŷ`` to ``c'`` is the cheapest set of members
-    that can make ``c'`` win: moving a vote from ``ŷ`` to ``c'`` gains 2 on the margin ``n_ŷ - n_c'``, from a
-    third class 1, and ``c'`` needs ``n_ŷ - n_c' + [c' > ŷ]`` (ties go to the first class).  For each target
-    the cheapest ``a`` votes of ``ŷ`` and ``b`` of third classes are taken, every ``a``; the level is the
-    least of these costs over the targets, minus one.  This is an exact minimum of a cost that moves by at
-    most one between neighbouring datasets (one member's level moves by one, or a member at level 0 moves
-    its vote, which the cheapest plan of the other dataset can undo at cost one), so the level does too.
+    Member ``i`` (level ``c_i``) can change its vote only after ``c_i + 1`` changes to its part, so the fewest
+    changes that can change the ensemble's prediction ``ŷ`` to ``c'`` is the cheapest set of members that can
+    make ``c'`` win: moving a vote from ``ŷ`` to ``c'`` gains 2 on the margin ``n_ŷ - n_c'``, from a third
+    class 1 (and so does a member that abstains, vote -1: its part is empty), and ``c'`` needs ``n_ŷ - n_c' +
+    [c' > ŷ]`` (ties go to the first class). For each target the cheapest ``a`` votes of ``ŷ`` and ``b`` of
+    third classes are taken, every ``a``; the level is the least of these costs over the targets, minus one.
+    This is an exact minimum of a cost that moves by at most one between neighbouring datasets (one member's
+    level moves by one, or a member at level 0 moves its vote, which the cheapest plan of the other dataset
+    can undo at cost one), so the level does too.
 
     Parameters
     ----------
@@ -310,8 +316,14 @@ def ensemble_profile(
     if _relation(perturbation)[1] != "neighbours":
         raise ValueError("ensemble_profile needs the Neighbours relation (perturbation=None or a Neighbours)")
     check_full_batch(recipe)
+    if recipe.get("batches") is not None:  # a member trains on its part: an order of all rows cannot apply
+        raise ValueError(
+            "batches: ensemble_profile trains every member on its own part of the rows with the full batch; "
+            "leave batches=None"
+        )
     X_arr = as_numpy(X, "X")
     y_arr = as_numpy(y, "y")
+    check_same_length(("X", X_arr), ("y", y_arr))
     if parts is None:
         parts = row_parts(X_arr, y_arr, n_members)
     else:
@@ -323,21 +335,25 @@ def ensemble_profile(
     models = [model] * n_members if isinstance(model, MLP) else list(model)
     if len(models) != n_members or not all(isinstance(mm, MLP) for mm in models):
         raise TypeError(f"model must be an MLP or a sequence of {n_members} MLPs (one per member)")
-    counts = np.bincount(parts, minlength=n_members)
-    if counts.min() == 0:
-        raise ValueError(
-            f"part {int(np.argmin(counts))} holds no row: use fewer members or a split of your own"
-        )
     gen = check_rng(rng)
     seeds = gen.integers(0, 2**63 - 1, size=n_members)
-    items = [
-        (models[t], X_arr[parts == t], y_arr[parts == t], X_query, int(seeds[t])) for t in range(n_members)
-    ]
+    # a member whose part is empty abstains at level 0 (one added row may make it vote): refusing it would
+    # tell this dataset from a neighbour whose part holds one row
+    trained = [t for t in range(n_members) if np.any(parts == t)]
+    items = [(models[t], X_arr[parts == t], y_arr[parts == t], X_query, int(seeds[t])) for t in trained]
     options = dict(ks=ks, loss=loss, perturbation=perturbation, features=features, **recipe)
-    members = tuple(parallel_map(partial(_member_profile, **options), items, executor=executor))
-    classes = members[0].classes
-    member_votes = np.stack([p.class_index for p in members], axis=1)
-    member_levels = np.stack([p.levels for p in members], axis=1)
+    profiles = dict(zip(trained, parallel_map(partial(_member_profile, **options), items, executor=executor)))
+    members = tuple(profiles.get(t) for t in range(n_members))
+    classes = profiles[trained[0]].classes
+    n_queries = len(profiles[trained[0]].levels)
+    member_votes = np.stack(
+        [profiles[t].class_index if t in profiles else np.full(n_queries, -1) for t in range(n_members)],
+        axis=1,
+    )
+    member_levels = np.stack(
+        [profiles[t].levels if t in profiles else np.zeros(n_queries, np.int64) for t in range(n_members)],
+        axis=1,
+    )
     votes = np.stack([np.sum(member_votes == c, axis=1) for c in range(len(classes))], axis=1)
     nominal = np.argmax(votes, axis=1)
     return EnsembleProfile(
