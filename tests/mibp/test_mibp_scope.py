@@ -90,3 +90,25 @@ def test_the_scope_is_checked_and_shown():
         assert "scope='run'" in repr(make("run")) and "scope" not in repr(make("batch"))
     assert LabelFlips(2, scope="run").sets(X).scope == "run"
     assert Budget(FeatureBox(0.1) & LabelFlips(1), 2, scope="run").sets(X).scope == "run"
+
+
+def test_the_attack_samples_the_larger_sets_the_batch_scope_allows():
+    """The soundness attack's per-batch label-flip sets: at most k rows in every batch, maximal (no row can
+    join), and more than k rows in all where batches split the epoch or leave rows out."""
+    from certkit.mibp.certification.attack import _batch_scope_rows
+    from certkit.mibp.problem.recipe import make_recipe
+
+    gen = np.random.default_rng(0)
+    for options in (
+        dict(batch_size=3, shuffle=True, rng=4),
+        dict(batch_size=6, drop_last=True, shuffle=True, rng=1),
+    ):
+        recipe = make_recipe(9, loss="cross_entropy", epochs=2, learning_rate=0.1, **options)
+        batches = [set(b.tolist()) for b in recipe.batches]
+        sizes = set()
+        for _ in range(50):
+            rows = set(_batch_scope_rows(recipe, 9, 1, gen).tolist())
+            assert all(len(b & rows) <= 1 for b in batches)
+            assert all(any(len(b & (rows | {r})) > 1 for b in batches) for r in set(range(9)) - rows)
+            sizes.add(len(rows))
+        assert max(sizes) > 1

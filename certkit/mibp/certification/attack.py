@@ -166,6 +166,22 @@ def _start(sets: InputSets, Xs: np.ndarray, gen: np.random.Generator) -> tuple[n
     return base, lo_off, hi_off, off
 
 
+def _batch_scope_rows(recipe: Recipe, n: int, k: int, gen: np.random.Generator) -> np.ndarray:
+    """A random maximal set of rows with at most ``k`` in every batch of the run's batch order (what
+    ``scope="batch"`` allows: more than ``k`` rows in all, every row an epoch leaves out included)."""
+    held: list[list[int]] = [[] for _ in range(n)]
+    for b, rows in enumerate(recipe.batches):
+        for row in rows:
+            held[int(row)].append(b)
+    load = np.zeros(len(recipe.batches), dtype=np.int64)
+    chosen = []
+    for row in gen.permutation(n):
+        if all(load[b] < k for b in held[row]):
+            load[held[row]] += 1
+            chosen.append(row)
+    return np.array(chosen, dtype=np.int64)
+
+
 def attack_violation(
     result: Any,
     X: np.ndarray,
@@ -182,7 +198,9 @@ def attack_violation(
     least ``-violation`` from every edge of a box of positive width; ``-inf`` when every box is a point
     and was met); ``trajectories`` is the number of datasets trained.  With a frozen extractor
     (``result.features``) ``X`` holds its raw inputs and the ascent runs through it; under `Removals`
-    the attack retrains without every removal set on tiny data, else random and greedily chosen ones.
+    the attack retrains without every removal set on tiny data, else random and greedily chosen ones.  Under
+    the per-batch label-flip budget every fourth restart changes a random maximal set of rows with at most
+    ``k`` in every batch (more than ``k`` in all).
     """
     torch = require("torch", extra="torch", purpose="the soundness attack")
     if not isinstance(result, CertifiedTrainingResult):
@@ -216,6 +234,11 @@ def attack_violation(
     for r in range(restarts):
         # discrete choices of this restart
         Xs, y_r, deviates = sets._sample_dataset(y_fit, gen, bool(r % 2), classes)
+        if sets.label_flips is not None and sets.scope == "batch" and r % 4 == 3:
+            # the per-batch budget allows up to k changed labels in every batch: a fixed set of many rows
+            rows = _batch_scope_rows(recipe, len(y_fit), sets.label_flips, gen)
+            y_r = y_fit.copy()
+            y_r[rows] = sets._changed(y_fit[rows], sets._classes(y_fit, classes), gen)
         y_r = y_r.astype(y_fit.dtype)
         path_np = model.run(features(Xs), y_r, recipe)
         worst = max(worst, _violation(result, path_np))

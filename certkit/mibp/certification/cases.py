@@ -233,9 +233,9 @@ def random_recipe_case(
 def _influence_case(gen: np.random.Generator) -> dict:
     """A random configuration the influence enclosure bounds: a linear model (one layer) trained with
     cross-entropy (2-4 classes) or binary cross-entropy on 16-40 rows, label flips (any or targeted, either
-    scope), a constant or decaying rate, full batch or shuffled mini-batches, momentum and weight decay;
-    small enough rates that the enclosure usually bounds the whole run (where it gives up, the result is the
-    box carry's)."""
+    scope), a constant or decaying rate, full batch or shuffled mini-batches (some dropping the last partial
+    batch), momentum and weight decay; small enough rates that the enclosure usually bounds the whole run
+    (where it gives up, the result is the box carry's)."""
     d, n = int(gen.integers(1, 4)), int(gen.integers(16, 41))
     loss = str(gen.choice(["cross_entropy", "binary_cross_entropy"]))
     out = 1 if loss == "binary_cross_entropy" else int(gen.integers(2, 5))
@@ -247,6 +247,7 @@ def _influence_case(gen: np.random.Generator) -> dict:
     rate = float(gen.choice([0.05, 0.2, 0.5]))
     batch = None if gen.random() < 0.5 else int(gen.integers(n // 3, n + 1))
     return dict(
+        drop_last=batch is not None and bool(gen.random() < 0.3),
         model=MLP.random([d, out], rng=gen),
         X=X,
         y=y,
