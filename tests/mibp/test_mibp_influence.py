@@ -354,3 +354,30 @@ def test_targeted_flips_leave_the_rows_already_at_the_target_unchanged():
     untargeted = certified_training(MLP.random([3, 2], rng=0), X, y, perturbation=LabelFlips(3), **kw)
     tight, loose = (certify_predictions(r, X_test).margin_lower for r in (res, untargeted))
     assert np.all(tight >= loose - 1e-12) and np.mean(tight > loose) > 0.5
+
+
+def test_a_run_whose_influences_exceed_the_memory_limit_takes_the_box_carry(monkeypatch):
+    """The influences take about 24 × rows × classes × parameters bytes: above INFLUENCE_MAX_BYTES the
+    default call takes the box carry and carry='influence' says why, naming the limit."""
+    from certkit.mibp.enclosures import influence
+
+    X, y = _data(30, 3, 3, seed=1)
+    kw = dict(perturbation=LabelFlips(1), loss="cross_entropy", epochs=1, learning_rate=0.1)
+    need = 24 * 30 * 3 * 12
+    assert (
+        influence.influence_bytes(
+            MLP.random([3, 3], rng=0), certified_training(MLP.random([3, 3], rng=0), X, y, **kw).recipe
+        )
+        == need
+    )
+    monkeypatch.setattr(influence, "INFLUENCE_MAX_BYTES", need - 1)
+    res = certified_training(MLP.random([3, 3], rng=0), X, y, **kw)
+    assert res.carry == "box" and res.auto_carry
+    with pytest.raises(
+        ValueError,
+        match=r"^carry='influence' cannot bound 30 rows x 3 classes x 12 parameters \(its influences would "
+        r"take about 0\.0 GiB, above INFLUENCE_MAX_BYTES = .* GiB of certkit\.mibp\.enclosures\.influence\)",
+    ):
+        certified_training(MLP.random([3, 3], rng=0), X, y, carry="influence", **kw)
+    monkeypatch.setattr(influence, "INFLUENCE_MAX_BYTES", need)
+    assert certified_training(MLP.random([3, 3], rng=0), X, y, **kw).carry == "influence"

@@ -52,7 +52,7 @@ from certkit.mibp.problem.losses import sigmoid, softmax
 from certkit.mibp.problem.mlp import MLP
 from certkit.mibp.problem.recipe import Recipe
 
-__all__ = ["InfluenceEnclosure", "influence_supports"]
+__all__ = ["INFLUENCE_MAX_BYTES", "InfluenceEnclosure", "influence_bytes", "influence_supports"]
 
 _U = 2.0**-52
 _TINY = 1e-300
@@ -67,10 +67,22 @@ def _gamma(terms: int) -> float:
     return 2.0 * (terms + 8) * _U
 
 
+#: The most memory the influence enclosure may plan for (bytes): its influences and the temporaries of their
+#: step take about ``3 × 8 × rows × classes × parameters`` bytes; a larger run takes the box carry under
+#: ``carry="auto"`` (and is refused under ``carry="influence"``).
+INFLUENCE_MAX_BYTES = 2 * 2**30
+
+
+def influence_bytes(model: MLP, recipe: Recipe) -> int:
+    """The memory (bytes) the influence enclosure plans for on this run: ``3 × 8 × rows × classes ×
+    parameters``."""
+    return 24 * recipe.n_rows * model.sizes[-1] * model.n_params
+
+
 def influence_supports(model: MLP, recipe: Recipe, sets: InputSets) -> str | None:
     """Why the influence enclosure cannot certify this run (None when it can): it bounds linear models (one
     layer) trained with cross-entropy or binary cross-entropy under label flips, with every recipe option but
-    the L1 penalty and per-sample clipping."""
+    the L1 penalty and per-sample clipping, while its influences fit `INFLUENCE_MAX_BYTES`."""
     if model.n_layers != 1:
         return "a model with hidden layers (it bounds linear models, one layer)"
     if recipe.loss not in ("cross_entropy", "binary_cross_entropy"):
@@ -83,6 +95,13 @@ def influence_supports(model: MLP, recipe: Recipe, sets: InputSets) -> str | Non
         return "l1_penalty (its subgradient jumps at 0)"
     if recipe.clips:
         return "per-sample clipping"
+    need = influence_bytes(model, recipe)
+    if need > INFLUENCE_MAX_BYTES:
+        return (
+            f"{recipe.n_rows} rows x {model.sizes[-1]} classes x {model.n_params} parameters (its influences "
+            f"would take about {need / 2**30:.1f} GiB, above INFLUENCE_MAX_BYTES = "
+            f"{INFLUENCE_MAX_BYTES / 2**30:g} GiB of certkit.mibp.enclosures.influence)"
+        )
     return None
 
 
