@@ -36,7 +36,7 @@ def _check_dag(adjacency: Any, *, max_nodes: int | None = None) -> np.ndarray:
             "needs cubic work per propagation step)"
         )
     if A.dtype.kind not in "biu":
-        A = check_array(A, "adjacency", ndim=2)
+        A = check_array(A, "adjacency", ndim=2, allow_empty=True)
     elif A.ndim != 2:
         raise ValueError(f"adjacency must be a 2-D array, got shape {A.shape}")
     d = A.shape[0]
@@ -101,7 +101,7 @@ def _meek_r1_r2(
 ) -> tuple[np.ndarray, np.ndarray]:
     """The pairs (x, y) among ``(xs, ys)`` that R1 (c -> x - y, c and y not adjacent) or R2 (x -> c -> y)
     orient x -> y, in blocks of about 16 M booleans."""
-    block = max(1, 2**24 // directed.shape[0])
+    block = 2**24 // max(1, directed.shape[0])
     hit = np.zeros(xs.size, dtype=bool)
     for start in range(0, xs.size, block):
         x, y = xs[start:start + block], ys[start:start + block]
@@ -161,6 +161,7 @@ def cpdag(
     ndarray (d, d) of int
         ``out[i, j] = 1, out[j, i] = 0``: the orientation ``i -> j`` is identified;
         ``out[i, j] = out[j, i] = 1``: the edge is undirected (either orientation is consistent).
+        A graph of no nodes (shape (0, 0)) gives the empty (0, 0) CPDAG.
 
     Raises
     ------
@@ -198,7 +199,7 @@ def cpdag(
     directed = G & ((apart.astype(np.float32) @ G_f) > 0)
     directed[d:, :] = G[d:, :]  # mixing variables are sources: Z -> j is known
     if oriented is not None:
-        known = check_array(oriented, "oriented", shape=(d, d), dtype=None)
+        known = check_array(oriented, "oriented", shape=(d, d), dtype=None, allow_empty=True)
         if known.dtype != bool or np.any(known & ~A):
             raise ValueError("oriented must be a (d, d) bool array marking edges of adjacency")
         directed[:d, :d] |= known
@@ -215,7 +216,7 @@ def identified_orientations(adjacency: Any, cpdag_matrix: Any) -> np.ndarray:
     a ``ValueError`` naming ``cpdag_matrix`` says which edge differs otherwise.
     """
     A = _check_dag(adjacency)
-    C = check_array(cpdag_matrix, "cpdag_matrix", shape=A.shape, dtype=None)
+    C = check_array(cpdag_matrix, "cpdag_matrix", shape=A.shape, dtype=None, allow_empty=True)
     if not np.all((C == 0) | (C == 1)):
         raise ValueError("cpdag_matrix must hold only 0 and 1 (as returned by cpdag)")
     A, C = A == 1, C == 1
