@@ -19,7 +19,7 @@ import numpy as np
 
 from certkit._validation import check_array, check_integer
 
-__all__ = ["MAX_CPDAG_NODES", "cpdag", "identified_orientations", "orientation_sources"]
+__all__ = ["MAX_CPDAG_NODES", "check_cpdag_of", "cpdag", "identified_orientations", "orientation_sources"]
 
 
 #: Largest graph `cpdag` closes (observed nodes plus distinct mixing variables): under a second for any
@@ -212,14 +212,31 @@ def cpdag(
 def identified_orientations(adjacency: Any, cpdag_matrix: Any) -> np.ndarray:
     """``out[i, j]`` is True where the DAG's edge ``i -> j`` is directed in ``cpdag_matrix`` (``cpdag``).
 
-    ``cpdag_matrix`` must be a CPDAG of the DAG: the same skeleton, and no edge directed against the DAG;
-    a ``ValueError`` naming ``cpdag_matrix`` says which edge differs otherwise.
+    ``cpdag_matrix`` must be a CPDAG of the DAG: the same skeleton, no edge directed against the DAG, and
+    closed under Meek's rules (they orient none of its undirected edges); a ``ValueError`` naming
+    ``cpdag_matrix`` says which edge differs otherwise.
+    """
+    A, C = check_cpdag_of(adjacency, cpdag_matrix)
+    return A & C & ~C.T
+
+
+def check_cpdag_of(adjacency: Any, cpdag_matrix: Any) -> tuple[np.ndarray, np.ndarray]:
+    """The DAG and its CPDAG as (d, d) bool arrays, checked: ``cpdag_matrix`` holds 0 and 1, has the DAG's
+    skeleton, directs no edge against it, and Meek's rules orient none of its undirected edges (the
+    observed part of ``cpdag(adjacency, mixing_sets=..., oriented=...)`` is closed under them: a rule
+    that fires there fires in the graph with the mixing variables too).
+
+    Raises
+    ------
+    ValueError
+        Naming ``adjacency`` (not a DAG) or ``cpdag_matrix`` (not a CPDAG of it) and the first edge that
+        differs.
     """
     A = _check_dag(adjacency)
     C = check_array(cpdag_matrix, "cpdag_matrix", shape=A.shape, dtype=None, allow_empty=True)
     if not np.all((C == 0) | (C == 1)):
         raise ValueError("cpdag_matrix must hold only 0 and 1 (as returned by cpdag)")
-    A, C = A == 1, C == 1
+    C = C == 1
     for what, bad in (("an edge the DAG lacks", (C | C.T) & ~(A | A.T)),
                       ("no edge where the DAG has one", (A | A.T) & ~(C | C.T)),
                       ("the reverse of the DAG's edge", A & C.T & ~C)):
@@ -229,7 +246,16 @@ def identified_orientations(adjacency: Any, cpdag_matrix: Any) -> np.ndarray:
                 f"cpdag_matrix is not a CPDAG of adjacency: it has {what} between nodes {i} and {j} "
                 f"({int(np.triu(bad | bad.T).sum())} such pairs); pass cpdag(adjacency, mixing_sets=...)"
             )
-    return A & C & ~C.T
+    directed, undirected = C & ~C.T, C & C.T
+    closed = directed.copy()
+    _meek(closed, undirected.copy())
+    if (closed != directed).any():
+        i, j = (int(v) for v in np.argwhere(closed & ~directed)[0])
+        raise ValueError(
+            f"cpdag_matrix is not a CPDAG of adjacency: Meek's rules orient its undirected edge {i} - {j} "
+            f"as {i} -> {j} (it is not closed under them); pass cpdag(adjacency, mixing_sets=...)"
+        )
+    return A, C
 
 
 def orientation_sources(

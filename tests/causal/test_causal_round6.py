@@ -5,7 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from certkit.causal import cpdag, identified_orientations
+from certkit.causal import LatentBIC, ScoreSettings, cpdag, identified_orientations, score_orientations
+
+CHAIN = np.array([[0, 1, 0], [0, 0, 1], [0, 0, 0]])
 
 
 # --- cpdag of an empty graph ---
@@ -23,3 +25,83 @@ def test_cpdag_of_a_graph_without_nodes_is_empty(dtype):
 
 def test_cpdag_of_nodes_without_edges_has_no_edges():
     np.testing.assert_array_equal(cpdag(np.zeros((3, 3), int), mixing_sets=[{0, 2}]), np.zeros((3, 3)))
+
+
+# --- score_orientations checks its inputs ---
+
+
+@pytest.fixture(scope="module")
+def chain_score():
+    gen = np.random.default_rng(0)
+    x = gen.standard_normal(300)
+    y = np.tanh(2 * x) + 0.3 * gen.standard_normal(300)
+    X = np.column_stack([x, y, y + 0.5 * gen.standard_normal(300)])
+    return LatentBIC(X, ScoreSettings(max_components=1, mechanism="spline"))
+
+
+@pytest.mark.parametrize(
+    ("threshold", "error", "message"),
+    [
+        (-1.0, ValueError, r"^threshold must be >= 0, got -1.0"),
+        (float("nan"), ValueError, r"^threshold must be finite"),
+        (-np.inf, ValueError, r"^threshold must be finite"),
+        ("10", TypeError, r"^threshold must be a real number, got str"),
+        (None, TypeError, r"^threshold must be a real number, got NoneType"),
+    ],
+)
+def test_score_orientations_refuses_a_bad_threshold(chain_score, threshold, error, message):
+    with pytest.raises(error, match=message):
+        score_orientations(chain_score, CHAIN, cpdag(CHAIN), threshold)
+
+
+def test_score_orientations_refuses_a_graph_of_another_size(chain_score):
+    four = np.zeros((4, 4), int)
+    four[0, 1] = four[1, 2] = four[2, 3] = 1
+    with pytest.raises(ValueError, match=r"^adjacency has 4 nodes, which is more than the score covers: the "
+                                         r"score covers 3 variables"):
+        score_orientations(chain_score, four, cpdag(four), 10.0)
+    with pytest.raises(ValueError, match=r"^cpdag_matrix must have shape \(3, 3\)"):
+        score_orientations(chain_score, CHAIN, cpdag(four), 10.0)
+    with pytest.raises(ValueError, match=r"^adjacency must be square"):
+        score_orientations(chain_score, np.zeros((3, 2), int), cpdag(CHAIN), 10.0)
+
+
+def test_score_orientations_refuses_a_cpdag_of_another_dag(chain_score):
+    collider = np.array([[0, 1, 0], [0, 0, 0], [0, 1, 0]])
+    with pytest.raises(ValueError, match=r"^cpdag_matrix is not a CPDAG of adjacency: it has the reverse of "
+                                         r"the DAG's edge between nodes 1 and 2"):
+        score_orientations(chain_score, CHAIN, cpdag(collider), 10.0)
+    with pytest.raises(ValueError, match=r"^cpdag_matrix is not a CPDAG of adjacency: it has an edge the DAG "
+                                         r"lacks between nodes 0 and 2"):
+        score_orientations(chain_score, CHAIN, np.ones((3, 3), int) - np.eye(3, dtype=int), 10.0)
+    # 0 -> 1 directed but 1 - 2 left undirected: Meek's first rule orients 1 -> 2 (0 and 2 are not
+    # adjacent), so no DAG with mixing variables has this CPDAG; it used to leave 1 - 2 silently untested
+    partial = cpdag(CHAIN)
+    partial[1, 0] = 0
+    with pytest.raises(ValueError, match=r"^cpdag_matrix is not a CPDAG of adjacency: Meek's rules orient "
+                                         r"its undirected edge 1 - 2 as 1 -> 2"):
+        score_orientations(chain_score, CHAIN, partial, 10.0)
+    with pytest.raises(ValueError, match=r"^cpdag_matrix is not a CPDAG of adjacency: Meek's rules orient"):
+        identified_orientations(CHAIN, partial)
+    with pytest.raises(ValueError, match=r"^adjacency must be a DAG \(acyclic\)"):
+        cycle = CHAIN.copy()
+        cycle[2, 0] = 1
+        score_orientations(chain_score, cycle, np.maximum(cycle, cycle.T), 10.0)
+
+
+@pytest.mark.parametrize("score", [object(), len, "bic", np.var])
+def test_score_orientations_refuses_what_is_not_a_score(score):
+    with pytest.raises(TypeError, match=r"^score must be a LocalScore \(callable as score\(node, parents\) "
+                                        r"with a prefetch\(keys\) method"):
+        score_orientations(score, CHAIN, cpdag(CHAIN), 10.0)
+
+
+def test_score_orientations_still_orients_valid_input(chain_score):
+    """The checks refuse nothing valid: a CPDAG from cpdag(), with and without mixing sets."""
+    for sets in ([], [{2}]):
+        known = cpdag(CHAIN, mixing_sets=sets)
+        out = score_orientations(chain_score, CHAIN, known, 10.0)
+        undirected = (known == 1) & (known.T == 1)
+        assert not (out & ~undirected).any()  # only edges the class leaves open
+    gain = chain_score(0, [1]) + chain_score(1, []) - chain_score(1, [0]) - chain_score(0, [])
+    assert score_orientations(chain_score, CHAIN, cpdag(CHAIN), 10.0)[0, 1] == (gain > 10.0)

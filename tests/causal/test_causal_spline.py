@@ -317,10 +317,11 @@ def test_score_orientations_test_each_edge_where_it_is_covered():
     out = score_orientations(score, triangle, np.maximum(triangle, triangle.T), 0.0)
     assert out[0, 2] == (score(0, [2]) + score(2, []) - score(2, [0]) - score(0, []) > 0.0)
     assert not score_orientations(score, chain, undirected, 1e12).any()
-    # a directed parent of one endpoint only (not a CPDAG): no covered member is known, nothing is tested
+    # a directed parent of one endpoint only is not a CPDAG (Meek's rules orient 1 -> 2): refused
     partial = undirected.copy()
     partial[1, 0] = 0
-    assert not score_orientations(score, chain, partial, -np.inf)[1, 2]
+    with pytest.raises(ValueError, match="Meek's rules orient its undirected edge 1 - 2"):
+        score_orientations(score, chain, partial, 0.0)
 
 
 @pytest.mark.parametrize("reverse", [False, True])
