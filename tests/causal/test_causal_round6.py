@@ -5,7 +5,15 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from certkit.causal import LatentBIC, ScoreSettings, cpdag, identified_orientations, score_orientations
+from certkit.causal import (
+    LatentBIC,
+    ScoreSettings,
+    cpdag,
+    fit_mixture_regression,
+    identified_orientations,
+    score_orientations,
+    spline_basis,
+)
 
 CHAIN = np.array([[0, 1, 0], [0, 0, 1], [0, 0, 0]])
 
@@ -105,3 +113,34 @@ def test_score_orientations_still_orients_valid_input(chain_score):
         assert not (out & ~undirected).any()  # only edges the class leaves open
     gain = chain_score(0, [1]) + chain_score(1, []) - chain_score(1, [0]) - chain_score(0, [])
     assert score_orientations(chain_score, CHAIN, cpdag(CHAIN), 10.0)[0, 1] == (gain > 10.0)
+
+
+# --- spline_basis on a variable with few values ---
+
+
+@pytest.mark.parametrize("values", [2, 3])
+def test_spline_basis_refuses_fewer_than_four_distinct_values(values):
+    """[1, basis] had rank `values` for 4 columns, against the docstring's full column rank."""
+    x = np.tile(np.arange(values, dtype=float), 20)
+    with pytest.raises(ValueError, match=rf"^x has {values} distinct values; a cubic B-spline basis needs at "
+                                         r"least 4"):
+        spline_basis(x, 0)
+
+
+@pytest.mark.parametrize("values", [4, 5, 6, 9])
+@pytest.mark.parametrize("n_knots", [0, 3, 10])
+def test_spline_basis_is_full_rank_from_four_distinct_values(values, n_knots):
+    x = np.tile(np.arange(values, dtype=float) ** 1.5, 15)
+    design = np.column_stack([np.ones(x.size), spline_basis(x, n_knots)])
+    assert np.linalg.matrix_rank(design) == design.shape[1]
+
+
+def test_spline_callers_fit_a_variable_with_few_values():
+    """The callers enter a parent with at most 4 distinct values linearly: a full-rank design, a fit."""
+    gen = np.random.default_rng(2)
+    for values in (2, 3):
+        x = gen.integers(0, values, 400).astype(float)
+        y = 1.5 * x + 0.3 * gen.standard_normal(400)
+        fit = fit_mixture_regression(y, x, 1, mechanism="spline")
+        assert fit.coef.shape == (1, 2)  # intercept and one linear column
+        np.testing.assert_allclose(fit.coef[0, 1], 1.5, atol=0.1)
