@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from certkit._core import mixreg
 from certkit.causal import (
     LatentBIC,
     ScoreSettings,
@@ -14,6 +15,7 @@ from certkit.causal import (
     score_orientations,
     spline_basis,
 )
+from certkit.causal.mixture_regression import RIDGE
 
 CHAIN = np.array([[0, 1, 0], [0, 0, 1], [0, 0, 0]])
 
@@ -144,3 +146,64 @@ def test_spline_callers_fit_a_variable_with_few_values():
         fit = fit_mixture_regression(y, x, 1, mechanism="spline")
         assert fit.coef.shape == (1, 2)  # intercept and one linear column
         np.testing.assert_allclose(fit.coef[0, 1], 1.5, atol=0.1)
+
+
+# --- a singular design names the design, not the samples ---
+
+
+def _two_starts(n):
+    resp = np.zeros((n, 2))
+    resp[: n // 2, 0] = resp[n // 2 :, 1] = 1.0
+    return resp
+
+
+@pytest.mark.parametrize("column", ["duplicate", "multiple", "zero"])
+def test_em_blames_a_singular_design(column):
+    gen = np.random.default_rng(0)
+    n = 300
+    x = gen.standard_normal(n)
+    y = x + 0.5 * gen.standard_normal(n)
+    extra = {"duplicate": x, "multiple": -3.0 * x, "zero": np.zeros(n)}[column]
+    design = np.column_stack([np.ones(n), x, extra])
+    with pytest.raises(ValueError, match=r"^the weighted Gram matrix of every component left was singular: "
+                                         r"design is rank deficient \(collinear columns.*drop or combine the "
+                                         r"collinear columns of design, or pass ridge > 0"):
+        mixreg.em(y, design, _two_starts(n), max_iter=10, tol=1e-6, ridge=0.0, min_variance=1e-3)
+    with pytest.raises(ValueError, match=r"^a weighted Gram matrix of a group was singular: a design is rank "
+                                         r"deficient.*pass ridge > 0"):
+        mixreg.joint_em(y[:, None], [design], _two_starts(n), max_iter=10, tol=1e-6, ridge=0.0,
+                        min_variance=np.array([1e-3]))
+    # the library's ridge makes the same design solvable (a zero column gets the absolute ridge)
+    out = mixreg.em(y, design, _two_starts(n), max_iter=10, tol=1e-6, ridge=RIDGE, min_variance=1e-3)
+    assert np.all(out["weights"] > 0)
+
+
+def test_em_still_blames_too_few_samples():
+    gen = np.random.default_rng(1)
+    n = 6
+    design = np.column_stack([np.ones(n), gen.standard_normal(n), gen.standard_normal(n)])
+    y = gen.standard_normal(n)
+    with pytest.raises(ValueError, match=r"^every mixture component was retired \(fewer than p \+ 1 "
+                                         r"effective samples each\)"):
+        mixreg.em(y, design, _two_starts(n), max_iter=5, tol=1e-6, ridge=RIDGE, min_variance=1e-3)
+    with pytest.raises(ValueError, match=r"^every group was retired \(fewer than p \+ 1 effective samples "
+                                         r"each\); use fewer groups or more samples"):
+        mixreg.joint_em(y[:, None], [design], _two_starts(n), max_iter=5, tol=1e-6, ridge=RIDGE,
+                        min_variance=np.array([1e-3]))
+
+
+@pytest.mark.parametrize("mechanism", ["linear", "spline"])
+def test_fit_mixture_regression_refuses_collinear_regressors(mechanism):
+    """The wrapper's ridge hid a singular design: an arbitrary split of the coefficients, and a BIC that
+    counted a column the data cannot determine. Now the design is checked and the column named."""
+    gen = np.random.default_rng(3)
+    n = 400
+    x, z = gen.standard_normal(n), gen.standard_normal(n)
+    y = x - z + 0.3 * gen.standard_normal(n)
+    for X, column in ((np.column_stack([x, 2.0 * x]), 1), (np.column_stack([z, x, x + z]), 2)):
+        with pytest.raises(ValueError, match=rf"^X is collinear: its design \[1, X\] has rank .* column "
+                                             rf"{column} of X is a combination of the intercept and the "
+                                             r"columns before it.*drop or combine the collinear columns"):
+            fit_mixture_regression(y, X, 2, mechanism=mechanism)
+    assert fit_mixture_regression(y, np.column_stack([x, z]), 2, mechanism=mechanism).coef.shape[0] == 2
+
