@@ -124,7 +124,7 @@ def test_a_permutation_gives_the_same_fit_on_linear_mixtures(options):
 def test_shared_local_scores_change_no_fitted_attribute(monkeypatch, data, options):
     """The fits of "auto" share their local scores (a spline score whose parents all enter linearly is
     the linear one): the fit is the one each fit gives with its own scores, with fewer scores computed."""
-    from certkit.causal import estimator as estimator_module
+    from certkit.causal import mechanism_fit
     from certkit.causal.score import LatentBIC
 
     if data == "linear":
@@ -138,7 +138,7 @@ def test_shared_local_scores_change_no_fitted_attribute(monkeypatch, data, optio
         def __init__(self, X, settings, *, executor=None, shared_scores=None):
             super().__init__(X, settings, executor=executor)
 
-    monkeypatch.setattr(estimator_module, "LatentBIC", OwnScores)
+    monkeypatch.setattr(mechanism_fit, "LatentBIC", OwnScores)
     own = CausalMixtureModel(max_components=3, **options).fit(X)
     _same(shared, own, np.arange(X.shape[0]), but=("n_scores_",))
     assert shared.n_scores_ < own.n_scores_
