@@ -207,3 +207,69 @@ def test_fit_mixture_regression_refuses_collinear_regressors(mechanism):
             fit_mixture_regression(y, X, 2, mechanism=mechanism)
     assert fit_mixture_regression(y, np.column_stack([x, z]), 2, mechanism=mechanism).coef.shape[0] == 2
 
+
+# --- summary() flags the documented caveats its fit meets ---
+
+
+def _chain(root_noise, n=1000, seed=0):
+    gen = np.random.default_rng(seed)
+    x0 = root_noise(gen, n)
+    x1 = 0.8 * x0 + 0.6 * gen.standard_normal(n)
+    return np.column_stack([x0, x1, 0.8 * x1 + 0.6 * gen.standard_normal(n)])
+
+
+def _caveats(model):
+    return [line for line in model.summary().splitlines() if line.startswith("caveat: ")]
+
+
+def test_summary_flags_a_root_switched_by_a_latent_of_its_own():
+    """docs/causal.md, Caveats: uniform noise inflates K. A uniform root was reported as switching
+    between three groups, and its latent oriented both edges by Meek's rules, with no word of doubt."""
+    from certkit.causal import CausalMixtureModel
+
+    model = CausalMixtureModel(rng=0).fit(_chain(lambda gen, n: gen.uniform(-1.7, 1.7, n)))
+    assert model.mixing_sets_ == [frozenset({0})] and model.n_components_[0] > 1
+    (line,) = _caveats(model)
+    K = model.n_components_[0]
+    assert line.startswith(f"caveat: x0 has no parents and Z0 switches it alone (K = {K})")
+    assert "non-Gaussian noise (uniform, skewed, heavy-tailed)" in line
+    gaussian = CausalMixtureModel(rng=0).fit(_chain(lambda gen, n: gen.standard_normal(n)))
+    assert gaussian.mixing_sets_ == [] and _caveats(gaussian) == []
+
+
+def test_summary_flags_a_latent_at_the_cap_of_its_groups():
+    """docs/causal.md, Caveats: a K at max_groups (max_components by default) may be the cap, not the data."""
+    from certkit.causal import CausalMixtureModel
+
+    gen = np.random.default_rng(1)
+    n = 900
+    z = np.repeat([0, 1, 2], n // 3)
+    x0 = gen.standard_normal(n)
+    x1 = np.array([-6.0, 0.0, 6.0])[z] + x0 + 0.5 * gen.standard_normal(n)  # three groups, one parent
+    X = np.column_stack([x0, x1])
+    capped = CausalMixtureModel(rng=0, max_components=2).fit(X)
+    assert capped.n_components_.max() == 2
+    cap_line = "caveat: Z0 has K = 2 groups, the most max_groups allows"
+    assert any(line.startswith(cap_line) for line in _caveats(capped))
+    free = CausalMixtureModel(rng=0, max_components=5).fit(X)
+    assert free.n_components_.max() == 3 and not any("max_groups allows" in line for line in _caveats(free))
+    grouped = CausalMixtureModel(rng=0, max_components=5, max_groups=3).fit(X)
+    assert any(line.startswith("caveat: Z0 has K = 3 groups") for line in _caveats(grouped))
+
+
+def _two_groups(n, seed=2):
+    gen = np.random.default_rng(seed)
+    x0 = gen.standard_normal(n)
+    x1 = np.where(np.arange(n) < n // 2, 4.0, -4.0) + x0 + 0.5 * gen.standard_normal(n)
+    return np.column_stack([x0, x1])
+
+
+def test_summary_flags_mixing_on_few_samples():
+    """docs/causal.md, Caveats: below about 100 samples spurious mixing is frequent."""
+    from certkit.causal import CausalMixtureModel
+
+    few = CausalMixtureModel(rng=0, max_components=3).fit(_two_groups(80))
+    assert few.mixing_sets_
+    assert "caveat: 80 samples: below about 100 spurious mixing variables are frequent" in few.summary()
+    enough = CausalMixtureModel(rng=0, max_components=3).fit(_two_groups(200))
+    assert enough.mixing_sets_ and "samples: below about" not in enough.summary()
