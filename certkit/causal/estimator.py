@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 from sklearn.base import BaseEstimator
 
-from certkit._typing import ExecutorArg, Progress, RNGLike
+from certkit._typing import ExecutorArg, ExecutorLike, Progress, RNGLike
 from certkit._validation import (
     check_in_options,
     check_integer,
@@ -116,6 +116,9 @@ class CausalMixtureModel(BaseEstimator):
         ``rng``.
     executor : None, int or executor
         Where candidate scores and candidate joint fits are computed (``certkit.parallel``); same results.
+        An int opens one process pool for the whole fit (every fit of ``"auto"``); a batch of fits goes to
+        the executor only when its estimated work pays for the hand-off (``certkit.causal.batches``), so a
+        small fit runs serially whatever ``executor``.
     progress : bool or str
         Progress bar over the search.
 
@@ -281,18 +284,22 @@ class CausalMixtureModel(BaseEstimator):
         # parents all enter linearly is the linear score)
         shared_scores: dict = {}
 
-        def fit_one(option: str, graph: tuple[np.ndarray, tuple[int, ...]] | None) -> CausalMixtureModel:
-            model = type(self)(**{**params, "mechanism": option})
-            model._fit(X, names, option, graph=graph, shared_scores=shared_scores)
-            return model
+        # One pool for every fit (a pool's workers start once: each imports certkit, about 2 s), and one
+        # native thread here as in the workers: a score never depends on where it was computed.
+        with single_threaded(), resolve_executor(self.executor) as executor:
 
-        if mechanism == "auto":
-            spline_model = type(self)(**{**params, "mechanism": "spline"})
-            chosen, fits, n_scores = fit_auto(fit_one, splines=lambda: spline_model._enough_rows(*X.shape))
-        else:
-            chosen = mechanism
-            fits = {mechanism: fit_one(mechanism, None)}
-            n_scores = fits[mechanism].n_scores_
+            def fit_one(option: str, graph: tuple[np.ndarray, tuple[int, ...]] | None) -> CausalMixtureModel:
+                model = type(self)(**{**params, "mechanism": option})
+                model._fit(X, names, option, graph=graph, shared_scores=shared_scores, executor=executor)
+                return model
+
+            if mechanism == "auto":
+                splines = type(self)(**{**params, "mechanism": "spline"})
+                chosen, fits, n_scores = fit_auto(fit_one, splines=lambda: splines._enough_rows(*X.shape))
+            else:
+                chosen = mechanism
+                fits = {mechanism: fit_one(mechanism, None)}
+                n_scores = fits[mechanism].n_scores_
         self.__dict__.update({k: v for k, v in vars(fits[chosen]).items() if k.endswith("_")})
         self.mechanism_ = chosen
         self.mechanism_scores_ = {option: model.score_ for option, model in fits.items()}
@@ -326,12 +333,13 @@ class CausalMixtureModel(BaseEstimator):
         mechanism: str,
         graph: tuple[np.ndarray, tuple[int, ...]] | None = None,
         shared_scores: dict | None = None,
+        executor: ExecutorLike | None = None,
     ) -> None:
         """``fit`` with one mechanism on validated ``X``: sets every fitted attribute but ``mechanism_``
         (``certkit.causal.mechanism_fit.fit_mechanism``). ``graph`` (adjacency, topological order)
-        replaces the search; ``shared_scores`` is ``LatentBIC``'s."""
-        # One native thread here as in the workers: a score never depends on where it was computed.
-        with single_threaded(), resolve_executor(self.executor) as executor:
+        replaces the search; ``shared_scores`` is ``LatentBIC``'s; ``executor`` an open pool (``fit``
+        opens one for all its fits) or None (serial)."""
+        with single_threaded():
             fitted = fit_mechanism(
                 self, X, names, mechanism, executor=executor, graph=graph, shared_scores=shared_scores
             )

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
+
 import numpy as np
 import pytest
 
 from certkit._core import mixreg
 from certkit.causal import (
+    CausalMixtureModel,
     LatentBIC,
     ScoreSettings,
     cpdag,
@@ -15,6 +18,7 @@ from certkit.causal import (
     score_orientations,
     spline_basis,
 )
+from certkit.causal.batches import CHUNK_WORK, JOINT_WORK, MIN_BATCH_WORK, chunk_count, em_work, map_chunks
 from certkit.causal.mixture_regression import RIDGE
 
 CHAIN = np.array([[0, 1, 0], [0, 0, 1], [0, 0, 0]])
@@ -208,6 +212,40 @@ def test_fit_mixture_regression_refuses_collinear_regressors(mechanism):
     assert fit_mixture_regression(y, np.column_stack([x, z]), 2, mechanism=mechanism).coef.shape[0] == 2
 
 
+
+# --- batches through an executor only where they pay ---
+
+
+def test_chunk_count_follows_the_work():
+    pool = object()  # any executor
+    assert chunk_count(None, 1e15, 100, 8) == 1  # no executor: serial
+    assert chunk_count(pool, 0.99 * MIN_BATCH_WORK, 100, 64) == 1  # a batch too small to pay: serial
+    assert chunk_count(pool, MIN_BATCH_WORK, 1000, 1000) == round(MIN_BATCH_WORK / CHUNK_WORK)
+    assert chunk_count(pool, 5.4 * MIN_BATCH_WORK, 1000, 1000) == round(5.4 * MIN_BATCH_WORK / CHUNK_WORK)
+    assert chunk_count(pool, 1e6 * MIN_BATCH_WORK, 100, 8) == 8  # at most max_chunks
+    assert chunk_count(pool, 1e6 * MIN_BATCH_WORK, 3, 8) == 3  # at most one item per chunk
+
+
+def test_em_work_grows_with_rows_columns_and_components():
+    base = em_work(1000, [3], range(1, 4))
+    assert base == 1000 * 16 * 6
+    assert em_work(2000, [3], range(1, 4)) == 2 * base
+    assert em_work(1000, [3, 3], range(1, 4)) == 2 * base
+    assert em_work(1000, [7], range(1, 4)) == 4 * base
+    assert em_work(1000, [3], range(1, 4), joint=True) == JOINT_WORK * base
+
+
+def test_map_chunks_keeps_the_input_order():
+    items = list(range(23))
+    with ThreadPoolExecutor(2) as pool:
+        for n_chunks in (1, 2, 5, 23):
+            assert map_chunks(_squares, items, n_chunks, pool) == [i * i for i in items]
+
+
+def _squares(chunk):
+    return [i * i for i in chunk]
+
+
 # --- summary() flags the documented caveats its fit meets ---
 
 
@@ -225,8 +263,6 @@ def _caveats(model):
 def test_summary_flags_a_root_switched_by_a_latent_of_its_own():
     """docs/causal.md, Caveats: uniform noise inflates K. A uniform root was reported as switching
     between three groups, and its latent oriented both edges by Meek's rules, with no word of doubt."""
-    from certkit.causal import CausalMixtureModel
-
     model = CausalMixtureModel(rng=0).fit(_chain(lambda gen, n: gen.uniform(-1.7, 1.7, n)))
     assert model.mixing_sets_ == [frozenset({0})] and model.n_components_[0] > 1
     (line,) = _caveats(model)
@@ -239,8 +275,6 @@ def test_summary_flags_a_root_switched_by_a_latent_of_its_own():
 
 def test_summary_flags_a_latent_at_the_cap_of_its_groups():
     """docs/causal.md, Caveats: a K at max_groups (max_components by default) may be the cap, not the data."""
-    from certkit.causal import CausalMixtureModel
-
     gen = np.random.default_rng(1)
     n = 900
     z = np.repeat([0, 1, 2], n // 3)
@@ -266,8 +300,6 @@ def _two_groups(n, seed=2):
 
 def test_summary_flags_mixing_on_few_samples():
     """docs/causal.md, Caveats: below about 100 samples spurious mixing is frequent."""
-    from certkit.causal import CausalMixtureModel
-
     few = CausalMixtureModel(rng=0, max_components=3).fit(_two_groups(80))
     assert few.mixing_sets_
     assert "caveat: 80 samples: below about 100 spurious mixing variables are frequent" in few.summary()

@@ -250,7 +250,7 @@ def test_spline_orients_an_additive_noise_pair_that_linear_cannot(seed, cause_fi
     }
 
 
-def test_spline_model_fits_end_to_end_with_mixing_and_pickled_workers():
+def test_spline_model_fits_end_to_end_with_mixing_and_pickled_workers(dispatch_every_batch):
     gen = np.random.default_rng(4)
     n = 600
     z = gen.integers(0, 2, n)
