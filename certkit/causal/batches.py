@@ -3,14 +3,16 @@ sent only where they pay for it.
 
 Handing fits to worker processes costs, once per pool, the workers' start (a fresh interpreter importing
 certkit, scikit-learn and SciPy: 2-4 s of CPU per worker on the shared 2-core machine), and per chunk the
-pickling of the data's designs and a round trip (1-7 ms). Most batches of a small fit take milliseconds,
-so a batch runs serially unless its estimated work reaches `MIN_BATCH_WORK` (seconds of fits); it is then
-cut into chunks of about `CHUNK_WORK` each (a tenth of a second), small enough that the last chunks of a
-batch, which the workers hold when the calling process has run out of others, are short. The work of an
-EM fit is estimated as rows x components x (design columns + 1)^2 (one fused pass accumulates a weighted
-Gram matrix per component) summed over the components tried. ``benchmarks/causal.py --only executor``
-measures the throughput and the dispatch cost behind the constants. Where a batch runs changes no
-result: every fit is seeded by its own key.
+pickling of the data's designs and a round trip (1-7 ms). Most batches of a small fit take milliseconds.
+So a pool that ``CausalMixtureModel.fit`` opened (`StartingPool`) gets its first batch only when that
+batch's estimated work reaches `START_WORK` (several seconds of fits, what the workers' start costs);
+from then on, and with an executor that runs already (a pool or Dask client of the caller), a batch goes
+to it from `MIN_BATCH_WORK`. A batch is cut into chunks of about `CHUNK_WORK` each (a tenth of a second),
+small enough that the last chunks of a batch, which the workers hold when the calling process has run
+out of others, are short. The work of an EM fit is estimated as rows x components x (design columns +
+1)^2 (one fused pass accumulates a weighted Gram matrix per component) summed over the components
+tried. ``benchmarks/causal.py --only executor`` measures the throughput and the dispatch cost behind
+the constants. Where a batch runs changes no result: every fit is seeded by its own key.
 """
 
 from __future__ import annotations
@@ -23,14 +25,29 @@ from typing import Any, TypeVar
 from certkit._typing import ExecutorLike
 from certkit.parallel import parallel_map
 
-__all__ = ["CHUNK_WORK", "JOINT_WORK", "MIN_BATCH_WORK", "chunk_count", "em_work", "map_chunks"]
+__all__ = [
+    "CHUNK_WORK",
+    "JOINT_WORK",
+    "MIN_BATCH_WORK",
+    "START_WORK",
+    "StartingPool",
+    "chunk_count",
+    "em_work",
+    "map_chunks",
+]
 
 T = TypeVar("T")
 R = TypeVar("R")
 
-#: Estimated work (`em_work`) below which a batch runs serially in the calling process: about 2 s of
-#: fits on one core (``benchmarks/causal.py --only executor``), what starting the workers costs.
-MIN_BATCH_WORK = 2e8
+#: Estimated work (`em_work`) of the first batch a `StartingPool` gets: about 6 s of fits on one core
+#: (``benchmarks/causal.py --only executor``), more than its two workers' start costs. The batches of a fit
+#: of 5000 rows and 10 variables stay below it (the workers would cost more than they save there), a
+#: third of the work of a Sachs fit comes in batches above it.
+START_WORK = 5e8
+
+#: Estimated work below which a batch runs serially in the calling process once the executor runs:
+#: about three chunks of `CHUNK_WORK`.
+MIN_BATCH_WORK = 3e7
 
 #: Estimated work of one chunk of a batch that goes to the executor: about 0.1 s of fits, some 30 times
 #: the dispatch of a chunk with Sachs-sized designs on a running pool.
@@ -51,11 +68,27 @@ def em_work(n_rows: int, widths: Iterable[int], components: Iterable[int], *, jo
     return float(per_component * sum(components)) * (JOINT_WORK if joint else 1.0)
 
 
+class StartingPool(Executor):
+    """A process pool opened for one fit, whose workers start with the first batch handed to it: until
+    then `chunk_count` asks a batch for `START_WORK` instead of `MIN_BATCH_WORK`."""
+
+    def __init__(self, pool: Executor) -> None:
+        self.pool = pool
+        self.started = False
+
+    def submit(self, fn: Callable[..., R], /, *args: Any, **kwargs: Any) -> Future[R]:
+        self.started = True
+        return self.pool.submit(fn, *args, **kwargs)
+
+
 def chunk_count(executor: ExecutorLike | None, work: float, n_items: int, max_chunks: int) -> int:
     """Chunks to split a batch of ``n_items`` fits of total estimated ``work`` into: 1 (run it serially
-    here) without an executor or below `MIN_BATCH_WORK`, else about one per `CHUNK_WORK`, at most
-    ``max_chunks`` and one per item."""
-    if executor is None or work < MIN_BATCH_WORK:
+    here) without an executor or below `MIN_BATCH_WORK` (`START_WORK` for a `StartingPool` that has not
+    started), else about one per `CHUNK_WORK`, at most ``max_chunks`` and one per item."""
+    if executor is None:
+        return 1
+    starting = isinstance(executor, StartingPool) and not executor.started
+    if work < (START_WORK if starting else MIN_BATCH_WORK):
         return 1
     return max(1, min(n_items, max_chunks, round(work / CHUNK_WORK)))
 

@@ -22,6 +22,7 @@ from certkit._validation import (
 )
 from certkit.causal import report
 from certkit.causal.auto import AUTO_MARGIN, fit_auto
+from certkit.causal.batches import StartingPool
 from certkit.causal.data import check_data
 from certkit.causal.mechanism_fit import MAX_GROUPS, fit_mechanism
 from certkit.causal.mixture_regression import MAX_STARTS, n_mixture_parameters
@@ -284,9 +285,11 @@ class CausalMixtureModel(BaseEstimator):
         # parents all enter linearly is the linear score)
         shared_scores: dict = {}
 
-        # One pool for every fit (a pool's workers start once: each imports certkit, about 2 s), and one
+        # One pool for every fit (a pool's workers start once: each imports certkit, 2-4 s), and one
         # native thread here as in the workers: a score never depends on where it was computed.
-        with single_threaded(), resolve_executor(self.executor) as executor:
+        with single_threaded(), resolve_executor(self.executor) as opened:
+            # a pool opened here starts its workers only for a batch that pays for them
+            executor = StartingPool(opened) if opened is not None and opened is not self.executor else opened
 
             def fit_one(option: str, graph: tuple[np.ndarray, tuple[int, ...]] | None) -> CausalMixtureModel:
                 model = type(self)(**{**params, "mechanism": option})
@@ -363,6 +366,7 @@ class CausalMixtureModel(BaseEstimator):
         return [(names[i], names[j]) for i, j in zip(*np.nonzero(self.adjacency_))]
 
     def summary(self) -> str:
-        """Edges, mechanisms per node and mixing variables as plain text."""
+        """Edges, mechanisms per node, mixing variables and orientations as plain text, then a ``caveat:``
+        line for each caveat of docs/causal.md the fit meets (``certkit.causal.report.caveats``)."""
         check_is_fitted(self, "adjacency_", method="fit")
         return report.summary(self)

@@ -18,7 +18,16 @@ from certkit.causal import (
     score_orientations,
     spline_basis,
 )
-from certkit.causal.batches import CHUNK_WORK, JOINT_WORK, MIN_BATCH_WORK, chunk_count, em_work, map_chunks
+from certkit.causal.batches import (
+    CHUNK_WORK,
+    JOINT_WORK,
+    MIN_BATCH_WORK,
+    START_WORK,
+    StartingPool,
+    chunk_count,
+    em_work,
+    map_chunks,
+)
 from certkit.causal.mixture_regression import RIDGE
 
 CHAIN = np.array([[0, 1, 0], [0, 0, 1], [0, 0, 0]])
@@ -224,6 +233,18 @@ def test_chunk_count_follows_the_work():
     assert chunk_count(pool, 5.4 * MIN_BATCH_WORK, 1000, 1000) == round(5.4 * MIN_BATCH_WORK / CHUNK_WORK)
     assert chunk_count(pool, 1e6 * MIN_BATCH_WORK, 100, 8) == 8  # at most max_chunks
     assert chunk_count(pool, 1e6 * MIN_BATCH_WORK, 3, 8) == 3  # at most one item per chunk
+
+
+def test_a_pool_of_the_fit_starts_only_for_a_batch_that_pays_for_its_workers():
+    with ThreadPoolExecutor(1) as threads:
+        pool = StartingPool(threads)
+        assert chunk_count(pool, 0.99 * START_WORK, 1000, 1000) == 1  # not worth starting the workers
+        assert not pool.started
+        n_chunks = chunk_count(pool, START_WORK, 1000, 1000)
+        assert n_chunks == round(START_WORK / CHUNK_WORK)
+        assert map_chunks(_squares, list(range(7)), 3, pool) == [i * i for i in range(7)]
+        assert pool.started  # running now: a batch from MIN_BATCH_WORK goes to it
+        assert chunk_count(pool, MIN_BATCH_WORK, 1000, 1000) == round(MIN_BATCH_WORK / CHUNK_WORK)
 
 
 def test_em_work_grows_with_rows_columns_and_components():
