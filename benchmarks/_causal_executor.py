@@ -2,8 +2,9 @@
 
 ``CausalMixtureModel.fit`` opens one process pool for all its fits (the four fits of ``"auto"``) and
 hands a batch of local scores or joint fits to it only when the batch's estimated work reaches
-``certkit.causal.batches.MIN_BATCH_WORK``, in chunks of about ``CHUNK_WORK``; the calling process runs
-every chunk no worker has started. This section measures, in one run: per data set the wall seconds of
+``certkit.causal.batches.START_WORK`` (the first batch, which starts the workers) or ``MIN_BATCH_WORK``
+(later ones), in chunks of about ``CHUNK_WORK``; the calling process runs every chunk no worker has
+started. This section measures, in one run: per data set the wall seconds of
 the serial fit and of the ``executor=2`` fit (the same process, alternating, best of ``repeats``; the
 pool's workers start inside each parallel fit), their ratio, whether the fits are the same (``score_``,
 graph, K, labels and mixing sets), and how many chunks the pool got and how many of those the calling
@@ -26,7 +27,7 @@ from _causal_invariance import user_sem
 
 import certkit.parallel as parallel
 from certkit.causal import CausalMixtureModel, make_mixture_sem
-from certkit.causal.batches import CHUNK_WORK, MIN_BATCH_WORK, em_work
+from certkit.causal.batches import CHUNK_WORK, MIN_BATCH_WORK, START_WORK, em_work
 from certkit.causal.score import ScoreSettings, _score_batch
 from certkit.causal.spline import NodeDesigns
 from certkit.datasets import load_sachs
@@ -120,8 +121,9 @@ def _threshold_lines() -> list[str]:
         dispatch = (time.perf_counter() - start) / 32
     return [
         f"local scores, serially: {rate:.3g} work units per CPU second ({len(keys)} scores of 2000 Sachs "
-        f"rows, {seconds:.2f} s): a batch of MIN_BATCH_WORK = {MIN_BATCH_WORK:.3g} units is about "
-        f"{MIN_BATCH_WORK / rate:.2f} s of fits, a chunk of CHUNK_WORK = {CHUNK_WORK:.3g} about "
+        f"rows, {seconds:.2f} s): the first batch of START_WORK = {START_WORK:.3g} units is about "
+        f"{START_WORK / rate:.1f} s of fits, a later one of MIN_BATCH_WORK = {MIN_BATCH_WORK:.3g} about "
+        f"{MIN_BATCH_WORK / rate:.2f} s, a chunk of CHUNK_WORK = {CHUNK_WORK:.3g} about "
         f"{CHUNK_WORK / rate:.3f} s",
         f"dispatch of one chunk (Sachs-sized designs) on a running pool: {dispatch * 1e3:.1f} ms, "
         f"{dispatch / (CHUNK_WORK / rate):.1%} of a chunk",
