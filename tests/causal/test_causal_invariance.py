@@ -389,7 +389,8 @@ def test_executor_gives_the_serial_fit_with_one_pool_for_every_fit_of_auto(monke
 
 
 def test_small_batches_stay_in_the_calling_process(monkeypatch):
-    """Below the work of two chunks a batch runs serially: a small fit with executor=2 hands nothing out."""
+    """A pool the fit opened gets no batch below START_WORK: a small fit with executor=2 hands nothing out,
+    so no worker starts."""
     X, _, _ = make_mixture_sem(5, 300, rng=7)
     counts = _counting_pools(monkeypatch)
     pooled = CausalMixtureModel(rng=1, executor=2).fit(X)
