@@ -40,8 +40,7 @@ import numpy as np
 from _causal_nonlinear import nonlinear_sem
 from _timing import run_fresh
 
-from certkit.causal import CausalMixtureModel, edge_f1
-from certkit.causal import estimator as estimator_module
+from certkit.causal import CausalMixtureModel, edge_f1, mechanism_fit
 from certkit.causal.data import data_seed
 
 #: Fits with other start keys, against which the default's BIC is compared.
@@ -107,10 +106,10 @@ def _time_split(X: np.ndarray) -> list[str]:
 
     with (
         mock.patch.object(CausalMixtureModel, "_fit", one_fit),
-        mock.patch.object(estimator_module, "topic_search", timed("search", estimator_module.topic_search)),
+        mock.patch.object(mechanism_fit, "topic_search", timed("search", mechanism_fit.topic_search)),
         mock.patch.object(
-            estimator_module, "form_mixing_variables",
-            timed("mixing", estimator_module.form_mixing_variables),
+            mechanism_fit, "form_mixing_variables",
+            timed("mixing", mechanism_fit.form_mixing_variables),
         ),
     ):
         CausalMixtureModel(rng=0).fit(X)
@@ -137,7 +136,7 @@ def bench_invariance(shift_sem) -> tuple[list[list], list[str], list[list]]:
             seconds.append(took)
         others = []
         for salt in range(1, OTHER_KEYS + 1):
-            with mock.patch.object(estimator_module, "data_seed", lambda Y, s=salt: data_seed(Y) ^ s):
+            with mock.patch.object(mechanism_fit, "data_seed", lambda Y, s=salt: data_seed(Y) ^ s):
                 others.append(CausalMixtureModel(rng=0).fit(X).score_)
         _, linear_time = _timed_fit(X, mechanism="linear", rng=0)
         own_best = min(m.score_ for m in fits)

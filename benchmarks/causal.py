@@ -41,11 +41,15 @@ Sections (each timed in this process; the machine may be shared, so wall times a
    the Sachs fit of ``examples/causal_sachs.py`` (``search_samples=2000``, ``executor=2``) and the same
    fit serially, each in a fresh process of this interpreter and of the baseline's, alternating, best of
    ``--repeats``; wall seconds and the ratio.
+6. Executor (``--only executor``, in ``_causal_executor.py``): the default fit with ``executor=2`` against
+   the serial fit in one run (small, medium and, without ``--quick``, large generated and Sachs data):
+   wall seconds, their ratio, the same fit, the chunks the pool got; then the serial throughput of local
+   scores and the dispatch cost of a chunk that the batch threshold rests on.
 
 Run: ``python benchmarks/causal.py [--seeds 10] [--quick]
-[--only em,synthetic,groups,nonlinear,invariance,sachs,leaderboard,scaling,speed]
+[--only em,synthetic,groups,nonlinear,invariance,sachs,leaderboard,scaling,speed,executor]
 [--baseline-python PATH]``.
-All sections but 5 took 21 min wall (18 CPU min) on the shared 2-core machine at load average 4-6, of
+All sections but 5 and 6 took 21 min wall (18 CPU min) on the shared 2-core machine at load average 4-6, of
 which NOTEARS on the two Sachs data sets 10 min and the nonlinear section 3 min; ``--only`` and
 ``--quick`` shorten it.
 """
@@ -59,6 +63,8 @@ import time
 from pathlib import Path
 
 import numpy as np
+from _causal_executor import HEADERS as EXECUTOR_HEADERS
+from _causal_executor import bench_executor
 from _causal_invariance import BASELINE_HEADERS, SPLIT_HEADERS, bench_baseline, bench_invariance
 from _causal_invariance import HEADERS as INVARIANCE_HEADERS
 from _causal_nonlinear import GRAPH_METHODS, GROUP_METHODS, bench_nonlinear
@@ -532,7 +538,8 @@ def bench_speed(baseline: str, repeats: int) -> list[list]:
 
 
 SECTIONS = (
-    "em", "synthetic", "groups", "nonlinear", "invariance", "sachs", "leaderboard", "scaling", "speed"
+    "em", "synthetic", "groups", "nonlinear", "invariance", "sachs", "leaderboard", "scaling", "speed",
+    "executor",
 )
 
 
@@ -540,10 +547,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=10, help="synthetic seeds (default 10)")
     parser.add_argument(
-        "--repeats", type=int, default=3, help="timing repeats of sections 1, 2d and 5 (default 3)"
+        "--repeats", type=int, default=3, help="timing repeats of sections 1, 2d, 5 and 6 (default 3)"
     )
     parser.add_argument(
-        "--quick", action="store_true", help="3 nonlinear seeds per setting; no d = 20, n = 2000 scaling run"
+        "--quick", action="store_true",
+        help="3 nonlinear seeds per setting; no d = 20, n = 2000 scaling run; no large data in section 6",
     )
     parser.add_argument(
         "--only", default=",".join(SECTIONS), help=f"comma-separated sections out of {', '.join(SECTIONS)}"
@@ -700,6 +708,18 @@ def main() -> None:
                 title=f"5. Speed against {args.baseline_python} (fresh process each, best of {args.repeats})",
             )
         )
+        print()
+    if "executor" in only:
+        rows, lines = bench_executor(args.repeats, args.quick)
+        print(
+            format_table(
+                EXECUTOR_HEADERS,
+                rows,
+                title="6. The default fit with executor=2 against the serial fit (wall s, the same process, "
+                f"alternating; best of {args.repeats} on the small and medium data, one run on the large)",
+            )
+        )
+        print("\n".join(lines))
 
 
 if __name__ == "__main__":

@@ -39,7 +39,8 @@ struct JointOutput {
     std::vector<double> weight;             // (K,), 0 for a retired group
     std::vector<double> trace;              // log-likelihood after every iteration
     bool converged = false;
-    bool ok = true;  // false if every group was retired
+    bool ok = true;         // false if every group was retired or a weighted Gram matrix was singular
+    bool singular = false;  // ok is false because a weighted Gram matrix was singular
 };
 
 constexpr double kLog2Pi = 1.8378770664093454835606594728112;
@@ -239,6 +240,7 @@ inline JointOutput fit_joint_impl(const double* Y, const std::vector<const doubl
                 }
                 if (!mixreg::detail::ridge_solve(gram.data(), rhs.data(), p, ridge, beta.data(), work)) {
                     out.ok = false;
+                    out.singular = true;
                     return out;
                 }
                 std::copy(beta.begin(), beta.end(), coef + k * p);

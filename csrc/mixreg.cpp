@@ -93,6 +93,11 @@ py::dict em(const py::object& y_in, const py::object& design_in, const py::objec
         out = mixreg::fit_em(y.data(), design.data(), n, p, K, resp0.data(), resp.mutable_data(), max_iter, tol,
                              ridge, min_variance);
     }
+    require(out.ok || !out.singular,
+            "the weighted Gram matrix of every component left was singular: design is rank deficient (collinear "
+            "columns: a duplicated column, a constant column beside the intercept, a column that is a combination "
+            "of others) on the samples of each component; drop or combine the collinear columns of design, or "
+            "pass ridge > 0");
     require(out.ok, "every mixture component was retired (fewer than p + 1 effective samples each); "
                     "use fewer components or more samples, and rescale y and design if they hold huge "
                     "values (squares above 1e308 overflow)");
@@ -157,8 +162,12 @@ py::dict joint_em(const py::object& Y_in, const py::list& designs_in, const py::
                     : mixjoint::fit_joint(Y.data(), pointers, ps, n, K, resp0.data(), resp.mutable_data(), max_iter,
                                           tol, ridge, floors.data());
     }
-    require(out.ok, "every group was retired (fewer than p + 1 effective samples each) or a weighted Gram "
-                    "matrix was singular; use fewer groups");
+    require(out.ok || !out.singular,
+            "a weighted Gram matrix of a group was singular: a design is rank deficient (collinear columns: a "
+            "duplicated column, a constant column beside the intercept, a column that is a combination of others) "
+            "on the samples of that group; drop or combine the collinear columns of designs, or pass ridge > 0");
+    require(out.ok, "every group was retired (fewer than p + 1 effective samples each); use fewer groups or "
+                    "more samples");
     py::list coef;
     for (std::int64_t j = 0; j < m; ++j) {
         py::array_t<double> c({static_cast<py::ssize_t>(K), static_cast<py::ssize_t>(ps[static_cast<std::size_t>(j)])});

@@ -62,6 +62,7 @@ struct EmOutput {
     std::vector<double> trace;     // log-likelihood of every evaluated parameter set
     bool converged = false;
     bool ok = true;  // false if every component was retired (cannot happen when n >= K (p + 1))
+    bool singular = false;  // a component with enough samples was retired: its Gram matrix was singular
 };
 
 namespace detail {
@@ -416,8 +417,13 @@ inline std::int64_t m_step(const Stats& st, double ridge, double min_variance, E
         const double* g = st.gram.data() + k * p * p;
         const double* b = st.rhs.data() + k * p;
         double* beta = out.coef.data() + k * p;
-        if (!(nk >= static_cast<double>(p + 1)) || !ridge_solve(g, b, p, ridge, beta, work)) {
+        if (!(nk >= static_cast<double>(p + 1))) {
             out.weight[ks] = 0.0;
+            continue;
+        }
+        if (!ridge_solve(g, b, p, ridge, beta, work)) {
+            out.weight[ks] = 0.0;
+            out.singular = true;
             continue;
         }
         double bb = 0.0;

@@ -65,7 +65,9 @@ def em(
     Raises
     ------
     ValueError
-        If an argument is out of range or shapes disagree, or if every component was retired.
+        If an argument is out of range or shapes disagree, or if every component was retired: the
+        message says whether for too few samples or for a singular Gram matrix (a rank-deficient,
+        collinear design).
     """
 
 class JointEmResult(TypedDict):
@@ -121,7 +123,8 @@ def joint_em(
     Raises
     ------
     ValueError
-        If an argument is out of range or shapes disagree, or if every group was retired.
+        If an argument is out of range or shapes disagree, if every group was retired (too few samples)
+        or if a group's weighted Gram matrix was singular (a rank-deficient, collinear design).
     """
 
 class GaussianMixtureResult(TypedDict):

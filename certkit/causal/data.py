@@ -3,14 +3,18 @@ constant column, squares within float64."""
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
 from certkit._validation import check_array, check_squares_fit
 
-__all__ = ["canonical_data", "canonical_order", "check_data", "constant_columns", "data_seed"]
+__all__ = ["canonical_data", "canonical_order", "check_data", "constant_columns", "data_seed", "in_row_order"]
+
+#: A fit with per-row ``responsibilities`` and ``labels`` (a mixture or joint mixture result).
+_Fit = TypeVar("_Fit")
 
 
 def check_data(X: Any, name: str = "X") -> tuple[np.ndarray, tuple[str, ...] | None]:
@@ -80,3 +84,11 @@ def data_seed(X: np.ndarray) -> int:
     starts of a causal fit, so the same data get the same starts whatever the row order or ``rng``."""
     digest = hashlib.blake2b(np.ascontiguousarray(X, dtype=np.float64).tobytes(), digest_size=8).digest()
     return int.from_bytes(digest, "little") >> 1
+
+
+def in_row_order(fit: _Fit, rows: np.ndarray) -> _Fit:
+    """``fit`` (a dataclass with per-row ``responsibilities`` and ``labels``) with those taken at ``rows``:
+    how a fit on the ``canonical_data`` rows puts its per-row outputs back in the caller's order."""
+    return dataclasses.replace(
+        fit, responsibilities=np.ascontiguousarray(fit.responsibilities[rows]), labels=fit.labels[rows]
+    )

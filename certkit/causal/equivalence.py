@@ -19,7 +19,7 @@ import numpy as np
 
 from certkit._validation import check_array, check_integer
 
-__all__ = ["MAX_CPDAG_NODES", "cpdag", "identified_orientations", "orientation_sources"]
+__all__ = ["MAX_CPDAG_NODES", "check_cpdag_of", "cpdag", "identified_orientations", "orientation_sources"]
 
 
 #: Largest graph `cpdag` closes (observed nodes plus distinct mixing variables): under a second for any
@@ -36,7 +36,7 @@ def _check_dag(adjacency: Any, *, max_nodes: int | None = None) -> np.ndarray:
             "needs cubic work per propagation step)"
         )
     if A.dtype.kind not in "biu":
-        A = check_array(A, "adjacency", ndim=2)
+        A = check_array(A, "adjacency", ndim=2, allow_empty=True)
     elif A.ndim != 2:
         raise ValueError(f"adjacency must be a 2-D array, got shape {A.shape}")
     d = A.shape[0]
@@ -101,7 +101,7 @@ def _meek_r1_r2(
 ) -> tuple[np.ndarray, np.ndarray]:
     """The pairs (x, y) among ``(xs, ys)`` that R1 (c -> x - y, c and y not adjacent) or R2 (x -> c -> y)
     orient x -> y, in blocks of about 16 M booleans."""
-    block = max(1, 2**24 // directed.shape[0])
+    block = 2**24 // max(1, directed.shape[0])
     hit = np.zeros(xs.size, dtype=bool)
     for start in range(0, xs.size, block):
         x, y = xs[start:start + block], ys[start:start + block]
@@ -161,6 +161,7 @@ def cpdag(
     ndarray (d, d) of int
         ``out[i, j] = 1, out[j, i] = 0``: the orientation ``i -> j`` is identified;
         ``out[i, j] = out[j, i] = 1``: the edge is undirected (either orientation is consistent).
+        A graph of no nodes (shape (0, 0)) gives the empty (0, 0) CPDAG.
 
     Raises
     ------
@@ -198,7 +199,7 @@ def cpdag(
     directed = G & ((apart.astype(np.float32) @ G_f) > 0)
     directed[d:, :] = G[d:, :]  # mixing variables are sources: Z -> j is known
     if oriented is not None:
-        known = check_array(oriented, "oriented", shape=(d, d), dtype=None)
+        known = check_array(oriented, "oriented", shape=(d, d), dtype=None, allow_empty=True)
         if known.dtype != bool or np.any(known & ~A):
             raise ValueError("oriented must be a (d, d) bool array marking edges of adjacency")
         directed[:d, :d] |= known
@@ -211,14 +212,31 @@ def cpdag(
 def identified_orientations(adjacency: Any, cpdag_matrix: Any) -> np.ndarray:
     """``out[i, j]`` is True where the DAG's edge ``i -> j`` is directed in ``cpdag_matrix`` (``cpdag``).
 
-    ``cpdag_matrix`` must be a CPDAG of the DAG: the same skeleton, and no edge directed against the DAG;
-    a ``ValueError`` naming ``cpdag_matrix`` says which edge differs otherwise.
+    ``cpdag_matrix`` must be a CPDAG of the DAG: the same skeleton, no edge directed against the DAG, and
+    closed under Meek's rules (they orient none of its undirected edges); a ``ValueError`` naming
+    ``cpdag_matrix`` says which edge differs otherwise.
+    """
+    A, C = check_cpdag_of(adjacency, cpdag_matrix)
+    return A & C & ~C.T
+
+
+def check_cpdag_of(adjacency: Any, cpdag_matrix: Any) -> tuple[np.ndarray, np.ndarray]:
+    """The DAG and its CPDAG as (d, d) bool arrays, checked: ``cpdag_matrix`` holds 0 and 1, has the DAG's
+    skeleton, directs no edge against it, and Meek's rules orient none of its undirected edges (the
+    observed part of ``cpdag(adjacency, mixing_sets=..., oriented=...)`` is closed under them: a rule
+    that fires there fires in the graph with the mixing variables too).
+
+    Raises
+    ------
+    ValueError
+        Naming ``adjacency`` (not a DAG) or ``cpdag_matrix`` (not a CPDAG of it) and the first edge that
+        differs.
     """
     A = _check_dag(adjacency)
-    C = check_array(cpdag_matrix, "cpdag_matrix", shape=A.shape, dtype=None)
+    C = check_array(cpdag_matrix, "cpdag_matrix", shape=A.shape, dtype=None, allow_empty=True)
     if not np.all((C == 0) | (C == 1)):
         raise ValueError("cpdag_matrix must hold only 0 and 1 (as returned by cpdag)")
-    A, C = A == 1, C == 1
+    C = C == 1
     for what, bad in (("an edge the DAG lacks", (C | C.T) & ~(A | A.T)),
                       ("no edge where the DAG has one", (A | A.T) & ~(C | C.T)),
                       ("the reverse of the DAG's edge", A & C.T & ~C)):
@@ -228,7 +246,16 @@ def identified_orientations(adjacency: Any, cpdag_matrix: Any) -> np.ndarray:
                 f"cpdag_matrix is not a CPDAG of adjacency: it has {what} between nodes {i} and {j} "
                 f"({int(np.triu(bad | bad.T).sum())} such pairs); pass cpdag(adjacency, mixing_sets=...)"
             )
-    return A & C & ~C.T
+    directed, undirected = C & ~C.T, C & C.T
+    closed = directed.copy()
+    _meek(closed, undirected.copy())
+    if (closed != directed).any():
+        i, j = (int(v) for v in np.argwhere(closed & ~directed)[0])
+        raise ValueError(
+            f"cpdag_matrix is not a CPDAG of adjacency: Meek's rules orient its undirected edge {i} - {j} "
+            f"as {i} -> {j} (it is not closed under them); pass cpdag(adjacency, mixing_sets=...)"
+        )
+    return A, C
 
 
 def orientation_sources(

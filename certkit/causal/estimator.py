@@ -1,51 +1,42 @@
-"""``CausalMixtureModel``: causal graph, changing mechanisms and latent groups from pooled data."""
+"""``CausalMixtureModel``: causal graph, changing mechanisms and latent groups from pooled data.
+
+The estimator holds the parameters and their checks; the fit with one mechanism is
+``certkit.causal.mechanism_fit``, the fits of ``mechanism="auto"`` ``certkit.causal.auto``, and
+``summary()`` ``certkit.causal.report``.
+"""
 
 from __future__ import annotations
 
-import dataclasses
-from typing import Any, TypeVar
+from typing import Any
 
 import numpy as np
 from sklearn.base import BaseEstimator
 
-from certkit._results import format_table
-from certkit._typing import ExecutorArg, Progress, RNGLike
+from certkit._typing import ExecutorArg, ExecutorLike, Progress, RNGLike
 from certkit._validation import (
     check_in_options,
     check_integer,
     check_is_fitted,
-    check_nonnegative,
     check_positive,
-    check_progress,
     check_rng,
 )
-from certkit.causal.data import canonical_data, check_data, data_seed
-from certkit.causal.equivalence import cpdag, identified_orientations, orientation_sources
-from certkit.causal.joint import JointMixtureResult, node_mechanism
-from certkit.causal.mixing import _link_sets, form_mixing_variables
-from certkit.causal.mixture_regression import MAX_STARTS, MixtureRegressionResult, n_mixture_parameters
-from certkit.causal.orient import score_orientations
-from certkit.causal.score import LatentBIC, ScoreSettings, fit_node
-from certkit.causal.search import topic_search, topological_order
-from certkit.causal.spline import MECHANISMS, NodeDesigns, check_n_knots, max_width
+from certkit.causal import report
+from certkit.causal.auto import AUTO_MARGIN, fit_auto
+from certkit.causal.batches import StartingPool
+from certkit.causal.data import check_data
+from certkit.causal.mechanism_fit import MAX_GROUPS, fit_mechanism
+from certkit.causal.mixture_regression import MAX_STARTS, n_mixture_parameters
+from certkit.causal.score import ScoreSettings
+from certkit.causal.spline import MECHANISMS, check_n_knots, max_width
 from certkit.parallel import resolve_executor, single_threaded
 
-__all__ = ["AUTO_MARGIN", "CausalMixtureModel"]
+__all__ = ["AUTO_MARGIN", "MAX_GROUPS", "CausalMixtureModel"]
 
 #: Parameters that change how a fit runs, not what it finds (not recorded with the fit).
 RUN_ONLY_PARAMS = ("executor", "progress")
 
 #: The mechanisms ``CausalMixtureModel`` takes: ``"auto"`` fits both others and keeps one.
 ESTIMATOR_MECHANISMS = ("auto", *MECHANISMS)
-
-#: ``mechanism="auto"`` keeps the spline fit only when its total BIC is lower than the linear fit's by more
-#: than this (BIC units; 10 is "very strong" evidence on Kass and Raftery's scale).
-AUTO_MARGIN = 10.0
-
-_Fit = TypeVar("_Fit", MixtureRegressionResult, JointMixtureResult)
-
-#: Most groups of one mixing variable (each group fits a regression per node of the set).
-MAX_GROUPS = 100
 
 
 class CausalMixtureModel(BaseEstimator):
@@ -126,6 +117,9 @@ class CausalMixtureModel(BaseEstimator):
         ``rng``.
     executor : None, int or executor
         Where candidate scores and candidate joint fits are computed (``certkit.parallel``); same results.
+        An int opens one process pool for the whole fit (every fit of ``"auto"``); a batch of fits goes to
+        the executor only when its estimated work pays for the hand-off (``certkit.causal.batches``), so a
+        small fit runs serially whatever ``executor``.
     progress : bool or str
         Progress bar over the search.
 
@@ -287,37 +281,32 @@ class CausalMixtureModel(BaseEstimator):
         ):
             # one subsample for every fit of "auto" (an int rng gives each fit the same one already)
             params["rng"] = int(check_rng(self.rng).integers(0, 2**63 - 1))
-        # the local scores are shared between the fits below (the same search rows; a spline score whose
+        # the local scores are shared between the fits (the same search rows; a spline score whose
         # parents all enter linearly is the linear score)
-        fits, n_scores, shared_scores = {}, 0, {}
-        for option in ("linear", "spline") if mechanism == "auto" else (mechanism,):
-            model = type(self)(**{**params, "mechanism": option})
-            if mechanism == "auto" and option == "spline" and not model._enough_rows(*X.shape):
-                break  # too few rows (or search_samples) for the spline mixtures: the linear fit alone
-            model._fit(X, names, option, shared_scores=shared_scores)
-            fits[option], n_scores = model, n_scores + model.n_scores_
-        if len(fits) == 2 and not np.array_equal(fits["linear"].adjacency_, fits["spline"].adjacency_):
-            # A search that missed a better graph for one mechanism must not decide the mechanism: the
-            # linear mechanisms are also fitted on the spline search's graph, and the spline ones on the
-            # linear search's graph unless the spline fit already wins; the lower total BIC is kept.
-            graphs = {option: (model.adjacency_, model.order_) for option, model in fits.items()}
-            for option, other in (("linear", "spline"), ("spline", "linear")):
-                if option == "spline" and fits["spline"].score_ < fits["linear"].score_ - AUTO_MARGIN:
-                    break
+        shared_scores: dict = {}
+
+        # One pool for every fit (a pool's workers start once: each imports certkit, 2-4 s), and one
+        # native thread here as in the workers: a score never depends on where it was computed.
+        with single_threaded(), resolve_executor(self.executor) as opened:
+            # a pool opened here starts its workers only for a batch that pays for them
+            executor = StartingPool(opened) if opened is not None and opened is not self.executor else opened
+
+            def fit_one(option: str, graph: tuple[np.ndarray, tuple[int, ...]] | None) -> CausalMixtureModel:
                 model = type(self)(**{**params, "mechanism": option})
-                # on the other search's own graph
-                model._fit(X, names, option, graph=graphs[other], shared_scores=shared_scores)
-                n_scores += model.n_scores_
-                # (lower beyond rounding: a score-equivalent graph's total differs in the last bits)
-                if model.score_ < fits[option].score_ - 1e-9 * abs(fits[option].score_):
-                    fits[option] = model
-        chosen = "linear" if mechanism == "auto" else mechanism
-        scores = {option: model.score_ for option, model in fits.items()}
-        if mechanism == "auto" and scores.get("spline", np.inf) < scores["linear"] - AUTO_MARGIN:
-            chosen = "spline"
+                model._fit(X, names, option, graph=graph, shared_scores=shared_scores, executor=executor)
+                return model
+
+            if mechanism == "auto":
+                splines = type(self)(**{**params, "mechanism": "spline"})
+                chosen, fits, n_scores = fit_auto(fit_one, splines=lambda: splines._enough_rows(*X.shape))
+            else:
+                chosen = mechanism
+                fits = {mechanism: fit_one(mechanism, None)}
+                n_scores = fits[mechanism].n_scores_
         self.__dict__.update({k: v for k, v in vars(fits[chosen]).items() if k.endswith("_")})
         self.mechanism_ = chosen
-        self.mechanism_scores_, self.n_scores_ = scores, n_scores
+        self.mechanism_scores_ = {option: model.score_ for option, model in fits.items()}
+        self.n_scores_ = n_scores
         # the parameters of this fit (edge_stability refits with them; summary() reports the mechanism
         # asked for) and whether X named its columns
         self._fit_params, self._named_columns = fitted_params, names is not None
@@ -347,111 +336,17 @@ class CausalMixtureModel(BaseEstimator):
         mechanism: str,
         graph: tuple[np.ndarray, tuple[int, ...]] | None = None,
         shared_scores: dict | None = None,
+        executor: ExecutorLike | None = None,
     ) -> None:
-        """``fit`` with one mechanism on validated ``X``: sets every fitted attribute but ``mechanism_``.
-        ``graph`` (adjacency, topological order) replaces the search; ``shared_scores`` is
-        ``LatentBIC``'s."""
-        gen = check_rng(self.rng)
-        n, d = X.shape
-        # Every fit runs on the rows sorted by value, with EM starts keyed by the sorted data: a
-        # permutation of the rows, or another rng, gives the same fit.
-        rows, X = canonical_data(X)
-        self.data_key_ = data_seed(X)
-        settings = self._settings(n, d, self.data_key_, mechanism)
-        search = check_in_options(self.search, "search", ("topic", "ges"))
-        refine = self.refine_threshold
-        refine = None if refine is None else check_nonnegative(refine, "refine_threshold")
-        max_parents = self.max_parents
-        max_parents = None if max_parents is None else check_integer(max_parents, "max_parents", minimum=0)
-        mixing_threshold = check_nonnegative(self.mixing_threshold, "mixing_threshold")
-        orientation_threshold = check_nonnegative(self.orientation_threshold, "orientation_threshold")
-        max_groups = (
-            settings.max_components
-            if self.max_groups is None
-            else check_integer(self.max_groups, "max_groups", minimum=1, maximum=MAX_GROUPS)
-        )
-        progress = check_progress(self.progress)
-        if not isinstance(self.standardize, (bool, np.bool_)):
-            raise TypeError(f"standardize must be True or False, got {type(self.standardize).__name__}")
-        if self.standardize:
-            X = (X - X.mean(axis=0)) / X.std(axis=0)
-        X_search = X
-        m = self._search_size(settings, d)
-        if m is not None and m < n:
-            subsample = gen.choice(n, size=m, replace=False)
-            X_search = np.ascontiguousarray(X[np.sort(subsample)])
-
-        # One native thread here as in the workers: a score never depends on where it was computed.
-        with single_threaded(), resolve_executor(self.executor) as executor:
-            score = LatentBIC(X_search, settings, executor=executor, shared_scores=shared_scores)
-            if graph is not None:
-                adjacency, order = graph
-            elif search == "topic":
-                result = topic_search(
-                    score, d, max_parents=max_parents, refine_threshold=refine, progress=progress
-                )
-                adjacency, order = result.adjacency, result.order
-            else:
-                from certkit.causal.ges import ges_search
-
-                adjacency = ges_search(score, X_search, max_parents=max_parents)
-                order = topological_order(adjacency)
-            designs = NodeDesigns(X, settings.mechanism, settings.n_knots)
-            search_fits = [
-                fit_node(X, j, np.flatnonzero(adjacency[:, j]), settings, designs=designs) for j in range(d)
-            ]
-            seeds, _, self.mixing_ami_ = _link_sets(
-                np.column_stack([m.labels for m in search_fits]),
-                np.array([m.n_components for m in search_fits]),
-                mixing_threshold,
+        """``fit`` with one mechanism on validated ``X``: sets every fitted attribute but ``mechanism_``
+        (``certkit.causal.mechanism_fit.fit_mechanism``). ``graph`` (adjacency, topological order)
+        replaces the search; ``shared_scores`` is ``LatentBIC``'s; ``executor`` an open pool (``fit``
+        opens one for all its fits) or None (serial)."""
+        with single_threaded():
+            fitted = fit_mechanism(
+                self, X, names, mechanism, executor=executor, graph=graph, shared_scores=shared_scores
             )
-            parents = [np.flatnonzero(adjacency[:, j]) for j in range(d)]
-            hints = {j: m.responsibilities for j, m in enumerate(search_fits) if m.n_components > 1}
-            # Three starts of the set search, the lowest total BIC wins: the nodes' own linked labels,
-            # every node with K > 1 alone (merges build the sets, so two latents linked by chance are
-            # not forced into one), and one latent over every node (pruned when only some nodes change).
-            singletons = [{j} for j in sorted(hints)]
-            self.mixing_variables_, invariant, self.score_ = form_mixing_variables(
-                X, parents, [seeds, singletons, [range(d)]], settings, hints=hints, max_groups=max_groups,
-                executor=executor, designs=designs,
-            )
-            oriented = None
-            # only the BIC knot rule gives a linear pair one column both ways (a covered reversal then
-            # costs nothing); a fixed basis overfits both directions, and their difference is noise
-            if settings.mechanism == "spline" and settings.n_knots == "bic":
-                known = cpdag(adjacency, mixing_sets=[v.nodes for v in self.mixing_variables_])
-                oriented = score_orientations(score, adjacency, known, orientation_threshold)
-        self.n_scores_ = score.n_evaluations
-        self.adjacency_ = adjacency
-        self.order_ = tuple(int(v) for v in order)
-        self.node_scores_ = np.array([m.bic for m in search_fits])
-        self.mixing_sets_ = [frozenset(v.nodes) for v in self.mixing_variables_]
-        self.group_labels_ = np.zeros((n, len(self.mixing_variables_)), dtype=np.int64)
-        mechanisms = [node_mechanism(invariant[j], 0, X, designs) for j in range(d)]
-        for m, variable in enumerate(self.mixing_variables_):
-            self.group_labels_[:, m] = variable.labels
-            for index, j in enumerate(variable.nodes):
-                mechanisms[j] = node_mechanism(variable, index, X, designs)
-        # per-row outputs back in the caller's row order
-        back = np.empty(n, dtype=np.int64)
-        back[rows] = np.arange(n)
-        self.group_labels_ = self.group_labels_[back]
-        self.mixing_variables_ = [_reorder(v, back) for v in self.mixing_variables_]
-        mechanisms = [_reorder(m, back) for m in mechanisms]
-        self.mechanisms_: list[MixtureRegressionResult] = mechanisms
-        self.n_components_ = np.array([m.n_components for m in mechanisms], dtype=np.int64)
-        self.labels_ = np.column_stack([m.labels for m in mechanisms]).astype(np.int64)
-        self.responsibilities_ = [m.responsibilities for m in mechanisms]
-        self.cpdag_ = cpdag(adjacency, mixing_sets=self.mixing_sets_, oriented=oriented)
-        self.identified_ = identified_orientations(adjacency, self.cpdag_)
-        self.feature_names_in_ = names if names is not None else tuple(f"x{j}" for j in range(d))
-        names = self.feature_names_in_
-        sources = orientation_sources(adjacency, self.identified_, self.mixing_sets_, oriented)
-        self.orientation_sources_ = {(names[i], names[j]): source for (i, j), source in sources.items()}
-        self.mixing_set_names_ = [
-            tuple(self.feature_names_in_[j] for j in sorted(s)) for s in self.mixing_sets_
-        ]
-        self.n_features_in_ = d
+        self.__dict__.update(fitted)
 
     def __getattr__(self, name: str) -> Any:
         # Only reached when normal lookup fails: a fitted attribute read before fit() gets sklearn's
@@ -471,70 +366,7 @@ class CausalMixtureModel(BaseEstimator):
         return [(names[i], names[j]) for i, j in zip(*np.nonzero(self.adjacency_))]
 
     def summary(self) -> str:
-        """Edges, mechanisms per node and mixing variables as plain text."""
+        """Edges, mechanisms per node, mixing variables and orientations as plain text, then a ``caveat:``
+        line for each caveat of docs/causal.md the fit meets (``certkit.causal.report.caveats``)."""
         check_is_fitted(self, "adjacency_", method="fit")
-        names = self.feature_names_in_
-        variable = {j: f"Z{m}" for m, nodes in enumerate(self.mixing_sets_) for j in nodes}
-        rows = []
-        for j in range(self.n_features_in_):
-            parents = ", ".join(names[i] for i in np.flatnonzero(self.adjacency_[:, j])) or "-"
-            weights = " / ".join(f"{w:.2f}" for w in self.mechanisms_[j].weights)
-            rows.append(
-                [
-                    names[j],
-                    parents,
-                    int(self.n_components_[j]),
-                    variable.get(j, "-"),
-                    weights,
-                    f"{self.node_scores_[j]:.1f}",
-                ]
-            )
-        scores = ", ".join(f"{m} {s:.1f}" for m, s in self.mechanism_scores_.items())
-        lines = [
-            format_table(
-                ["node", "parents", "K", "latent", "group weights", "search BIC"],
-                rows,
-                title=f"Causal mixture model: {int(self.adjacency_.sum())} edges, "
-                f"{len(self.mixing_sets_)} mixing variable(s), total BIC {self.score_:.1f}, "
-                f"{self.n_scores_} local scores",
-            ),
-            f"mechanisms: {self.mechanism_}"
-            + (f" (total BIC {scores}; auto keeps spline when lower by > {AUTO_MARGIN:g})"
-               if len(self.mechanism_scores_) > 1
-               else " (auto: spline not tried, too few rows or search_samples for its mixtures)"
-               if vars(self).get("_fit_params", {}).get("mechanism") == "auto" else ""),
-        ]
-        for m, nodes in enumerate(self.mixing_sets_):
-            sizes = np.bincount(self.group_labels_[:, m])
-            lines.append(
-                f"mixing variable Z{m}: nodes {{{', '.join(names[v] for v in sorted(nodes))}}}, "
-                f"group sizes {', '.join(str(int(s)) for s in sizes if s)}"
-            )
-        if not self.mixing_sets_:
-            lines.append("no mixing variables: every mechanism is invariant")
-        arrows = [
-            f"{names[i]} -> {names[j]} ({self.orientation_sources_[names[i], names[j]]})"
-            for i, j in zip(*np.nonzero(self.identified_))
-        ]
-        open_edges = [
-            f"{names[i]} - {names[j]}"
-            for i, j in zip(*np.nonzero(self.adjacency_))
-            if not self.identified_[i, j]
-        ]
-        lines.append(
-            "orientations identified given the fitted skeleton and mixing sets, each with its source: "
-            + (", ".join(arrows) or "none")
-        )
-        lines.append(
-            "orientations not identified (the reverse fits equally well; shown as found): "
-            + (", ".join(open_edges) or "none")
-        )
-        return "\n".join(lines)
-
-
-
-def _reorder(fit: _Fit, rows: np.ndarray) -> _Fit:
-    """``fit`` with its per-row responsibilities and labels taken at ``rows``."""
-    return dataclasses.replace(
-        fit, responsibilities=np.ascontiguousarray(fit.responsibilities[rows]), labels=fit.labels[rows]
-    )
+        return report.summary(self)

@@ -3,17 +3,18 @@
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 
 import numpy as np
 
 from certkit._typing import ExecutorArg
 from certkit._validation import check_array, check_nonnegative
+from certkit.causal.batches import chunk_count, em_work, map_chunks
 from certkit.causal.joint import JointMixtureResult, joint_em, joint_parameters
 from certkit.causal.score import ScoreSettings
 from certkit.causal.spline import NodeDesigns
 from certkit.causal.starts import default_starts
-from certkit.parallel import parallel_map, single_threaded
+from certkit.parallel import single_threaded
 
 __all__ = ["find_mixing_sets"]
 
@@ -88,7 +89,7 @@ def _link_sets(
 
 
 #: Most chunks one batch of set fits is split into for the executor (each chunk carries ``X``'s designs).
-_MAX_CHUNKS = 8
+_MAX_CHUNKS = 32
 
 
 def _best_batch(
@@ -115,8 +116,9 @@ def _fit_batch(
 class _SetFitter:
     """Joint fits of candidate mixing sets, memoised on (nodes, K); every fit is seeded by its nodes.
 
-    ``prefetch_best`` and ``prefetch_warm`` compute a batch of missing fits through ``executor`` (the
-    fits are deterministic, so the memo holds the same fits with or without one).
+    ``prefetch_best`` and ``prefetch_warm`` compute a batch of missing fits through ``executor`` when the
+    batch is large enough to pay for it (``certkit.causal.batches``; the fits are deterministic, so the
+    memo holds the same fits with or without one).
     """
 
     def __init__(
@@ -142,26 +144,28 @@ class _SetFitter:
         self._cold: dict[frozenset[int], JointMixtureResult] = {}
         self._warm: dict[tuple[frozenset[int], int], JointMixtureResult | None] = {}
 
-    def _map(self, fn, items: list) -> list:
-        """``fn`` over chunks of ``items`` through the executor, flattened back in input order."""
-        n_chunks = min(len(items), _MAX_CHUNKS)
-        chunks = [items[i::n_chunks] for i in range(n_chunks)]
-        per_chunk = parallel_map(fn, chunks, executor=self.executor)
-        out: list = [None] * len(items)
-        for i, results in enumerate(per_chunk):
-            out[i::n_chunks] = results
-        return out
+    def _chunks(self, work: float, n_items: int) -> int:
+        """Chunks for a batch of ``n_items`` fits of estimated ``work`` (1: run it serially here)."""
+        return chunk_count(self.executor, work, n_items, _MAX_CHUNKS)
+
+    def _work(self, nodes: Sequence[int], components: Iterable[int]) -> float:
+        """Estimated work of the joint fits of ``nodes`` with these numbers of groups."""
+        widths = [self.designs.width(v, self.parents[v]) for v in nodes]
+        return em_work(self.n, widths, components, joint=True)
 
     def prefetch_best(self, node_sets: Iterable[Iterable[int]]) -> None:
         """Fit ahead, through the executor, ``best`` without warm starts of every node set not fitted
-        yet (read by ``best`` calls without warm starts); without an executor ``best`` fits when asked."""
+        yet (read by ``best`` calls without warm starts) when the batch pays for it; otherwise ``best``
+        fits when asked."""
         known = self._best.keys() | self._cold.keys()
         missing = [s for s in dict.fromkeys(tuple(sorted(s)) for s in node_sets) if frozenset(s) not in known]
-        if self.executor is None or len(missing) < 2:
+        groups = range(1, self.max_groups + 1)
+        n_chunks = self._chunks(sum(self._work(nodes, groups) for nodes in missing), len(missing))
+        if n_chunks == 1:
             return  # best() fits them when the search asks
         items = [(nodes, {v: self.hints[v] for v in nodes if v in self.hints}) for nodes in missing]
         fn = functools.partial(_best_batch, self.designs, self.parents, self.settings, self.max_groups)
-        for nodes, fit in zip(missing, self._map(fn, items)):
+        for nodes, fit in zip(missing, map_chunks(fn, items, n_chunks, self.executor)):
             self._cold[frozenset(nodes)] = fit
 
     def prefetch_warm(self, requests: Iterable[tuple[Sequence[int], Sequence[np.ndarray]]]) -> None:
@@ -171,12 +175,14 @@ class _SetFitter:
             key = (frozenset(nodes), starts[0].shape[1])
             if key not in self._warm and key not in missing:
                 missing[key] = (tuple(sorted(nodes)), starts)
-        if self.executor is None or len(missing) < 2:
+        work = sum(self._work(nodes, [K]) for (_, K), (nodes, _) in missing.items())
+        n_chunks = self._chunks(work, len(missing))
+        if n_chunks == 1:
             for nodes, starts in missing.values():
                 self.warm(nodes, starts)
             return
         fn = functools.partial(_fit_batch, self.designs, self.parents, self.settings, "warm")
-        self._warm.update(zip(missing, self._map(fn, list(missing.values()))))
+        self._warm.update(zip(missing, map_chunks(fn, list(missing.values()), n_chunks, self.executor)))
 
     def _fits(self, nodes: Sequence[int], K: int) -> bool:
         sizes = [self.designs.width(v, self.parents[v]) for v in nodes]
@@ -211,8 +217,8 @@ class _SetFitter:
     def best(self, nodes: Iterable[int], warm: Sequence[np.ndarray] = ()) -> JointMixtureResult:
         """The joint fit with the lowest BIC over ``K = 1 .. max_groups`` (greedy in ``K`` if set).
 
-        With an executor every ``K`` is fitted at once (each fit is seeded by its ``K``, so the choice
-        is the serial one; greedy only stops reading the fits).
+        Where the executor takes the batch, the ``K`` are fitted two at a time (all at once without
+        greedy); each fit is seeded by its ``K``, so the choice is the serial one.
         """
         nodes = sorted(nodes)
         key = frozenset(nodes)
@@ -224,11 +230,14 @@ class _SetFitter:
         hints = [*warm, *(self.hints[v] for v in nodes if v in self.hints)]
         groups = [K for K in range(2, self.max_groups + 1) if self._fits(nodes, K)]  # a prefix: n bounds K
         extras = [[h for h in hints if h.shape[1] == K] for K in groups]
-        if self.executor is None or len(groups) < 2:
+        n_chunks = self._chunks(self._work(nodes, groups), len(groups))
+        if n_chunks == 1:
             fits = (self.with_groups(nodes, K, extra) for K, extra in zip(groups, extras))
         else:
-            fn = functools.partial(_fit_batch, self.designs, self.parents, self.settings, "with_groups")
-            fits = iter(self._map(fn, [(nodes, K, extra) for K, extra in zip(groups, extras)]))
+            # greedy: two K at a time (the serial scan fits one K past the best too, so at most one fit
+            # more than serially); every K at once otherwise
+            wave = 2 if self.settings.greedy_components else len(groups)
+            fits = self._in_waves([(nodes, K, extra) for K, extra in zip(groups, extras)], wave, n_chunks)
         best = self.invariant(nodes)
         for fit in fits:
             if fit is None:
@@ -239,6 +248,14 @@ class _SetFitter:
                 break
         self._best[key] = best
         return best
+
+    def _in_waves(self, items: list, size: int, n_chunks: int) -> Iterator[JointMixtureResult | None]:
+        """``with_groups(*item)`` of each item, in order, computed through the executor ``size`` items at
+        a time (in at most ``n_chunks`` chunks): a wave is fitted only when the one before is read."""
+        fn = functools.partial(_fit_batch, self.designs, self.parents, self.settings, "with_groups")
+        for start in range(0, len(items), size):
+            wave = items[start : start + size]
+            yield from map_chunks(fn, wave, min(len(wave), n_chunks), self.executor)
 
     def warm(self, nodes: Iterable[int], starts: Sequence[np.ndarray]) -> JointMixtureResult | None:
         """A quick fit of ``nodes`` from warm starts of one ``K`` (the candidate moves of the search)."""
@@ -366,7 +383,9 @@ def form_mixing_variables(
         Most moves per start (default ``4 d``).
     executor : None, int or executor-like
         Computes each batch of independent fits (every start's first sets, then each round's
-        candidate moves) in parallel; the result is the same with or without it.
+        candidate moves) in parallel when the batch is large enough to pay for it
+        (``certkit.causal.batches``); the result is the same with or without it. An int opens a pool per
+        such batch: pass an open pool to keep one.
     designs : NodeDesigns, optional
         The nodes' designs on ``X`` (cached spline bases); by default built from ``X`` and ``settings``.
 

@@ -229,8 +229,9 @@ def fit_mixture_regression(
     Raises
     ------
     ValueError
-        If ``y`` is constant or not finite, shapes disagree, there are fewer samples than the
-        model has free parameters ($Kp + 2K - 1$), or the starts would not fit in memory.
+        If ``y`` is constant or not finite, shapes disagree, the design is rank deficient (collinear
+        columns of ``X``), there are fewer samples than the model has free parameters ($Kp + 2K - 1$), or
+        the starts would not fit in memory.
     """
     y = check_array(y, "y", ndim=1)
     n = y.size
@@ -238,12 +239,18 @@ def fit_mixture_regression(
     mechanism = check_in_options(mechanism, "mechanism", MECHANISMS)
     n_knots = check_n_knots(n_knots)
     regressors = None
+    owner = np.arange(design.shape[1]) - 1  # the column of X behind each design column (-1: intercept)
     if mechanism == "spline" and design.shape[1] > 1:
         regressors = design[:, 1:]
         columns = np.column_stack([y, regressors])
         if np.any(np.ptp(regressors, axis=0) == 0.0):
             raise ValueError("X has a constant column; a spline basis needs regressors that vary")
-        design = NodeDesigns(columns, mechanism, n_knots).design(0, range(1, columns.shape[1]))
+        designs = NodeDesigns(columns, mechanism, n_knots)
+        parents = range(1, columns.shape[1])
+        design = designs.design(0, parents)
+        widths = [block.shape[1] for block in designs.blocks(0, parents)]
+        owner = np.repeat(np.arange(-1, regressors.shape[1]), [1, *widths])
+    _check_full_rank(design, owner)
     n_components = check_integer(n_components, "n_components", minimum=1)
     n_init = check_integer(n_init, "n_init", minimum=1, maximum=MAX_STARTS)
     # 0 iterations would return the starting partition as if it were a fit
@@ -269,6 +276,22 @@ def fit_mixture_regression(
     return fit_mixture(
         y, design, n_components, rng=gen, n_init=n_init, max_iter=max_iter, tol=tol, floor=floor,
         regressors=regressors,
+    )
+
+
+def _check_full_rank(design: np.ndarray, owner: np.ndarray) -> None:
+    """Refuse a rank-deficient design, naming the first column of ``X`` (``owner`` of each design column)
+    that is a combination of the intercept and the columns before it: its coefficients would not be
+    determined, and the BIC would count parameters the data cannot fit."""
+    p = design.shape[1]
+    rank = int(np.linalg.matrix_rank(design))
+    if rank == p:
+        return
+    first = next(j for j in range(2, p + 1) if np.linalg.matrix_rank(design[:, :j]) < j) - 1
+    raise ValueError(
+        f"X is collinear: its design [1, X] has rank {rank} for {p} columns, and column {owner[first]} of X "
+        "is a combination of the intercept and the columns before it (a duplicated or constant column, or "
+        "one a multiple or sum of others); drop or combine the collinear columns of X"
     )
 
 

@@ -11,9 +11,13 @@ a change of v-structures).
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
-from certkit.causal.search import LocalScore
+from certkit._validation import check_nonnegative
+from certkit.causal.equivalence import check_cpdag_of
+from certkit.causal.search import LocalScore, check_local_score
 
 __all__ = ["covered_parents", "score_orientations"]
 
@@ -36,9 +40,7 @@ def covered_parents(cpdag_matrix: np.ndarray, i: int, j: int) -> frozenset[int] 
     return parents_i if parents_i == frozenset(np.flatnonzero(directed[:, j]).tolist()) else None
 
 
-def score_orientations(
-    score: LocalScore, adjacency: np.ndarray, cpdag_matrix: np.ndarray, threshold: float
-) -> np.ndarray:
+def score_orientations(score: LocalScore, adjacency: Any, cpdag_matrix: Any, threshold: float) -> np.ndarray:
     """The edges ``i -> j`` of ``adjacency``, undirected in ``cpdag_matrix``, that the score orients.
 
     Each such edge is tested where it is covered: with ``D = covered_parents(cpdag_matrix, i, j)`` (the
@@ -53,19 +55,32 @@ def score_orientations(
     Parameters
     ----------
     score : LocalScore
-        The score of the search (lower is better), e.g. ``LatentBIC``.
-    adjacency : ndarray (d, d) of int
+        The score of the search (lower is better), e.g. ``LatentBIC``, covering at least the ``d`` nodes.
+    adjacency : array-like (d, d) of 0/1
         The fitted DAG.
-    cpdag_matrix : ndarray (d, d) of int
-        Its CPDAG (``cpdag``): only edges with both entries 1 are tested.
+    cpdag_matrix : array-like (d, d) of 0/1
+        Its CPDAG (``cpdag(adjacency, mixing_sets=...)``): only edges with both entries 1 are tested.
     threshold : float
-        Minimum score increase of the reversal (BIC units, >= 0).
+        Minimum score increase of the reversal (BIC units, finite, >= 0).
 
     Returns
     -------
     ndarray (d, d) of bool
         True for each edge ``i -> j`` of ``adjacency`` that the score orients.
+
+    Raises
+    ------
+    TypeError
+        ``score`` is not a `LocalScore`, or ``threshold`` is not a real number.
+    ValueError
+        ``threshold`` is negative or not finite, ``adjacency`` is not a DAG or has more nodes than the
+        score covers, or ``cpdag_matrix`` is not a CPDAG of it (another shape or skeleton, an edge
+        directed against it, or an undirected edge Meek's rules orient).
     """
+    threshold = check_nonnegative(threshold, "threshold")
+    adjacency, cpdag_matrix = check_cpdag_of(adjacency, cpdag_matrix)
+    d = adjacency.shape[0]
+    check_local_score(score, d, f"adjacency has {d} nodes, which")
     tests = []
     for i, j in zip(*np.nonzero(adjacency)):
         i, j = int(i), int(j)

@@ -18,6 +18,7 @@ from certkit._validation import (
     check_positive,
     check_squares_fit,
 )
+from certkit.causal.batches import chunk_count, em_work, map_chunks
 from certkit.causal.data import data_seed
 from certkit.causal.mixture_regression import (
     MAX_STARTS,
@@ -26,12 +27,15 @@ from certkit.causal.mixture_regression import (
     n_mixture_parameters,
 )
 from certkit.causal.spline import LINEAR, MECHANISMS, NodeDesigns, check_n_knots
-from certkit.parallel import parallel_map, single_threaded
+from certkit.parallel import single_threaded
 
 __all__ = ["LatentBIC", "ScoreSettings", "fit_node"]
 
 Parents = tuple[int, ...]
 Key = tuple[int, Parents]
+
+#: Most chunks one batch of local scores is split into for the executor.
+_MAX_CHUNKS = 64
 
 
 @dataclass(frozen=True)
@@ -144,7 +148,10 @@ class LatentBIC:
     """Memoised latent-aware BIC ``S(j | parents)`` (lower is better).
 
     Scores are cached on ``(j, sorted parents)``; ``prefetch`` computes the missing ones of a batch
-    through ``executor`` (in chunks, in input order), so parallel and serial runs give the same scores.
+    through ``executor`` (in chunks, in input order) when the batch is large enough to pay for it
+    (``certkit.causal.batches``), so parallel and serial runs give the same scores. An int ``executor``
+    opens a process pool for each such batch: pass an open pool (``certkit.parallel.resolve_executor``)
+    to keep one, as ``CausalMixtureModel.fit`` does.
 
     ``shared_scores`` (a dict, empty at first) shares scores between ``LatentBIC`` objects on the same
     ``X``: each reads the scores the others computed with equal settings and writes its own. A spline
@@ -221,14 +228,10 @@ class LatentBIC:
             if not missing:
                 return
         fn = functools.partial(_score_batch, self.designs, self.settings)
-        if self.executor is None or len(missing) == 1:
-            results = fn(missing)
-        else:
-            n_chunks = min(len(missing), 64)
-            chunks = [missing[i::n_chunks] for i in range(n_chunks)]
-            per_chunk = parallel_map(fn, chunks, executor=self.executor)
-            by_key = {k: r for chunk, res in zip(chunks, per_chunk) for k, r in zip(chunk, res)}
-            results = [by_key[k] for k in missing]
+        components = range(1, self.settings.max_components + 1)
+        work = sum(em_work(self.X.shape[0], [self.designs.width(*key)], components) for key in missing)
+        n_chunks = chunk_count(self.executor, work, len(missing), _MAX_CHUNKS)
+        results = fn(missing) if n_chunks == 1 else map_chunks(fn, missing, n_chunks, self.executor)
         self._cache.update(zip(missing, results))
         if self._shared is not None:
             self._shared.update(((self._data_key, self.settings, k), r) for k, r in zip(missing, results))

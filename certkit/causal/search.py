@@ -12,7 +12,7 @@ import numpy as np
 from certkit._typing import Progress
 from certkit._validation import check_integer, check_nonnegative, check_progress
 
-__all__ = ["LocalScore", "SearchResult", "refine_parents", "topic_search"]
+__all__ = ["LocalScore", "SearchResult", "check_local_score", "refine_parents", "topic_search"]
 
 #: Score differences below this fraction of the scores' magnitude are ties (broken by node index), so
 #: that rounding in the score cannot decide between score-equivalent choices.
@@ -36,6 +36,28 @@ class SearchResult:
 
     adjacency: np.ndarray
     order: tuple[int, ...]
+
+
+def check_local_score(score: Any, n_nodes: int, what: str) -> None:
+    """``score`` is a `LocalScore` (a callable with a ``prefetch`` method) that covers ``n_nodes`` variables
+    when it says how many it covers (``score.n_nodes``, as `LatentBIC` does).
+
+    Raises
+    ------
+    TypeError
+        ``score`` is not a `LocalScore`.
+    ValueError
+        ``n_nodes`` is more than the score covers; the message starts with ``what`` (the argument that
+        sets ``n_nodes``).
+    """
+    if not callable(score) or not callable(getattr(score, "prefetch", None)):
+        raise TypeError(
+            "score must be a LocalScore (callable as score(node, parents) with a prefetch(keys) method, "
+            f"such as LatentBIC), got {type(score).__name__}"
+        )
+    covered = getattr(score, "n_nodes", None)
+    if isinstance(covered, int) and n_nodes > covered:
+        raise ValueError(f"{what} is more than the score covers: the score covers {covered} variables")
 
 
 def _progress_bar(total: int, progress: Progress) -> Any:
@@ -174,17 +196,8 @@ def topic_search(
         If ``n_nodes`` exceeds the variables of the score (or the score raises ``IndexError`` for a
         node), or an option is out of range.
     """
-    if not callable(score) or not callable(getattr(score, "prefetch", None)):
-        raise TypeError(
-            "score must be a LocalScore (callable as score(node, parents) with a prefetch(keys) method, "
-            f"such as LatentBIC), got {type(score).__name__}"
-        )
     n_nodes = check_integer(n_nodes, "n_nodes", minimum=1)
-    covered = getattr(score, "n_nodes", None)
-    if isinstance(covered, int) and n_nodes > covered:
-        raise ValueError(
-            f"n_nodes={n_nodes} is more than the score covers: the score covers {covered} variables"
-        )
+    check_local_score(score, n_nodes, f"n_nodes={n_nodes}")
     if max_parents is not None:
         max_parents = check_integer(max_parents, "max_parents", minimum=0)
     if refine_threshold is not None:

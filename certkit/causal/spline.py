@@ -68,7 +68,7 @@ def max_width(n_variables: int, mechanism: str, n_knots: int | str) -> int:
 
 
 def _usable_knots(x: np.ndarray, n_knots: int) -> int:
-    """``n_knots``, fewer when ``x`` has too few distinct values for ``n_knots + 3`` centred columns;
+    """``n_knots``, fewer when ``x`` has too few distinct values for ``n_knots + 3`` columns;
     ``LINEAR`` when it has at most 4 (a cubic basis would be rank deficient)."""
     distinct = np.unique(x).size
     if distinct <= 4:
@@ -77,7 +77,7 @@ def _usable_knots(x: np.ndarray, n_knots: int) -> int:
 
 
 def spline_basis(x: Any, n_knots: int) -> np.ndarray:
-    """The centred cubic B-spline basis of ``x`` with ``n_knots`` interior knots at its quantiles.
+    """The cubic B-spline basis of ``x`` with ``n_knots`` interior knots at its quantiles (not centred).
 
     Parameters
     ----------
@@ -95,6 +95,13 @@ def spline_basis(x: Any, n_knots: int) -> np.ndarray:
     ndarray (n, q)
         The B-splines but the first (they sum to one; the intercept is the design's own column):
         ``q = k + 3`` for the ``k <= n_knots`` distinct knots kept.
+
+    Raises
+    ------
+    ValueError
+        ``x`` has fewer than 4 distinct values: even with no interior knot ``[1, basis]`` has 4 columns
+        and rank at most the number of distinct values (enter such a variable linearly, as
+        ``NodeDesigns`` does for at most 4).
     """
     from scipy.interpolate import BSpline
 
@@ -106,10 +113,16 @@ def spline_basis(x: Any, n_knots: int) -> np.ndarray:
     if not hi > lo:
         raise ValueError("x is constant; a spline basis needs a variable that varies")
     distinct = np.unique(x)
+    if distinct.size < 4:
+        raise ValueError(
+            f"x has {distinct.size} distinct values; a cubic B-spline basis needs at least 4 for [1, basis] "
+            "to have full column rank (enter a variable with so few values linearly)"
+        )
     for k in range(n_knots, -1, -1):
         inner = np.unique(np.quantile(x, np.arange(1, k + 1) / (k + 1)))
         inner = inner[(inner > lo) & (inner < hi)]
         knots = np.concatenate([np.full(4, lo), inner, np.full(4, hi)])
+        # no interior knot: the 4 B-splines span the cubics, full rank at >= 4 distinct values
         if k == 0 or _full_rank(BSpline.design_matrix(distinct, knots, 3).toarray()):
             break
     return np.ascontiguousarray(BSpline.design_matrix(x, knots, 3).toarray()[:, 1:])

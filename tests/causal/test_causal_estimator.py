@@ -53,7 +53,7 @@ def test_deterministic_given_rng(data):
     _same_fit(CausalMixtureModel(rng=3).fit(X), CausalMixtureModel(rng=3).fit(X))
 
 
-def test_process_pool_and_dask_equal_serial(data, dask_client):
+def test_process_pool_and_dask_equal_serial(data, dask_client, dispatch_every_batch):
     X, _, _ = data
     serial = CausalMixtureModel(rng=1).fit(X)
     _same_fit(serial, CausalMixtureModel(rng=1, executor=2).fit(X))

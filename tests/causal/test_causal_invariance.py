@@ -124,7 +124,7 @@ def test_a_permutation_gives_the_same_fit_on_linear_mixtures(options):
 def test_shared_local_scores_change_no_fitted_attribute(monkeypatch, data, options):
     """The fits of "auto" share their local scores (a spline score whose parents all enter linearly is
     the linear one): the fit is the one each fit gives with its own scores, with fewer scores computed."""
-    from certkit.causal import estimator as estimator_module
+    from certkit.causal import mechanism_fit
     from certkit.causal.score import LatentBIC
 
     if data == "linear":
@@ -138,7 +138,7 @@ def test_shared_local_scores_change_no_fitted_attribute(monkeypatch, data, optio
         def __init__(self, X, settings, *, executor=None, shared_scores=None):
             super().__init__(X, settings, executor=executor)
 
-    monkeypatch.setattr(estimator_module, "LatentBIC", OwnScores)
+    monkeypatch.setattr(mechanism_fit, "LatentBIC", OwnScores)
     own = CausalMixtureModel(max_components=3, **options).fit(X)
     _same(shared, own, np.arange(X.shape[0]), but=("n_scores_",))
     assert shared.n_scores_ < own.n_scores_
@@ -339,3 +339,60 @@ def test_orientation_sources_match_the_rule_on_random_graphs(seed):
     got = orientation_sources(A, identified, sets, oriented)
     assert got == _sources_by_hand(A, identified, sets, oriented)
     assert set(got) == {(int(i), int(j)) for i, j in zip(*np.nonzero(identified))}
+
+
+def _counting_pools(monkeypatch):
+    """Count the process pools opened, the chunks of fits submitted to them and those their workers ran
+    (the others were taken back by the calling process)."""
+    import certkit.parallel as parallel
+
+    counts = {"pools": 0, "chunks": 0, "futures": []}
+
+    class CountingPool(parallel.ProcessPoolExecutor):
+        def __init__(self, *args, **kwargs):
+            counts["pools"] += 1
+            super().__init__(*args, **kwargs)
+
+        def submit(self, *args, **kwargs):
+            counts["chunks"] += 1
+            counts["futures"].append(super().submit(*args, **kwargs))
+            return counts["futures"][-1]
+
+    monkeypatch.setattr(parallel, "ProcessPoolExecutor", CountingPool)
+    return counts
+
+
+def test_executor_gives_the_serial_fit_with_one_pool_for_every_fit_of_auto(monkeypatch, dispatch_every_batch):
+    """Issue 43: each fit of "auto" opened its own process pool (81 s against 1.3 s serially). One pool now
+    serves the four fits (both searches and both cross fits), and every fitted attribute is the serial
+    one, bit for bit."""
+    from certkit.parallel import available_cpus
+
+    if available_cpus() < 2:
+        pytest.skip("an executor of 2 workers runs serially on one CPU")
+    X, _, _ = make_mixture_sem(6, 400, 0.4, 2, mixing_size=3, rng=3)  # the searches disagree: 4 fits
+    serial = CausalMixtureModel(rng=0, max_components=3).fit(X)
+    fits = []
+    fit_one = CausalMixtureModel._fit
+
+    def counted_fit(self, *args, **kwargs):
+        fits.append(args[2])  # the mechanism
+        return fit_one(self, *args, **kwargs)
+
+    monkeypatch.setattr(CausalMixtureModel, "_fit", counted_fit)
+    counts = _counting_pools(monkeypatch)
+    pooled = CausalMixtureModel(rng=0, max_components=3, executor=2).fit(X)
+    assert sorted(fits) == ["linear", "linear", "spline", "spline"]
+    assert counts["pools"] == 1 and counts["chunks"] > 0
+    assert any(not future.cancelled() for future in counts["futures"])  # the workers ran some
+    _same(serial, pooled, np.arange(X.shape[0]))
+
+
+def test_small_batches_stay_in_the_calling_process(monkeypatch):
+    """A pool the fit opened gets no batch below START_WORK: a small fit with executor=2 hands nothing out,
+    so no worker starts."""
+    X, _, _ = make_mixture_sem(5, 300, rng=7)
+    counts = _counting_pools(monkeypatch)
+    pooled = CausalMixtureModel(rng=1, executor=2).fit(X)
+    assert counts["chunks"] == 0 and counts["pools"] <= 1
+    _same(CausalMixtureModel(rng=1).fit(X), pooled, np.arange(X.shape[0]))

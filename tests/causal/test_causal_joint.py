@@ -350,7 +350,7 @@ def test_gaussian_mixture_starts_on_a_subsample_still_find_the_groups():
     assert ari(z, fit.labels) > ari(z, oracle) - 0.02
 
 
-def test_set_search_is_the_same_through_an_executor():
+def test_set_search_is_the_same_through_an_executor(dispatch_every_batch):
     """The batches of set fits (first sets of every start, each round's moves, every K of a refit)
     through a process pool give the serial search's fits exactly."""
     from certkit.parallel import resolve_executor
@@ -370,7 +370,7 @@ def test_set_search_is_the_same_through_an_executor():
         np.testing.assert_array_equal(a.responsibilities, b.responsibilities)
 
 
-def test_a_later_start_never_changes_what_an_earlier_start_finds():
+def test_a_later_start_never_changes_what_an_earlier_start_finds(dispatch_every_batch):
     """Every start's first sets are fitted ahead with an executor, apart from the memo of the search:
     the first start's search is the same alone and followed by others, so adding a start can only
     lower the score (review finding: a later start's seed fit replaced a warm-started refit)."""

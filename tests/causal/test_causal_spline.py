@@ -250,7 +250,7 @@ def test_spline_orients_an_additive_noise_pair_that_linear_cannot(seed, cause_fi
     }
 
 
-def test_spline_model_fits_end_to_end_with_mixing_and_pickled_workers():
+def test_spline_model_fits_end_to_end_with_mixing_and_pickled_workers(dispatch_every_batch):
     gen = np.random.default_rng(4)
     n = 600
     z = gen.integers(0, 2, n)
@@ -317,10 +317,11 @@ def test_score_orientations_test_each_edge_where_it_is_covered():
     out = score_orientations(score, triangle, np.maximum(triangle, triangle.T), 0.0)
     assert out[0, 2] == (score(0, [2]) + score(2, []) - score(2, [0]) - score(0, []) > 0.0)
     assert not score_orientations(score, chain, undirected, 1e12).any()
-    # a directed parent of one endpoint only (not a CPDAG): no covered member is known, nothing is tested
+    # a directed parent of one endpoint only is not a CPDAG (Meek's rules orient 1 -> 2): refused
     partial = undirected.copy()
     partial[1, 0] = 0
-    assert not score_orientations(score, chain, partial, -np.inf)[1, 2]
+    with pytest.raises(ValueError, match="Meek's rules orient its undirected edge 1 - 2"):
+        score_orientations(score, chain, partial, 0.0)
 
 
 @pytest.mark.parametrize("reverse", [False, True])
