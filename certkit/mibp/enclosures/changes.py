@@ -115,6 +115,8 @@ def gradient_changes(lower, upper, X, XL, XU, y, loss, labels, *, same_input=Fal
             if loss == "cross_entropy" and layer == n_layers - 1:  # the change also sums to 0
                 gh = _hidden_derivative_ce(WL, WU, *gz, y)
                 mag = mag + 16.0 * (WL.shape[0] + 4) * mW[y]  # both sums of g only nearly 0
+                if same_input and labels != "own":  # the same softmax: the change is e_y - e_a, one label a
+                    gh = _intersect(*gh, *_label_change(WL, WU, y, labels, target))
             else:
                 lo, hi, m_ = _imul(WL[None], WU[None], gz[0][:, :, None], gz[1][:, :, None])
                 gh = pad(lo.sum(axis=1), hi.sum(axis=1), m_.sum(axis=1), WL.shape[0])
@@ -130,6 +132,19 @@ def gradient_changes(lower, upper, X, XL, XU, y, loss, labels, *, same_input=Fal
     DL = np.concatenate([v.reshape(n, -1) for v in lows], axis=1)
     DU = np.concatenate([v.reshape(n, -1) for v in highs], axis=1)
     return DL, DU
+
+
+def _label_change(WL, WU, y, labels, target):
+    """Bounds (n, H) on ``Wᵀ (e_y - e_a) = W_y - W_a`` over the labels ``a`` each row may take (the change
+    of the last hidden derivative when only the label changes, at a common θ): the hull over ``a``."""
+    allowed = allowed_labels(y, np.arange(WL.shape[0]), labels, target)
+    lo = np.full((len(y), WL.shape[1]), np.inf)
+    hi = np.full((len(y), WL.shape[1]), -np.inf)
+    for a in np.flatnonzero(allowed.any(axis=0)):
+        use = allowed[:, a : a + 1]
+        lo = np.where(use, np.minimum(lo, WL[y] - WU[a]), lo)
+        hi = np.where(use, np.maximum(hi, WU[y] - WL[a]), hi)
+    return lo, hi
 
 
 def _outer_mag(g, h):

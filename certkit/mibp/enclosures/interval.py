@@ -273,16 +273,8 @@ def output_derivative(lower, upper, acts, pre, y, loss, labels="own", *, target=
     (`allowed_labels`).  For MSE, ``"any"`` with ``radius`` (n,) lets the targets move within it."""
     fL, fU = pre[-1]
     if loss == "cross_entropy":
-        C = fL.shape[1]
-        hL, hU = acts[-2]
-        dL, dU = _logit_differences(
-            lower.weights[-1], upper.weights[-1], lower.biases[-1], upper.biases[-1], hL, hU
-        )
-        # intersect with the differences of the logit bounds (sound either way)
-        dL = np.maximum(dL, fL[:, None, :] - fU[:, :, None])
-        dU = np.minimum(dU, fU[:, None, :] - fL[:, :, None])
-        sL, sU = softmax_bounds(dL, dU)
-        tL, tU = _targets(y, C, labels, target)
+        sL, sU = _output_softmax(lower, upper, acts, pre)
+        tL, tU = _targets(y, fL.shape[1], labels, target)
         return pad(sL - tU, sU - tL, 1.0, 1)
     if loss == "mse":
         return interval_loss_derivative(fL, fU, y, loss, radius if labels == "any" else None)
@@ -300,6 +292,34 @@ def output_derivative(lower, upper, acts, pre, y, loss, labels="own", *, target=
         gL = np.where(use, np.minimum(gL, aL), gL)
         gU = np.where(use, np.maximum(gU, aU), gU)
     return gL, gU
+
+
+def _output_softmax(lower, upper, acts, pre):
+    """Bounds on the softmax of the logits (n, C) over the box: from the bounds on the logits' differences."""
+    fL, fU = pre[-1]
+    hL, hU = acts[-2]
+    dL, dU = _logit_differences(
+        lower.weights[-1], upper.weights[-1], lower.biases[-1], upper.biases[-1], hL, hU
+    )
+    # intersect with the differences of the logit bounds (sound either way)
+    dL = np.maximum(dL, fL[:, None, :] - fU[:, :, None])
+    dU = np.minimum(dU, fU[:, None, :] - fL[:, :, None])
+    return softmax_bounds(dL, dU)
+
+
+def _hidden_derivative_labels(W_lo, W_hi, sL, sU, allowed):
+    """Bounds on ``Wᵀ (s - e_a)`` (n, H) over the softmax bounds and the labels ``a`` each row may take
+    (``allowed``, (n, C)): the hull over ``a`` of `_hidden_derivative_ce` with the output derivative
+    ``s - e_a`` — a changed label is one class, so the derivative's entries are not each in ``[s - 1, s]`` at
+    once, as their box would allow (C - 1 times the change of one label at worst)."""
+    lo = np.full((len(sL), W_lo.shape[1]), np.inf)
+    hi = np.full((len(sL), W_lo.shape[1]), -np.inf)
+    gL, gU = pad(sL, sU, 1.0, 1)  # as `output_derivative`'s s - e_a at every class but a
+    for a in np.flatnonzero(allowed.any(axis=0)):
+        aL, aU = _hidden_derivative_ce(W_lo, W_hi, gL, gU, np.full(len(sL), a))
+        use = allowed[:, a : a + 1]
+        lo, hi = np.where(use, np.minimum(lo, aL), lo), np.where(use, np.maximum(hi, aU), hi)
+    return lo, hi
 
 
 def _hidden_derivative_ce(W_lo, W_hi, gzL, gzU, y):
@@ -341,14 +361,22 @@ def interval_gradients(lower, upper, XL, XU, y, loss, labels="own", *, target=No
     """
     acts, pre = interval_forward(lower, upper, XL, XU)
     gzL, gzU = output_derivative(lower, upper, acts, pre, y, loss, labels, target=target, radius=radius)
-    gL, gU, _ = interval_backward(lower, upper, acts, pre, (gzL, gzU), y, loss)
+    labelled = None
+    if loss == "cross_entropy" and labels != "own" and len(lower.weights) > 1:
+        labelled = (
+            *_output_softmax(lower, upper, acts, pre),
+            allowed_labels(y, np.arange(gzL.shape[1]), labels, target),
+        )
+    gL, gU, _ = interval_backward(lower, upper, acts, pre, (gzL, gzU), y, loss, labelled=labelled)
     return gL, gU
 
 
-def interval_backward(lower, upper, acts, pre, out, y, loss, *, gradients=True):
+def interval_backward(lower, upper, acts, pre, out, y, loss, *, gradients=True, labelled=None):
     """The backward pass of `interval_gradients` from the output derivative bounds ``out``: per-sample
     gradient bounds (unpadded weight entries; None without ``gradients``) and the derivative bounds at each
-    layer's pre-activation (``derivs[layer]``, the output layer last)."""
+    layer's pre-activation (``derivs[layer]``, the output layer last).  ``labelled``: ``(sL, sU, allowed)``,
+    the softmax bounds and the labels each row may take under cross-entropy, whose last hidden derivative
+    is then also bounded label by label (`_hidden_derivative_labels`)."""
     gzL, gzU = out
     n_layers = len(lower.weights)
     derivs: list[tuple[np.ndarray, np.ndarray]] = [None] * n_layers  # type: ignore[list-item]
@@ -368,6 +396,9 @@ def interval_backward(lower, upper, acts, pre, out, y, loss, *, gradients=True):
             WL, WU = lower.weights[layer], upper.weights[layer]
             if loss == "cross_entropy" and layer == n_layers - 1:
                 ghL, ghU = _hidden_derivative_ce(WL, WU, gzL, gzU, y)
+                if labelled is not None:  # both hold: their intersection
+                    lbL, lbU = _hidden_derivative_labels(WL, WU, *labelled)
+                    ghL, ghU = np.maximum(ghL, lbL), np.minimum(ghU, lbU)
             else:
                 lo, hi, mag = _imul(WL[None], WU[None], gzL[:, :, None], gzU[:, :, None])
                 ghL, ghU = pad(lo.sum(axis=1), hi.sum(axis=1), mag.sum(axis=1), WL.shape[0])
