@@ -659,7 +659,9 @@ class InfluenceEnclosure:
         costs a contraction per competitor; a bound through norms, ``|D_a · x̃_j| <= ‖D_a‖₂ ‖x̃_j‖₂``, gives
         every competitor a lower bound of its margin bound first, and the exact worst is computed only for
         the competitors whose lower bound is below the smallest exact bound found: the result is the
-        minimum over all competitors of their exact bounds."""
+        minimum over all competitors of their exact bounds wherever it is positive (the prediction is
+        certified); a query whose closest competitor's exact bound is already at most 0 takes the other
+        competitors' lower bounds instead (a smaller bound, as uncertified)."""
         n_q, C = z.shape
         index = np.arange(n_q)
         p = np.asarray(pred).astype(np.int64)
@@ -685,6 +687,10 @@ class InfluenceEnclosure:
         bound = margin[index, first] - self._pair_worst(groups, index, first, p, per_row)
         rest = lower < bound[:, None]
         rest[index, first] = False
+        # a query whose closest competitor already leaves it uncertified takes the others' norm bounds
+        lost = bound <= 0.0
+        bound[lost] = np.minimum(bound[lost], np.where(rest[lost], lower[lost], np.inf).min(axis=1))
+        rest[lost] = False
         qi, qc = np.nonzero(rest)
         if len(qi):
             np.minimum.at(bound, qi, margin[qi, qc] - self._pair_worst(groups, qi, qc, p, per_row))
