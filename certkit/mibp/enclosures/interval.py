@@ -273,9 +273,7 @@ def output_derivative(lower, upper, acts, pre, y, loss, labels="own", *, target=
     (`allowed_labels`).  For MSE, ``"any"`` with ``radius`` (n,) lets the targets move within it."""
     fL, fU = pre[-1]
     if loss == "cross_entropy":
-        sL, sU = _output_softmax(lower, upper, acts, pre)
-        tL, tU = _targets(y, fL.shape[1], labels, target)
-        return pad(sL - tU, sU - tL, 1.0, 1)
+        return _ce_derivative(*_output_softmax(lower, upper, acts, pre), y, labels, target)
     if loss == "mse":
         return interval_loss_derivative(fL, fU, y, loss, radius if labels == "any" else None)
     if labels == "own":
@@ -294,6 +292,12 @@ def output_derivative(lower, upper, acts, pre, y, loss, labels="own", *, target=
     return gL, gU
 
 
+def _ce_derivative(sL, sU, y, labels, target):
+    """Bounds on the cross-entropy derivative ``s - e_a`` from the softmax bounds, over the allowed labels."""
+    tL, tU = _targets(y, sL.shape[1], labels, target)
+    return pad(sL - tU, sU - tL, 1.0, 1)
+
+
 def _output_softmax(lower, upper, acts, pre):
     """Bounds on the softmax of the logits (n, C) over the box: from the bounds on the logits' differences."""
     fL, fU = pre[-1]
@@ -308,18 +312,29 @@ def _output_softmax(lower, upper, acts, pre):
 
 
 def _hidden_derivative_labels(W_lo, W_hi, sL, sU, allowed):
-    """Bounds on ``Wᵀ (s - e_a)`` (n, H) over the softmax bounds and the labels ``a`` each row may take
-    (``allowed``, (n, C)): the hull over ``a`` of `_hidden_derivative_ce` with the output derivative
-    ``s - e_a`` — a changed label is one class, so the derivative's entries are not each in ``[s - 1, s]`` at
-    once, as their box would allow (C - 1 times the change of one label at worst)."""
-    lo = np.full((len(sL), W_lo.shape[1]), np.inf)
-    hi = np.full((len(sL), W_lo.shape[1]), -np.inf)
-    gL, gU = pad(sL, sU, 1.0, 1)  # as `output_derivative`'s s - e_a at every class but a
-    for a in np.flatnonzero(allowed.any(axis=0)):
-        aL, aU = _hidden_derivative_ce(W_lo, W_hi, gL, gU, np.full(len(sL), a))
-        use = allowed[:, a : a + 1]
-        lo, hi = np.where(use, np.minimum(lo, aL), lo), np.where(use, np.maximum(hi, aU), hi)
-    return lo, hi
+    """Bounds on ``Wᵀ (s - e_a)`` (n, H) over the softmax bounds (``0 <= sL <= sU``) and the labels ``a``
+    each row may take (``allowed``, (n, C)): for each ``a``, ``Σ_{c≠a} (W_c - W_a) s_c`` (the output
+    derivative ``s - e_a`` sums to 0), one interval per weight difference times a nonnegative interval (two
+    matrix products), padded as `_hidden_derivative_ce`; then the hull over the allowed ``a``.  A changed
+    label is one class, so the derivative's entries are not each in ``[s - 1, s]`` at once, as their box
+    would allow (C - 1 times the change of one label at worst)."""
+    C, H = W_lo.shape
+    n = len(sL)
+    dL = W_lo[None, :, :] - W_hi[:, None, :]  # [a, c, h]: the lower end of W_c - W_a
+    dU = W_hi[None, :, :] - W_lo[:, None, :]
+    dL[np.arange(C), np.arange(C)] = 0.0
+    dU[np.arange(C), np.arange(C)] = 0.0
+
+    def by_class(d):  # [a, c, h] -> (c, a h), for (n, c) @ (c, a h)
+        return d.transpose(1, 0, 2).reshape(C, C * H)
+
+    lo = sL @ by_class(np.maximum(dL, 0.0)) + sU @ by_class(np.minimum(dL, 0.0))
+    hi = sU @ by_class(np.maximum(dU, 0.0)) + sL @ by_class(np.minimum(dU, 0.0))
+    mW = magnitude(W_lo, W_hi)
+    mag = (np.maximum(np.abs(sL), np.abs(sU)) @ mW)[:, None, :] + 8.0 * (C + 4) * mW[None]
+    lo, hi = pad(lo.reshape(n, C, H), hi.reshape(n, C, H), mag, C + 2)
+    use = allowed[:, :, None]
+    return np.where(use, lo, np.inf).min(axis=1), np.where(use, hi, -np.inf).max(axis=1)
 
 
 def _hidden_derivative_ce(W_lo, W_hi, gzL, gzU, y):
@@ -360,13 +375,15 @@ def interval_gradients(lower, upper, XL, XU, y, loss, labels="own", *, target=No
     `sum_with_budget`, which pads for it.
     """
     acts, pre = interval_forward(lower, upper, XL, XU)
-    gzL, gzU = output_derivative(lower, upper, acts, pre, y, loss, labels, target=target, radius=radius)
     labelled = None
-    if loss == "cross_entropy" and labels != "own" and len(lower.weights) > 1:
-        labelled = (
-            *_output_softmax(lower, upper, acts, pre),
-            allowed_labels(y, np.arange(gzL.shape[1]), labels, target),
-        )
+    if loss == "cross_entropy":
+        sL, sU = _output_softmax(lower, upper, acts, pre)
+        gzL, gzU = _ce_derivative(sL, sU, y, labels, target)
+        allowed = allowed_labels(y, np.arange(sL.shape[1]), labels, target)
+        if len(lower.weights) > 1 and allowed.sum(axis=1).max() > 1:  # one label a row: its box is exact
+            labelled = (sL, sU, allowed)
+    else:
+        gzL, gzU = output_derivative(lower, upper, acts, pre, y, loss, labels, target=target, radius=radius)
     gL, gU, _ = interval_backward(lower, upper, acts, pre, (gzL, gzU), y, loss, labelled=labelled)
     return gL, gU
 
