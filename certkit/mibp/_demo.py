@@ -103,7 +103,7 @@ def _demo_recipe() -> str:
         epochs=4,
         learning_rate=rate,
         momentum=0.5,
-        progress="mibp: a recipe,",
+        progress="mibp: a recipe (interval steps)",
     )
     certified = certify_predictions(res, X_test).certified_accuracy(moons.y_test)
     nominal = float(np.mean(res.nominal.predict(X_test) == moons.y_test))
