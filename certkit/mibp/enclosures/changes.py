@@ -137,14 +137,11 @@ def gradient_changes(lower, upper, X, XL, XU, y, loss, labels, *, same_input=Fal
 def _label_change(WL, WU, y, labels, target):
     """Bounds (n, H) on ``Wᵀ (e_y - e_a) = W_y - W_a`` over the labels ``a`` each row may take (the change
     of the last hidden derivative when only the label changes, at a common θ): the hull over ``a``."""
-    allowed = allowed_labels(y, np.arange(WL.shape[0]), labels, target)
-    lo = np.full((len(y), WL.shape[1]), np.inf)
-    hi = np.full((len(y), WL.shape[1]), -np.inf)
-    for a in np.flatnonzero(allowed.any(axis=0)):
-        use = allowed[:, a : a + 1]
-        lo = np.where(use, np.minimum(lo, WL[y] - WU[a]), lo)
-        hi = np.where(use, np.maximum(hi, WU[y] - WL[a]), hi)
-    return lo, hi
+    use = allowed_labels(y, np.arange(WL.shape[0]), labels, target)[:, :, None]
+    # float subtraction is monotone: W_y - (the largest W_a) is the smallest of the differences
+    return WL[y] - np.where(use, WU[None], -np.inf).max(axis=1), WU[y] - np.where(use, WL[None], np.inf).min(
+        axis=1
+    )
 
 
 def _outer_mag(g, h):
@@ -186,7 +183,7 @@ def _output_change(lower, upper, actsN, actsP, preN, preP, dacts, y, loss, label
         )
         # the float softmax of both runs: 8 (C + 4) ulps of 1 each
         sL, sU = sL - 16.0 * (C + 4) * _U, sU + 16.0 * (C + 4) * _U
-        tL, tU = _targets(y, C, labels, target)
+        tL, tU = _targets(allowed_labels(y, np.arange(C), labels, target))
         own = np.zeros_like(tL)
         own[np.arange(len(y)), y] = 1.0
         return pad(sL - (tU - own), sU - (tL - own), 2.0, 2)

@@ -259,9 +259,8 @@ def allowed_labels(y, classes, labels, target=None):
     return own | goal
 
 
-def _targets(y, C, labels, target=None):
+def _targets(allowed):
     """Bounds on the one-hot target (n, C) over the allowed labels (`allowed_labels`)."""
-    allowed = allowed_labels(y, np.arange(C), labels, target)
     hi = allowed.astype(np.float64)
     lo = np.where(allowed.sum(axis=1, keepdims=True) == 1, hi, 0.0)
     return lo, hi
@@ -273,7 +272,8 @@ def output_derivative(lower, upper, acts, pre, y, loss, labels="own", *, target=
     (`allowed_labels`).  For MSE, ``"any"`` with ``radius`` (n,) lets the targets move within it."""
     fL, fU = pre[-1]
     if loss == "cross_entropy":
-        return _ce_derivative(*_output_softmax(lower, upper, acts, pre), y, labels, target)
+        allowed = allowed_labels(y, np.arange(fL.shape[1]), labels, target)
+        return _ce_derivative(*_output_softmax(lower, upper, acts, pre), allowed)
     if loss == "mse":
         return interval_loss_derivative(fL, fU, y, loss, radius if labels == "any" else None)
     if labels == "own":
@@ -292,9 +292,9 @@ def output_derivative(lower, upper, acts, pre, y, loss, labels="own", *, target=
     return gL, gU
 
 
-def _ce_derivative(sL, sU, y, labels, target):
+def _ce_derivative(sL, sU, allowed):
     """Bounds on the cross-entropy derivative ``s - e_a`` from the softmax bounds, over the allowed labels."""
-    tL, tU = _targets(y, sL.shape[1], labels, target)
+    tL, tU = _targets(allowed)
     return pad(sL - tU, sU - tL, 1.0, 1)
 
 
@@ -331,7 +331,7 @@ def _hidden_derivative_labels(W_lo, W_hi, sL, sU, allowed):
     lo = sL @ by_class(np.maximum(dL, 0.0)) + sU @ by_class(np.minimum(dL, 0.0))
     hi = sU @ by_class(np.maximum(dU, 0.0)) + sL @ by_class(np.minimum(dU, 0.0))
     mW = magnitude(W_lo, W_hi)
-    mag = (np.maximum(np.abs(sL), np.abs(sU)) @ mW)[:, None, :] + 8.0 * (C + 4) * mW[None]
+    mag = (magnitude(sL, sU) @ mW)[:, None, :] + 8.0 * (C + 4) * mW[None]
     lo, hi = pad(lo.reshape(n, C, H), hi.reshape(n, C, H), mag, C + 2)
     use = allowed[:, :, None]
     return np.where(use, lo, np.inf).min(axis=1), np.where(use, hi, -np.inf).max(axis=1)
@@ -378,8 +378,8 @@ def interval_gradients(lower, upper, XL, XU, y, loss, labels="own", *, target=No
     labelled = None
     if loss == "cross_entropy":
         sL, sU = _output_softmax(lower, upper, acts, pre)
-        gzL, gzU = _ce_derivative(sL, sU, y, labels, target)
         allowed = allowed_labels(y, np.arange(sL.shape[1]), labels, target)
+        gzL, gzU = _ce_derivative(sL, sU, allowed)
         if len(lower.weights) > 1 and allowed.sum(axis=1).max() > 1:  # one label a row: its box is exact
             labelled = (sL, sU, allowed)
     else:
