@@ -327,7 +327,8 @@ def test_the_competitors_left_out_by_their_norm_bound_never_hold_the_smallest_ma
         qi, qc = np.nonzero(np.arange(C)[None] != p[:, None])
         calls.append(len(qi))
         out = np.full(n_q, np.inf)
-        np.minimum.at(out, qi, margin[qi, qc] - enclosure._pair_worst(groups, qi, qc, p, per_row))
+        pairs = enclosure._pair_differences(groups, p)
+        np.minimum.at(out, qi, margin[qi, qc] - enclosure._pair_worst(pairs, qi, qc, per_row))
         return out
 
     enclosure._competitor_bounds = every_competitor

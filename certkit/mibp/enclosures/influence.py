@@ -670,9 +670,8 @@ class InfluenceEnclosure:
         # at most the combination of the groups' ‖x̃‖₂ totals and the ‖x̃‖_∞ total
         coef = np.empty((len(groups) + 1, n_q, C))
         vectors = np.zeros((len(groups) + 1, len(self.Xt)))
-        for g, (rows, combo) in enumerate(groups):
-            view = combo.reshape(C, self.q, n_q, C)
-            diff = view[:, :, index, p][..., None] - view  # (C, q, n_q, C)
+        pairs = self._pair_differences(groups, p)
+        for g, (rows, diff) in enumerate(pairs):
             coef[g] = 2.0 * np.sqrt((diff * diff).sum(axis=1)).max(axis=0) * (1.0 + _gamma(2 * self.q))
             vectors[g, rows] = self.x_two[rows]
         per_row = rounding * (spread[index, p][:, None] + spread)  # × ‖x̃_j‖_∞: both values' rounding
@@ -684,7 +683,7 @@ class InfluenceEnclosure:
         lower = margin - worst * (1.0 + _gamma(2 * self.k + 8))
         lower[index, p] = np.inf
         first = lower.argmin(axis=1)  # the competitor most likely to be the closest
-        bound = margin[index, first] - self._pair_worst(groups, index, first, p, per_row)
+        bound = margin[index, first] - self._pair_worst(pairs, index, first, per_row)
         rest = lower < bound[:, None]
         rest[index, first] = False
         # a query whose closest competitor already leaves it uncertified takes the others' norm bounds
@@ -693,21 +692,29 @@ class InfluenceEnclosure:
         rest[lost] = False
         qi, qc = np.nonzero(rest)
         if len(qi):
-            np.minimum.at(bound, qi, margin[qi, qc] - self._pair_worst(groups, qi, qc, p, per_row))
+            np.minimum.at(bound, qi, margin[qi, qc] - self._pair_worst(pairs, qi, qc, per_row))
         return bound
 
-    def _pair_worst(
-        self, groups: list, qi: np.ndarray, qc: np.ndarray, p: np.ndarray, per_row: np.ndarray
-    ) -> np.ndarray:
+    def _pair_differences(self, groups: list, p: np.ndarray) -> list:
+        """Per group ``(rows, ψ_p - ψ_c)``: the adjoint sums of every query's margin functional ``z_p - z_c``
+        against each competitor ``c`` (``(C, q, n_q, C)``; zero at ``c = p``)."""
+        index = np.arange(len(p))
+        out = []
+        for rows, combo in groups:
+            view = combo.reshape(self.C, self.q, len(p), self.C)
+            out.append((rows, view[:, :, index, p][..., None] - view))
+        return out
+
+    def _pair_worst(self, pairs: list, qi: np.ndarray, qc: np.ndarray, per_row: np.ndarray) -> np.ndarray:
         """The largest decrease of ``z_p - z_c`` of query ``qi`` against competitor ``qc`` (pairs of
-        indices) over the allowed changed labels: the pair's responses to every row's ``e_a``, exactly."""
+        indices) over the allowed changed labels: the pair's responses (`_pair_differences`) to every row's
+        ``e_a``, exactly."""
         C, q, n = self.C, self.q, len(self.Xt)
         values = np.zeros((len(qi), C, n))
-        for rows, combo in groups:
-            view = combo.reshape(C, q, -1, C)
-            diff = view[:, :, qi, p[qi]] - view[:, :, qi, qc]  # (C, q, pairs)
+        for rows, diff in pairs:
             XT = np.ascontiguousarray(self.XtT[:, rows])
-            values[:, :, rows] += (diff.transpose(2, 0, 1).reshape(-1, q) @ XT).reshape(len(qi), C, len(rows))
+            pair = diff[:, :, qi, qc]  # (C, q, pairs)
+            values[:, :, rows] += (pair.transpose(2, 0, 1).reshape(-1, q) @ XT).reshape(len(qi), C, len(rows))
         _, down = self._flip_extremes(values)
         return _aggregate(down + per_row[qi, qc][:, None] * self.x_inf, self.k, self.scope, self.recipe)
 
