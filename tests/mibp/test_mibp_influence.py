@@ -386,3 +386,106 @@ def test_a_run_whose_influences_exceed_the_memory_limit_takes_the_box_carry(monk
         certified_training(MLP.random([3, 3], rng=0), X, y, carry="influence", **kw)
     monkeypatch.setattr(influence, "INFLUENCE_MAX_BYTES", need)
     assert certified_training(MLP.random([3, 3], rng=0), X, y, **kw).carry == "influence"
+
+
+@pytest.mark.parametrize("classes", [1, 4])
+@pytest.mark.parametrize("gram", [False, True])
+def test_the_remainders_generator_bound_holds_at_every_vertex_of_their_hull(classes, gram):
+    """Exact oracle of `_generator_seminorm`: the largest ``‖K ρ‖_G`` over a step's ℓ1 remainders of unit
+    mass is attained at a vertex of their hull (``±(e_a - e_b) ⊗ x̃_j / 2`` with several classes, their
+    rows summing to 0 over the classes; ``±e_0 ⊗ x̃_j`` with one output); the bound is at least every
+    vertex's value, for random responses ``K`` and positive semidefinite Grams, and random points of the hull
+    stay below it."""
+    C = classes
+    X, y = _data(9, 3, C, seed=C)
+    loss = "cross_entropy" if C > 1 else "binary_cross_entropy"
+    res = certified_training(
+        MLP.random([3, C], rng=0), X, y, perturbation=LabelFlips(1), loss=loss, epochs=1, batch_size=5
+    )
+    enc = res.influence
+    q, m = enc.q, enc.m
+    gen = np.random.default_rng(C + 10 * gram)
+    for trial in range(20):
+        P = gen.normal(size=(m, m)) * gen.choice([1e-3, 1.0, 30.0])
+        if trial % 4 == 0:  # a response that moves every class alike (the remainders cancel it)
+            P = np.tile(gen.normal(size=(m, q)), (1, C))
+        if gram:
+            R = gen.normal(size=(C, q, q)) * gen.uniform(0.1, 3.0, size=(C, 1, 1))
+            G = np.matmul(R.transpose(0, 2, 1), R)
+            absG = float(np.abs(G).max())
+            root = float(np.sqrt(max(np.linalg.eigvalsh(g).max() for g in G)) * 1.001)
+            bound = enc._generator_seminorm(1, P, G, absG * 1.001, root)
+        else:
+            G = np.broadcast_to(np.eye(q), (C, q, q))
+            bound = enc._generator_seminorm(1, P)
+
+        K = enc._response_matrix(1, P)  # the δ part's response to a gradient-space vector
+
+        def seminorm(rho, K=K, G=G):  # rho (C, q): a gradient-space vector (Θ order)
+            v = (K @ rho.ravel()).reshape(C, q)
+            return float(np.sqrt(sum(v[c] @ G[c] @ v[c] for c in range(C))))
+
+        # this oracle's own rounding (a response that cancels exactly leaves ~1e-16 here, 0 in the bound)
+        slack = 1e-12 * np.abs(K).sum() * np.abs(enc.Xt).max() * (1.0 + np.abs(G).max())
+
+        rows = enc.recipe.batches[1]
+        vertices = []
+        for j in rows:
+            for a in range(C):
+                for b in range(C) if C > 1 else [None]:
+                    if b == a:
+                        continue
+                    rho = np.zeros((C, q))
+                    rho[a] += enc.Xt[j] / (2.0 if C > 1 else 1.0)
+                    if b is not None:
+                        rho[b] -= enc.Xt[j] / 2.0
+                    vertices.append(seminorm(rho))
+        assert bound >= max(vertices) - slack
+        for _ in range(20):  # random points: rows' remainders of total ℓ1 mass 1, each summing to 0
+            w = gen.normal(size=(len(rows), C))
+            if C > 1:
+                w -= w.mean(axis=1, keepdims=True)
+            w /= np.abs(w).sum()
+            rho = sum(np.outer(w[i], enc.Xt[j]) for i, j in enumerate(rows))
+            assert seminorm(rho) <= bound + slack
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("n", "C", "k", "kw"),
+    [
+        (100, 4, 1, dict(epochs=6, learning_rate=1.0)),
+        (80, 4, 2, dict(epochs=5, learning_rate=0.5)),
+        (100, 5, 1, dict(epochs=8, learning_rate=0.8)),
+        (100, 4, 1, dict(epochs=6, learning_rate=0.5, momentum=0.5)),
+        (100, 4, 1, dict(epochs=4, learning_rate=0.5, batch_size=50, shuffle=True, rng=1)),
+    ],
+)
+def test_where_the_remainder_is_bounded_through_its_generators_every_labelling_retrained_agrees(
+    n, C, k, kw, monkeypatch
+):
+    """Exact oracle where the remainder's energy takes the generator route (`REMAINDER_ROUTE`, checked by a
+    spy) and the margins its centred form: every allowed labelling retrained; it stays in the boxes, every
+    query's margin is at least its lower bound (certified or not) and the certificate is close to the
+    truth."""
+    from certkit.mibp.enclosures import influence
+
+    routed = []
+    original = influence.InfluenceEnclosure._generator_seminorm
+
+    def spy(self, s, P, G=None, absG=1.0, root=1.0):
+        routed.append(G is not None)
+        return original(self, s, P, G, absG, root)
+
+    monkeypatch.setattr(influence.InfluenceEnclosure, "_generator_seminorm", spy)
+    X, y = _data(n, 2, C, seed=3)
+    pert = LabelFlips(k, scope="run")
+    res = certified_training(MLP.random([2, C], rng=1), X, y, perturbation=pert, loss="cross_entropy", **kw)
+    assert any(routed) and res.influence.valid_steps == res.recipe.n_steps
+    X_test = np.random.default_rng(0).normal(size=(60, 2)) * 2.0
+    cert = certify_predictions(res, X_test)
+    excess, smallest, count = _oracle(res, X, y, list(range(C)), k, "run", X_test)
+    assert count > n * (C - 1)
+    assert excess <= 0.0, f"a retrained run leaves its box by {excess}"
+    assert np.all(smallest >= cert.margin_lower)
+    assert np.mean(cert.certified) >= 0.3 and np.mean(cert.certified) >= np.mean(smallest > 0) - 0.4

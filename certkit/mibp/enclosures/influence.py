@@ -27,10 +27,13 @@ never boxed in between:
 * the changed labels' part is the sum over the changed rows of each row's influence (summed over its
   steps): its worst case over the allowed datasets is a top-k over rows (``scope="run"``), or a top-k in
   every batch (``scope="batch"``, per epoch, the smallest over the epochs);
-* ``W_t`` comes from the same influences, through the seminorm ``‖δ‖_B = (Σ_{i∈B_t} ‖δ x̃_i‖²)^{1/2}``
-  (Minkowski over the changed rows, plus the remainders' part);
+* ``W_t`` comes from the same influences, through the seminorm ``‖δ‖_w = (Σ_{i∈B_t} Σ_c w_ic (δ_c ·
+  x̃_i)²)^{1/2}`` (Minkowski over the changed rows, plus the remainders' part: ``λ_max^{1/2}`` times its ℓ2
+  norm, or each earlier remainder's generators in the seminorm itself, `_generator_seminorm`);
 * the remainders add, at every parameter (or query), their ℓ1 mass times the largest response of a
-  generator.
+  generator.  With several classes a row's ``q_i`` sums to 0 over the classes (``Σ_c s_c = 1``), so the
+  generators are ``(e_a - e_b) ⊗ x̃_i`` at half the mass, on which a response and its class-centred form
+  agree.
 
 **Certificates.**  The result's boxes are ``θ̂_t`` plus the per-parameter bounds.  A query's margin
 ``m = (e_p - e_c)·Θ x̃`` is linear in ``θ``; for *any* computed adjoint vectors ``ψ_s`` (``ψ_T = ∇m``) the
@@ -60,6 +63,10 @@ _TINY = 1e-300
 #: is this many times its first-order part: the linearisation no longer describes the run, and the
 #: remainder's quadratic feedback only grows from there.
 LINEARISATION_LOST = 10.0
+#: The remainder's part of a step's energy is also bounded through every earlier step's generators (in the
+#: energy's own seminorm, about C² q³ per earlier step) once its ℓ2 bound exceeds this share of the
+#: first-order part; below it the ℓ2 bound moves the energy by at most this share.
+REMAINDER_ROUTE = 0.1
 
 
 def _gamma(terms: int) -> float:
@@ -317,13 +324,15 @@ class InfluenceEnclosure:
         y_err = np.zeros(self.M)  # bound on Σ_s |Φ - Φ̃|(t, s+1) c_s: the products' rounding
         lo = hi = np.zeros(self.M)
         l2 = 0.0
-        energy_e = 0.0  # ‖remainder part of δ_t‖₂, for the next step's energy
+        energy_e = (0.0, 0.0)  # ‖remainder part of δ_t‖₂ (its boxes, its ℓ1 remainders), for the next step
         infl = np.zeros((self.m, self.C, len(self.Xt)))  # the rows' first-order influences on δ_t
         boxes = []
         for t in range(recipe.n_steps):
             H, Mi = self._hessian(t)
             with np.errstate(over="ignore", invalid="ignore"):
-                mass, box, linear, rest = self._remainder(t, lo, hi, l2, Mi, infl, energy_e, velocity)
+                mass, box, linear, rest = self._remainder(
+                    t, lo, hi, l2, Mi, infl, energy_e, velocity, sources
+                )
             if not (np.isfinite(mass) and rest <= LINEARISATION_LOST * max(linear, _TINY)):
                 # the remainder outgrew the first-order part: the box before step t stands, nothing after it
                 self.steps.append(_Step(lo, hi, l2, 0.0, np.zeros(self.M)))
@@ -430,13 +439,8 @@ class InfluenceEnclosure:
             grouped[g] = K / B if g not in grouped else grouped[g] + K / B
             step = self.steps[s]
             blocks = K.reshape(m, C, q)
-            if step.mass:  # the ℓ1 remainder over the generators e_a ⊗ x̃_i: ‖K (e_a ⊗ x̃_i)‖₂, exactly
-                gram = np.matmul(blocks.transpose(1, 2, 0), blocks.transpose(1, 0, 2))  # K_aᵀ K_a (C, q, q)
-                Xb = self.Xt[rows]
-                quad = np.einsum("ig,cig->ic", Xb, np.matmul(Xb[None], gram), optimize=True)
-                absq = np.abs(gram).max() * (self.abs_Xt[rows].sum(axis=1) ** 2)[:, None]
-                two = np.sqrt((np.maximum(quad, 0.0) + _gamma(m + 2 * q) * absq).max()) * (1.0 + _gamma(2))
-                l1_two += step.mass / B * two
+            if step.mass:  # the ℓ1 remainder through its generators, in ℓ2
+                l1_two += step.mass / B * self._generator_seminorm(s, P)
                 if self.recipe.momentum:
                     hull = step.mass / B * np.tile(self.abs_Xt[rows].max(axis=0), C)
                     l1_nu += np.abs(P[m:]) @ self._state(s, hull)
@@ -456,7 +460,7 @@ class InfluenceEnclosure:
         lo, hi = lo - rest, hi + rest
         # the remainder part of δ (its ℓ2 norm): the boxes, the products' rounding, the influences' rounding
         both = np.maximum(_aggregate(rounding, self.k, self.scope, self.recipe), 0.0)
-        energy_e = (np.sqrt(((rest[:m] + both) ** 2).sum()) + l1_two) * (1.0 + _gamma(m))
+        energy_e = (np.sqrt(((rest[:m] + both) ** 2).sum()) * (1.0 + _gamma(m)), l1_two)
         l2 = l1_two * (1.0 + _gamma(4))
         if self.recipe.momentum:
             # ν_t = (δ_{t-1} - δ_t + r) / λ_{t-1}, r the rounding of δ's float update (in the previous box):
@@ -486,15 +490,21 @@ class InfluenceEnclosure:
             sU = 1.0 / (1.0 + np.where(off, np.exp(zL[:, None, :] - zU[:, :, None]), 0.0).sum(axis=2))
         return np.minimum(sU + 8.0 * (self.C + 4) * _U, 1.0)
 
-    def _energy(self, infl: np.ndarray, weights: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    def _grams(self, weights: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, float]:
+        """The class-weighted Grams ``G_c = Σ_i w_ic x̃_i x̃_iᵀ`` of the batch (``(C, q, q)``, float) and the
+        largest entry of ``Σ_i w_ic |x̃_i| |x̃_i|ᵀ`` (which bounds ``|G|``, ``|G̃|`` and their difference
+        divided by its rounding allowance)."""
+        Xb = self.Xt[rows]
+        G = np.matmul(Xb.T[None] * weights.T[:, None, :], Xb[None])
+        absG = float(np.matmul(np.abs(Xb).T[None] * weights.T[:, None, :], np.abs(Xb)[None]).max())
+        return G, absG * (1.0 + _gamma(len(rows)))
+
+    def _energy(self, infl: np.ndarray, G: np.ndarray, absG: float, rows: np.ndarray) -> np.ndarray:
         """``(Σ_{i∈rows} Σ_c w_ic (v_c · x̃_i)²)^{1/2}`` of the first-order change ``v`` of every row ``j``'s
         allowed flip (``v = infl[:, y_j, j] - infl[:, a, j]``; for one output ``(2 y_j - 1) infl[:, 0, j]``),
         the largest over its labels: per row ``j`` (n,), upward.  Expanded as ``oᵀGo - 2 oᵀG I_a + I_aᵀG I_a``
         with ``G`` the class-weighted Grams ``Σ_i w_ic x̃_i x̃_iᵀ``, padded for the expansion's rounding."""
-        Xb = self.Xt[rows]
         C, q, n = self.C, self.q, infl.shape[-1]
-        G = np.matmul(Xb.T[None] * weights.T[:, None, :], Xb[None])  # (C, q, q)
-        absG = float(np.matmul(np.abs(Xb).T[None] * weights.T[:, None, :], np.abs(Xb)[None]).max())
         flat = infl.reshape(C, q, C * n)  # [c, f, (a, j)]
         GI = np.matmul(G, flat).reshape(C, q, C, n)
         I = flat.reshape(C, q, C, n)  # noqa: E741 (the influences, as in the docstring)
@@ -515,6 +525,42 @@ class InfluenceEnclosure:
         out = np.maximum(quad, 0.0) + _gamma(len(rows) + 4 * q) * absG * bound
         return np.sqrt(out.max(axis=0)) * (1.0 + _gamma(2))
 
+    def _generator_seminorm(
+        self, s: int, P: np.ndarray, G: np.ndarray | None = None, absG: float = 1.0, root: float = 1.0
+    ) -> float:
+        """An upper bound of ``‖K ρ‖_G / mass`` over step ``s``'s ℓ1 remainders ``ρ`` (mass ``mass``), ``K``
+        the δ part's response through ``Φ̃ = P`` and ``‖v‖_G² = Σ_c v_cᵀ G_c v_c`` the energy's seminorm of
+        the current step (``root >= λ_max(G)^{1/2}``; ``G=None``: the identity, ``‖·‖_G = ‖·‖₂``).
+
+        With one output, ``ρ`` lies in ``mass`` times the hull of ``±e_0 ⊗ x̃_j`` (``j`` in the batch):
+        the largest ``‖K_0 x̃_j‖_G``.  With several classes a row's softmax remainder sums to 0
+        (``Σ_c s_c = 1``), so ``ρ`` lies in ``mass / 2`` times the hull of ``±(e_a - e_b) ⊗ x̃_j``, on which
+        ``K`` and ``K̄ = K - μ 1ᵀ`` agree for any ``μ``: with ``μ`` the classes' mean (``K̄`` its float, within
+        ``u |K̄|`` of such a matrix), ``‖K̄ (e_a - e_b) x̃_j‖_G <= ‖K̄_a x̃_j‖_G + ‖K̄_b x̃_j‖_G``, the sum of
+        a row's two largest.  ``‖K̄_a x̃_j‖_G² = x̃_jᵀ N_a x̃_j`` with ``N_a = Σ_c K̄_caᵀ G_c K̄_ca``, padded
+        for the rounding of the Grams and of these products."""
+        C, q = self.C, self.q
+        rows = self.recipe.batches[s]
+        K4 = self._response_matrix(s, P).reshape(C, q, C, q)  # [c, f, a, g]
+        if C > 1:
+            K4 = K4 - K4.mean(axis=2, keepdims=True)
+        GK = K4 if G is None else np.matmul(G, K4.reshape(C, q, C * q)).reshape(C, q, C, q)
+        left = K4.transpose(2, 3, 0, 1).reshape(C, q, C * q)  # [a, g, (c, f)]
+        N = np.matmul(left, GK.transpose(2, 0, 1, 3).reshape(C, C * q, q))  # (C, q, q)
+        Xs = self.Xt[rows]
+        quad = (np.matmul(Xs[None], N) * Xs[None]).sum(axis=2)  # (C, B): ‖K̄_a x̃_j‖_G²
+        # |exact - float| <= γ Σ_c |v_c|ᵀ |G_c| |v_c| <= γ absG Σ_c ‖v_c‖₁²,
+        # ‖v_c‖₁ <= (max col sum |K̄_ca|) ‖x̃_j‖₁
+        cols = np.abs(K4).sum(axis=1).max(axis=2)  # (C, C): [c, a]
+        x1 = self.abs_Xt[rows].sum(axis=1)
+        allow = _gamma(len(rows) + 4 * C * q) * absG * (cols * cols).sum(axis=0)[:, None] * (x1 * x1)[None]
+        # the centring's rounding E (|E| <= u |K̄|): ‖E e_a x̃_j‖_G <= root ‖E e_a x̃_j‖₁
+        centring = root * _U * cols.sum(axis=0)[:, None] * x1[None] if C > 1 else 0.0
+        single = (np.sqrt(np.maximum(quad, 0.0) + allow) + centring) * (1.0 + _gamma(4))
+        if C == 1:
+            return float(single.max())
+        return float((np.sort(single, axis=0)[-2:].sum(axis=0) / 2.0).max() * (1.0 + _gamma(2)))
+
     def _parameter_box(self, t: int, lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``θ̂_t`` plus the δ part of the box, padded, in `MLP.to_vector` order."""
         theta = self.thetas[t].ravel()
@@ -526,7 +572,7 @@ class InfluenceEnclosure:
         return out_lo, out_hi
 
     # ------------------------------------------------------------------ the remainder of a step
-    def _remainder(self, t, lo, hi, l2, Mi, infl, energy_e, velocity) -> tuple:
+    def _remainder(self, t, lo, hi, l2, Mi, infl, energy_e, velocity, sources) -> tuple:
         """Step ``t``'s remainder: ``W_t`` (the ℓ1 part's mass times ``|B_t|``), the rounding box (state
         layout: both float runs' gradients and updates, and the float Hessian ``H̃_t`` against the exact
         one), and the two parts of the energy's bound (first-order, remainder)."""
@@ -542,10 +588,20 @@ class InfluenceEnclosure:
         # first-order part, Minkowski over the changed rows) + λ_max^{1/2} ‖remainder part‖₂
         reach = (aXb @ box_part.T + l2 * self.x_two[rows][:, None]) * (1.0 + _gamma(q))  # |Δz_i| (B, C)
         weights = self._curvature_weights(t, reach + _gamma(q) * (aXb @ np.abs(Theta).T))
-        lin_energy = float(_aggregate(self._energy(infl, weights, rows), self.k, self.scope, recipe))
+        G, absG = self._grams(weights, rows)
+        lin_energy = float(_aggregate(self._energy(infl, G, absG, rows), self.k, self.scope, recipe))
         # λ_max of every weighted Gram (Gershgorin on Σ_i w_ic |x̃_i| |x̃_i|ᵀ)
-        lam = float((weights.T @ (aXb * aXb.sum(axis=1)[:, None])).max())
-        rest_energy = np.sqrt(lam * (1.0 + _gamma(B + q))) * energy_e
+        root = np.sqrt(float((weights.T @ (aXb * aXb.sum(axis=1)[:, None])).max()) * (1.0 + _gamma(B + q)))
+        box_two, l1_two = energy_e
+        rest_energy = root * (box_two + l1_two) * (1.0 + _gamma(2))
+        if rest_energy > REMAINDER_ROUTE * lin_energy:
+            # each earlier step's ℓ1 remainder through its generators' responses, in the seminorm itself
+            through = sum(
+                self.steps[s].mass / len(recipe.batches[s]) * self._generator_seminorm(s, P, G, absG, root)
+                for s, P in sources
+                if self.steps[s].mass
+            )
+            rest_energy = min(rest_energy, (root * box_two + through) * (1.0 + _gamma(len(sources) + 2)))
         norm = lin_energy + rest_energy
         mass = norm * norm * (1.0 + _gamma(8))
         z_err = _gamma(q) * (aXb @ (np.abs(Theta) + dmax).T)  # the float logits of either run
@@ -615,7 +671,12 @@ class InfluenceEnclosure:
             step = self.steps[s]
             abs_psi = np.abs(psi)
             # the ℓ1 remainder: a generator e_a ⊗ x̃_i responds by |combo_a · x̃_i| <= ‖combo_a‖₂ ‖x̃_i‖₂
-            top = np.sqrt((blocks * blocks).sum(axis=1)).max(axis=0) * self.x_two[rows].max()
+            top = np.sqrt((blocks * blocks).sum(axis=1)).max(axis=0)
+            if C > 1:  # the remainder's rows sum to 0 over the classes (see `_generator_seminorm`)
+                centred = blocks - blocks.mean(axis=0, keepdims=True)
+                two = np.sort(np.sqrt((centred * centred).sum(axis=1)), axis=0)[-2:].sum(axis=0) / 2.0
+                top = np.minimum(top, two * (1.0 + _gamma(q + 4)))
+            top = top * self.x_two[rows].max()
             extra += step.mass / B * top + abs_psi.T @ step.box
             H, Mi = self._hessian(s)
             # ε_s = A_sᵀ ψ_{s+1} - ψ_s: ‖ε_s‖_∞ <= the float product's rounding + λ ‖H - H̃‖ ‖ψ‖_∞
