@@ -9,7 +9,8 @@ PyTorch's default initialisation after ``torch.manual_seed(0)``, the same weight
 both tools):
 
 * ``1``-``4``: ``certkit.datasets.load_digits()`` (pixels in [0, 1]), shuffled once (seed 0) and split
-  1,400 / 397; ``1`` linear [64, 10], full batch, rate 1.0, 2 epochs; ``2`` the same for 5 epochs; ``3``
+  1,400 / 397; ``1`` linear [64, 10], full batch, rate 1.0, 2 epochs; ``2`` the same for 5 epochs
+  (``2b``: rate 0.8, 12 epochs); ``3``
   [64, 64, 10], full batch, rate 0.5, 5 epochs; ``4`` [64, 64, 10], batches of 100, rate 0.5, 2 epochs,
   ``LabelFlips(5)``.
 * ``5a``, ``5b``: a 10-class head behind the frozen convolutions of a CNN (``benchmarks/_mibp_protocols.py``'s
@@ -75,6 +76,7 @@ KS = (1, 5, 10)
 RUNS: dict[str, dict] = {
     "1": dict(data="digits", sizes=[64, 10], batch=None, lr=1.0, epochs=2, ks=KS),
     "2": dict(data="digits", sizes=[64, 10], batch=None, lr=1.0, epochs=5, ks=KS),
+    "2b": dict(data="digits", sizes=[64, 10], batch=None, lr=0.8, epochs=12, ks=KS),
     "3": dict(data="digits", sizes=[64, 64, 10], batch=None, lr=0.5, epochs=5, ks=KS),
     "4": dict(data="digits", sizes=[64, 64, 10], batch=100, lr=0.5, epochs=2, ks=(5,)),
     "5a": dict(data="digits-cnn", sizes=[64, 10], batch=None, lr=1.0, epochs=5, ks=KS),

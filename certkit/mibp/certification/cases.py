@@ -232,28 +232,29 @@ def random_recipe_case(
 
 def _influence_case(gen: np.random.Generator) -> dict:
     """A random configuration the influence enclosure bounds: a linear model (one layer) trained with
-    cross-entropy (2-4 classes) or binary cross-entropy on 16-40 rows, label flips (any or targeted, either
-    scope), a constant or decaying rate, full batch or shuffled mini-batches (some dropping the last partial
-    batch), momentum and weight decay; small enough rates that the enclosure usually bounds the whole run
-    (where it gives up, the result is the box carry's)."""
-    d, n = int(gen.integers(1, 4)), int(gen.integers(16, 41))
+    cross-entropy (2-6 classes) or binary cross-entropy on 16-60 rows, 1-3 label flips (any or targeted,
+    either scope), a constant or decaying rate, full batch or shuffled mini-batches (some dropping the last
+    partial batch), momentum and weight decay, 1-5 epochs; rates from 0.05, where the enclosure bounds the
+    whole run, to 2, where its remainder's bound through the generators (`REMAINDER_ROUTE`) decides how
+    far it gets (where it gives up, the result is the box carry's)."""
+    d, n = int(gen.integers(1, 4)), int(gen.integers(16, 61))
     loss = str(gen.choice(["cross_entropy", "binary_cross_entropy"]))
-    out = 1 if loss == "binary_cross_entropy" else int(gen.integers(2, 5))
+    out = 1 if loss == "binary_cross_entropy" else int(gen.integers(2, 7))
     X = gen.normal(size=(n, d))
     classes = label_classes(loss, out)
     y = classes[gen.integers(0, max(out, 2), size=n)]
     target = classes[int(gen.integers(len(classes)))].item() if gen.random() < 0.3 else None
     scope = "run" if gen.random() < 0.5 else "batch"
-    rate = float(gen.choice([0.05, 0.2, 0.5]))
+    rate = float(gen.choice([0.05, 0.2, 0.5, 1.0, 2.0]))
     batch = None if gen.random() < 0.5 else int(gen.integers(n // 3, n + 1))
     return dict(
         drop_last=batch is not None and bool(gen.random() < 0.3),
         model=MLP.random([d, out], rng=gen),
         X=X,
         y=y,
-        perturbation=LabelFlips(int(gen.integers(1, 3)), target=target, scope=scope),
+        perturbation=LabelFlips(int(gen.integers(1, 4)), target=target, scope=scope),
         loss=loss,
-        epochs=int(gen.integers(1, 4)),
+        epochs=int(gen.integers(1, 6)),
         learning_rate=InverseDecay(rate, 0.5, minimum=0.01) if gen.random() < 0.5 else rate,
         batch_size=batch,
         shuffle=batch is not None and bool(gen.random() < 0.5),

@@ -63,6 +63,9 @@ _TINY = 1e-300
 #: is this many times its first-order part: the linearisation no longer describes the run, and the
 #: remainder's quadratic feedback only grows from there.
 LINEARISATION_LOST = 10.0
+#: The steps' Hessians (``m × m``, and ``C × C`` per batch row) are kept between the run and its
+#: certificates while all of them take at most this many bytes, and recomputed otherwise.
+HESSIAN_KEEP_BYTES = 256 * 2**20
 #: The remainder's part of a step's energy is also bounded through every earlier step's generators (in the
 #: energy's own seminorm, about C² q³ per earlier step) once its ℓ2 bound exceeds this share of the
 #: first-order part; below it the ℓ2 bound moves the energy by at most this share.
@@ -357,8 +360,16 @@ class InfluenceEnclosure:
         else:
             self.steps.append(_Step(lo, hi, l2, 0.0, np.zeros(self.M)))
             self.valid_steps = recipe.n_steps
-        self.hessians = {}  # recomputed when a certificate needs them (they hold T m² floats)
+        self._release_hessians()
         return boxes
+
+    def _release_hessians(self) -> None:
+        """Forget the steps' Hessians (recomputed when a certificate needs them) unless all of them fit
+        `HESSIAN_KEEP_BYTES`."""
+        steps = self.recipe.n_steps
+        rows = max(len(b) for b in self.recipe.batches)
+        if steps * (self.m * self.m + rows * self.C * self.C) * 8 > HESSIAN_KEEP_BYTES:
+            self.hessians = {}
 
     def _give_up(self, t: int, boxes: list) -> None:
         """The enclosure says nothing from step ``t`` on (boxes of every later step and epoch are unbounded);
@@ -461,6 +472,7 @@ class InfluenceEnclosure:
         # the remainder part of δ (its ℓ2 norm): the boxes, the products' rounding, the influences' rounding
         both = np.maximum(_aggregate(rounding, self.k, self.scope, self.recipe), 0.0)
         energy_e = (np.sqrt(((rest[:m] + both) ** 2).sum()) * (1.0 + _gamma(m)), l1_two)
+        l1_two *= 1.0 + _gamma(len(sources) + 4)  # the float sum of its terms over the steps
         l2 = l1_two * (1.0 + _gamma(4))
         if self.recipe.momentum:
             # ν_t = (δ_{t-1} - δ_t + r) / λ_{t-1}, r the rounding of δ's float update (in the previous box):
@@ -526,11 +538,18 @@ class InfluenceEnclosure:
         return np.sqrt(out.max(axis=0)) * (1.0 + _gamma(2))
 
     def _generator_seminorm(
-        self, s: int, P: np.ndarray, G: np.ndarray | None = None, absG: float = 1.0, root: float = 1.0
+        self,
+        s: int,
+        P: np.ndarray,
+        G: np.ndarray | None = None,
+        absG: float = 1.0,
+        root: float = 1.0,
+        g_rows: int = 0,
     ) -> float:
         """An upper bound of ``‖K ρ‖_G / mass`` over step ``s``'s ℓ1 remainders ``ρ`` (mass ``mass``), ``K``
         the δ part's response through ``Φ̃ = P`` and ``‖v‖_G² = Σ_c v_cᵀ G_c v_c`` the energy's seminorm of
-        the current step (``root >= λ_max(G)^{1/2}``; ``G=None``: the identity, ``‖·‖_G = ‖·‖₂``).
+        the current step (``root >= λ_max(G)^{1/2}``, ``g_rows`` the rows its float Grams sum; ``G=None``:
+        the identity, ``‖·‖_G = ‖·‖₂``).
 
         With one output, ``ρ`` lies in ``mass`` times the hull of ``±e_0 ⊗ x̃_j`` (``j`` in the batch):
         the largest ``‖K_0 x̃_j‖_G``.  With several classes a row's softmax remainder sums to 0
@@ -548,12 +567,14 @@ class InfluenceEnclosure:
         left = K4.transpose(2, 3, 0, 1).reshape(C, q, C * q)  # [a, g, (c, f)]
         N = np.matmul(left, GK.transpose(2, 0, 1, 3).reshape(C, C * q, q))  # (C, q, q)
         Xs = self.Xt[rows]
-        quad = (np.matmul(Xs[None], N) * Xs[None]).sum(axis=2)  # (C, B): ‖K̄_a x̃_j‖_G²
+        XN = (Xs @ N.transpose(1, 0, 2).reshape(q, C * q)).reshape(len(Xs), C, q)  # one product
+        quad = np.einsum("jag,jg->aj", XN, Xs)  # (C, B): ‖K̄_a x̃_j‖_G²
         # |exact - float| <= γ Σ_c |v_c|ᵀ |G_c| |v_c| <= γ absG Σ_c ‖v_c‖₁²,
         # ‖v_c‖₁ <= (max col sum |K̄_ca|) ‖x̃_j‖₁
         cols = np.abs(K4).sum(axis=1).max(axis=2)  # (C, C): [c, a]
         x1 = self.abs_Xt[rows].sum(axis=1)
-        allow = _gamma(len(rows) + 4 * C * q) * absG * (cols * cols).sum(axis=0)[:, None] * (x1 * x1)[None]
+        gam = _gamma(len(rows) + g_rows + 4 * C * q)
+        allow = gam * absG * (cols * cols).sum(axis=0)[:, None] * (x1 * x1)[None]
         # the centring's rounding E (|E| <= u |K̄|): ‖E e_a x̃_j‖_G <= root ‖E e_a x̃_j‖₁
         centring = root * _U * cols.sum(axis=0)[:, None] * x1[None] if C > 1 else 0.0
         single = (np.sqrt(np.maximum(quad, 0.0) + allow) + centring) * (1.0 + _gamma(4))
@@ -597,7 +618,7 @@ class InfluenceEnclosure:
         if rest_energy > REMAINDER_ROUTE * lin_energy:
             # each earlier step's ℓ1 remainder through its generators' responses, in the seminorm itself
             through = sum(
-                self.steps[s].mass / len(recipe.batches[s]) * self._generator_seminorm(s, P, G, absG, root)
+                self.steps[s].mass / len(recipe.batches[s]) * self._generator_seminorm(s, P, G, absG, root, B)
                 for s, P in sources
                 if self.steps[s].mass
             )
@@ -641,7 +662,7 @@ class InfluenceEnclosure:
         for start in range(0, len(X), chunk):
             sl = slice(start, start + chunk)
             out[sl] = self._margins(epoch, X[sl], pred[sl])
-        self.hessians = {}
+        self._release_hessians()
         return out
 
     def _margins(self, epoch: int, X: np.ndarray, pred: np.ndarray) -> np.ndarray:
@@ -671,7 +692,7 @@ class InfluenceEnclosure:
             step = self.steps[s]
             abs_psi = np.abs(psi)
             # the ℓ1 remainder: a generator e_a ⊗ x̃_i responds by |combo_a · x̃_i| <= ‖combo_a‖₂ ‖x̃_i‖₂
-            top = np.sqrt((blocks * blocks).sum(axis=1)).max(axis=0)
+            top = np.sqrt((blocks * blocks).sum(axis=1)).max(axis=0) * (1.0 + _gamma(q + 4))
             if C > 1:  # the remainder's rows sum to 0 over the classes (see `_generator_seminorm`)
                 centred = blocks - blocks.mean(axis=0, keepdims=True)
                 two = np.sort(np.sqrt((centred * centred).sum(axis=1)), axis=0)[-2:].sum(axis=0) / 2.0
