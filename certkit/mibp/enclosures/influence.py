@@ -471,8 +471,8 @@ class InfluenceEnclosure:
         lo, hi = lo - rest, hi + rest
         # the remainder part of δ (its ℓ2 norm): the boxes, the products' rounding, the influences' rounding
         both = np.maximum(_aggregate(rounding, self.k, self.scope, self.recipe), 0.0)
-        energy_e = (np.sqrt(((rest[:m] + both) ** 2).sum()) * (1.0 + _gamma(m)), l1_two)
         l1_two *= 1.0 + _gamma(len(sources) + 4)  # the float sum of its terms over the steps
+        energy_e = (np.sqrt(((rest[:m] + both) ** 2).sum()) * (1.0 + _gamma(m)), l1_two)
         l2 = l1_two * (1.0 + _gamma(4))
         if self.recipe.momentum:
             # ν_t = (δ_{t-1} - δ_t + r) / λ_{t-1}, r the rounding of δ's float update (in the previous box):
