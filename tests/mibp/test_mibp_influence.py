@@ -408,21 +408,21 @@ def test_the_remainders_generator_bound_holds_at_every_vertex_of_their_hull(clas
     enc = res.influence
     q, m = enc.q, enc.m
     gen = np.random.default_rng(C + 10 * gram)
+    rows = enc.recipe.batches[1]
     for trial in range(20):
         P = gen.normal(size=(m, m)) * gen.choice([1e-3, 1.0, 30.0])
         if trial % 4 == 0:  # a response that moves every class alike (the remainders cancel it)
             P = np.tile(gen.normal(size=(m, q)), (1, C))
+        K = enc._response_matrix(1, P)  # the δ part's response to a gradient-space vector
         if gram:
             R = gen.normal(size=(C, q, q)) * gen.uniform(0.1, 3.0, size=(C, 1, 1))
             G = np.matmul(R.transpose(0, 2, 1), R)
             absG = float(np.abs(G).max())
             root = float(np.sqrt(max(np.linalg.eigvalsh(g).max() for g in G)) * 1.001)
-            bound = enc._generator_seminorm(1, P, G, absG * 1.001, root)
+            bound = enc._generator_seminorm(K, rows, G, absG * 1.001, root)
         else:
             G = np.broadcast_to(np.eye(q), (C, q, q))
-            bound = enc._generator_seminorm(1, P)
-
-        K = enc._response_matrix(1, P)  # the δ part's response to a gradient-space vector
+            bound = enc._generator_seminorm(K, rows)
 
         def seminorm(rho, K=K, G=G):  # rho (C, q): a gradient-space vector (Θ order)
             v = (K @ rho.ravel()).reshape(C, q)
@@ -431,7 +431,6 @@ def test_the_remainders_generator_bound_holds_at_every_vertex_of_their_hull(clas
         # this oracle's own rounding (a response that cancels exactly leaves ~1e-16 here, 0 in the bound)
         slack = 1e-12 * np.abs(K).sum() * np.abs(enc.Xt).max() * (1.0 + np.abs(G).max())
 
-        rows = enc.recipe.batches[1]
         vertices = []
         for j in rows:
             for a in range(C):
@@ -476,9 +475,9 @@ def test_where_the_remainder_is_bounded_through_its_generators_every_labelling_r
     routed = []
     original = influence.InfluenceEnclosure._generator_seminorm
 
-    def spy(self, s, P, G=None, *args):
+    def spy(self, K, rows, G=None, *args):
         routed.append(G is not None)
-        return original(self, s, P, G, *args)
+        return original(self, K, rows, G, *args)
 
     monkeypatch.setattr(influence.InfluenceEnclosure, "_generator_seminorm", spy)
     X, y = _data(n, 2, C, seed=3)

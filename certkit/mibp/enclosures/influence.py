@@ -451,7 +451,7 @@ class InfluenceEnclosure:
             step = self.steps[s]
             blocks = K.reshape(m, C, q)
             if step.mass:  # the ℓ1 remainder through its generators, in ℓ2
-                l1_two += step.mass / B * self._generator_seminorm(s, P)
+                l1_two += step.mass / B * self._generator_seminorm(K, rows)
                 if self.recipe.momentum:
                     hull = step.mass / B * np.tile(self.abs_Xt[rows].max(axis=0), C)
                     l1_nu += np.abs(P[m:]) @ self._state(s, hull)
@@ -539,17 +539,17 @@ class InfluenceEnclosure:
 
     def _generator_seminorm(
         self,
-        s: int,
-        P: np.ndarray,
+        K: np.ndarray,
+        rows: np.ndarray,
         G: np.ndarray | None = None,
         absG: float = 1.0,
         root: float = 1.0,
         g_rows: int = 0,
     ) -> float:
-        """An upper bound of ``‖K ρ‖_G / mass`` over step ``s``'s ℓ1 remainders ``ρ`` (mass ``mass``), ``K``
-        the δ part's response through ``Φ̃ = P`` and ``‖v‖_G² = Σ_c v_cᵀ G_c v_c`` the energy's seminorm of
-        the current step (``root >= λ_max(G)^{1/2}``, ``g_rows`` the rows its float Grams sum; ``G=None``:
-        the identity, ``‖·‖_G = ‖·‖₂``).
+        """An upper bound of ``‖K ρ‖_G / mass`` over a step's ℓ1 remainders ``ρ`` (mass ``mass``, over the
+        generators of its batch ``rows``), ``K`` the δ part's response to them (`_response_matrix`) and
+        ``‖v‖_G² = Σ_c v_cᵀ G_c v_c`` the energy's seminorm of the current step (``root >= λ_max(G)^{1/2}``,
+        ``g_rows`` the rows its float Grams sum; ``G=None``: the identity, ``‖·‖_G = ‖·‖₂``).
 
         With one output, ``ρ`` lies in ``mass`` times the hull of ``±e_0 ⊗ x̃_j`` (``j`` in the batch):
         the largest ``‖K_0 x̃_j‖_G``.  With several classes a row's softmax remainder sums to 0
@@ -559,8 +559,7 @@ class InfluenceEnclosure:
         a row's two largest.  ``‖K̄_a x̃_j‖_G² = x̃_jᵀ N_a x̃_j`` with ``N_a = Σ_c K̄_caᵀ G_c K̄_ca``, padded
         for the rounding of the Grams and of these products."""
         C, q = self.C, self.q
-        rows = self.recipe.batches[s]
-        K4 = self._response_matrix(s, P).reshape(C, q, C, q)  # [c, f, a, g]
+        K4 = K.reshape(C, q, C, q)  # [c, f, a, g]
         if C > 1:
             K4 = K4 - K4.mean(axis=2, keepdims=True)
         GK = K4 if G is None else np.matmul(G, K4.reshape(C, q, C * q)).reshape(C, q, C, q)
@@ -618,7 +617,9 @@ class InfluenceEnclosure:
         if rest_energy > REMAINDER_ROUTE * lin_energy:
             # each earlier step's ℓ1 remainder through its generators' responses, in the seminorm itself
             through = sum(
-                self.steps[s].mass / len(recipe.batches[s]) * self._generator_seminorm(s, P, G, absG, root, B)
+                self.steps[s].mass
+                / len(recipe.batches[s])
+                * self._generator_seminorm(self._response_matrix(s, P), recipe.batches[s], G, absG, root, B)
                 for s, P in sources
                 if self.steps[s].mass
             )
