@@ -21,13 +21,14 @@ import numpy as np
 from certkit._optional import require
 from certkit._typing import RNGLike
 from certkit._validation import check_array, check_in_options, check_integer, check_positive, check_rng
-from certkit.mibp.certification.result import CertifiedTrainingResult
+from certkit.mibp.certification.result import CertifiedTrainingResult, check_epoch
+from certkit.mibp.enclosures.interval import allowed_labels
 from certkit.mibp.problem.losses import check_labels, label_classes
 from certkit.mibp.problem.mlp import MLP
 from certkit.mibp.problem.perturbation import InputSets, Perturbation
 from certkit.mibp.problem.recipe import LOSSES, Recipe, make_recipe
 
-__all__ = ["attack_predictions", "attack_violation"]
+__all__ = ["attack_label_flips", "attack_predictions", "attack_violation"]
 
 
 def _violation(result, path) -> float:
@@ -71,9 +72,10 @@ def _per_sample_loss(torch, h, yb, loss):
     return margins.sum(dim=-1) - margins.gather(-1, yb[..., None])[..., 0]
 
 
-def _clipped_mean_gradient(torch, params, X, yb, recipe: Recipe, sizes) -> list:
+def _clipped_mean_gradient(torch, params, X, yb, recipe: Recipe, sizes, sample_loss) -> list:
     """The mean of the per-sample gradients clipped by ``recipe`` (as `MLP.run`), differentiable: the
-    per-sample gradients by backpropagation of each sample's output derivative (ReLU' = 0 at 0)."""
+    per-sample gradients by backpropagation of each sample's output derivative (ReLU' = 0 at 0);
+    ``sample_loss(h, yb)`` each sample's loss."""
     n_layers = len(sizes) - 1
     Ws, bs = params[0::2], params[1::2]
     acts, pres = [X], []
@@ -82,9 +84,7 @@ def _clipped_mean_gradient(torch, params, X, yb, recipe: Recipe, sizes) -> list:
         pres.append(z)
         acts.append(torch.relu(z) if i < n_layers - 1 else z)
     # the samples are independent: the gradient of the summed loss at the outputs is per sample
-    (delta,) = torch.autograd.grad(
-        _per_sample_loss(torch, acts[-1], yb, recipe.loss).sum(), acts[-1], create_graph=True
-    )
+    (delta,) = torch.autograd.grad(sample_loss(acts[-1], yb).sum(), acts[-1], create_graph=True)
     parts: list = []
     for layer in range(n_layers - 1, -1, -1):
         w = delta.unsqueeze(-1) * acts[layer].unsqueeze(-2)
@@ -106,12 +106,13 @@ def _clipped_mean_gradient(torch, params, X, yb, recipe: Recipe, sizes) -> list:
     return out
 
 
-def _torch_train(torch, params, X, y, recipe: Recipe, sizes) -> list:
+def _torch_train(torch, params, X, y, recipe: Recipe, sizes, sample_loss=None) -> list:
     """Unrolled SGD of ``recipe`` (as `MLP.run`: ReLU' = 0 at 0, hinge' = 0 at the kink, per-sample
     clipping and the L1 penalty as the recipe says); the parameters after every epoch.
 
     Batched when ``X`` is ``(B, n, d)`` and every parameter has a leading batch dimension ``B``: the
-    ``B`` trainings are independent (``y`` is ``(n, ...)`` or ``(B, n, ...)``).
+    ``B`` trainings are independent (``y`` is ``(n, ...)`` or ``(B, n, ...)``).  ``sample_loss(h, yb,
+    rows)`` gives each sample's loss of the batch ``rows`` (default: the recipe's loss at ``yb``).
     """
     path, velocity = [params], None
     axis = 1 if X.ndim == 3 else 0
@@ -119,11 +120,17 @@ def _torch_train(torch, params, X, y, recipe: Recipe, sizes) -> list:
     for step, rows in enumerate(recipe.batches):
         index = torch.as_tensor(rows)
         Xb, yb = X.index_select(axis, index), y.index_select(y_axis, index)
+
+        def batch_loss(h, yb, index=index):
+            if sample_loss is None:
+                return _per_sample_loss(torch, h, yb, recipe.loss)
+            return sample_loss(h, yb, index)
+
         if recipe.clips:
-            grads = _clipped_mean_gradient(torch, params, Xb, yb, recipe, sizes)
+            grads = _clipped_mean_gradient(torch, params, Xb, yb, recipe, sizes, batch_loss)
         else:
             h = _torch_forward(torch, params, Xb, sizes)
-            J = _per_sample_loss(torch, h, yb, recipe.loss).mean(dim=-1).sum()
+            J = batch_loss(h, yb).mean(dim=-1).sum()
             grads = torch.autograd.grad(J, params, create_graph=True)
         if recipe.weight_decay:
             grads = [g + recipe.weight_decay * p for g, p in zip(grads, params)]
@@ -450,3 +457,184 @@ def attack_predictions(
                 (g,) = torch.autograd.grad(margins.sum(), ot)
                 off = np.clip(off - step * _direction(g), lo_off, hi_off)
     return flipped
+
+
+def _label_losses(torch, h, loss: str, classes):
+    """Every sample's loss (``(n, L)``) at the outputs ``h`` (``(n, C)``) under each label of ``classes``
+    (``(L,)``, float), as `_per_sample_loss` computes it for one label."""
+    if loss == "cross_entropy":
+        return torch.logsumexp(h, dim=-1, keepdim=True) - h
+    if loss == "binary_cross_entropy":
+        return torch.nn.functional.softplus(h[:, :1]) - classes[None] * h[:, :1]
+    if h.shape[-1] == 1:  # binary hinge
+        return torch.relu(1.0 - classes[None] * h[:, :1])
+    # multi-class hinge, label c: Σ_{c' ≠ c} max(0, 1 + h_c' - h_c)
+    return torch.relu(1.0 + h[:, None, :] - h[:, :, None]).sum(dim=-1) - 1.0
+
+
+def _flip_sets(decrease: np.ndarray, k: int, scope: str, recipe: Recipe) -> np.ndarray:
+    """The rows an attack changes, from each row's first-order decrease of the margin (``decrease``, (n,),
+    ``-inf`` where the row may not change): under ``scope="run"`` the ``k`` largest positive ones; under
+    ``scope="batch"`` greedily from the largest, every row whose batches (all of the run's) still hold
+    fewer than ``k`` chosen rows."""
+    order = np.argsort(-decrease, kind="stable")
+    order = order[decrease[order] > 0]
+    if scope == "run":
+        return order[:k]
+    held: list[list[int]] = [[] for _ in range(len(decrease))]
+    for b, rows in enumerate(recipe.batches):
+        for row in rows:
+            held[int(row)].append(b)
+    load = np.zeros(len(recipe.batches), dtype=np.int64)
+    chosen = []
+    for row in order:
+        if all(load[b] < k for b in held[row]):
+            load[held[row]] += 1
+            chosen.append(row)
+    return np.array(chosen, dtype=np.int64)
+
+
+def attack_label_flips(
+    result: Any,
+    X: Any,
+    y: Any,
+    perturbation: Perturbation,
+    X_test: Any,
+    *,
+    epoch: int = -1,
+    competitors: int = 2,
+) -> np.ndarray:
+    """Test predictions that an allowed set of changed labels provably changes: no sound certificate can
+    keep them.
+
+    The first-order influence of every row's label on every attacked margin is computed exactly, by
+    reverse-mode differentiation through the unrolled training of ``result``'s recipe (its batches,
+    momentum, weight decay, clipping; torch, float64): each row's loss is written ``ℓ(h, y) + Σ_c w_c
+    (ℓ(h, c) - ℓ(h, y))``, so ``∂margin/∂w_c`` at ``w = 0`` is the first-order change of the margin when the
+    row's label becomes ``c``.  For every test point and each of its ``competitors`` closest classes (by the
+    nominal margin), the rows whose allowed label change decreases that margin most are changed (the ``k``
+    largest decreases under ``scope="run"``, greedily at most ``k`` in every batch under
+    ``scope="batch"``), and that training set is re-trained with `MLP.run` (the float trajectory the
+    certificates bound).  A prediction counts as changed only when a re-trained model predicts differently
+    at it, so every reported change is a witness; every re-trained model is checked at every test point.
+
+    Parameters
+    ----------
+    result : CertifiedTrainingResult
+        Output of `certified_training` (its recipe and nominal run are attacked).
+    X, y : array
+        The training inputs (raw inputs of the extractor's input shape when the run had ``features=``)
+        and labels it was trained on.
+    perturbation : LabelFlips
+        The allowed label changes (its ``k``, ``scope`` and ``target``).
+    X_test : array (m, d)
+        Test inputs (raw inputs when the run had ``features=``).
+    epoch : int
+        The epoch whose predictions are attacked (default: the last).
+    competitors : int
+        How many of each test point's closest other classes are attacked (>= 1; one output: the one
+        margin).
+
+    Returns
+    -------
+    ndarray of bool (m,)
+        ``changed[i]``: a training set allowed by ``perturbation`` was found whose model after ``epoch``
+        epochs predicts differently at ``X_test[i]``.  The share of test points that are correct and not
+        changed is an upper bound on the certified accuracy of every sound method at that epoch.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from certkit.mibp import MLP, LabelFlips, certified_training
+    >>> from certkit.mibp.certification.attack import attack_label_flips
+    >>> gen = np.random.default_rng(0)
+    >>> X = gen.normal(size=(40, 2)); y = (X[:, 0] > 0).astype(int)
+    >>> model = MLP.init([2, 2], rng=0)
+    >>> res = certified_training(model, X, y, perturbation=LabelFlips(3), loss="cross_entropy",
+    ...                          epochs=3, learning_rate=1.0)
+    >>> changed = attack_label_flips(res, X, y, LabelFlips(3), X[:5])
+    >>> changed.shape, changed.dtype
+    ((5,), dtype('bool'))
+    """
+    torch = require("torch", extra="torch", purpose="the label-flip attack")
+    if not isinstance(result, CertifiedTrainingResult):
+        raise TypeError(f"result must be a CertifiedTrainingResult, got {type(result).__name__}")
+    if not isinstance(perturbation, Perturbation):
+        raise TypeError(f"perturbation must be a Perturbation, got {type(perturbation).__name__}")
+    if result.recipe is None:
+        raise ValueError("result has no recipe: attack a result of certified_training")
+    epoch = check_epoch(epoch, result.epochs) % (result.epochs + 1)
+    competitors = check_integer(competitors, "competitors", minimum=1)
+    if result.loss == "mse":
+        raise ValueError("attack_label_flips attacks classification losses; result.loss is 'mse'")
+    Xf = result.inputs(X, "X")
+    Xq = result.inputs(X_test, "X_test")
+    sets: InputSets = perturbation.sets(Xf)
+    if (
+        sets.label_flips is None
+        or sets.budget is not None
+        or sets.removals is not None
+        or sets.neighbours is not None
+        or np.any(sets.varies)
+        or sets.target_radius is not None
+    ):
+        raise ValueError(
+            f"perturbation must be LabelFlips alone (the attack changes labels), got {perturbation!r}; "
+            "attack_violation attacks the other perturbations' boxes"
+        )
+    model, recipe, loss = result.nominal_path[0], result.recipe, result.loss
+    sizes = model.sizes
+    y_fit = check_labels(y, loss, sizes[-1], len(Xf))
+    classes = label_classes(loss, sizes[-1])
+    allowed = allowed_labels(y_fit, classes, "other", sets.flip_target)  # (n, L)
+    nominal = result.nominal_path[epoch]
+    pred = nominal.predict(Xq)
+    changed = np.zeros(len(Xq), dtype=bool)
+    if epoch == 0 or not allowed.any():
+        return changed
+    # the attacked margins: per test point its closest competitors (one output: the one margin)
+    out = nominal.forward(Xq)
+    index = np.arange(len(Xq))
+    if sizes[-1] == 1:
+        targets = np.zeros((len(Xq), 1), dtype=np.int64)
+    else:
+        gaps = out[index, pred][:, None] - out
+        gaps[index, pred] = np.inf
+        targets = np.argsort(gaps, axis=1, kind="stable")[:, : min(competitors, sizes[-1] - 1)]
+    weights = torch.zeros(allowed.shape, dtype=torch.float64, requires_grad=True)
+    label_values = torch.tensor(classes, dtype=torch.float64)
+    yt = _label_tensor(torch, y_fit, loss)
+
+    def sample_loss(h, yb, rows):
+        base = _per_sample_loss(torch, h, yb, loss)
+        change = _label_losses(torch, h, loss, label_values) - base[:, None]
+        return base + (weights.index_select(0, rows) * change).sum(dim=-1)
+
+    theta0 = [
+        torch.tensor(a, requires_grad=True) for layer in zip(model.weights, model.biases) for a in layer
+    ]
+    params = _torch_train(torch, theta0, torch.tensor(Xf), yt, recipe, sizes, sample_loss)[epoch]
+    f = _torch_forward(torch, params, torch.tensor(Xq, dtype=torch.float64), sizes)
+    if sizes[-1] == 1:
+        margins = torch.tensor(pred, dtype=torch.float64)[:, None] * f
+    else:
+        own = f[torch.as_tensor(index), torch.as_tensor(pred)][:, None]
+        margins = own - f.gather(1, torch.as_tensor(targets))
+    flat = margins.reshape(-1)
+    tried: set[bytes] = set()
+    for i in range(flat.numel()):
+        if changed[i // targets.shape[1]]:
+            continue
+        (g,) = torch.autograd.grad(flat[i], weights, retain_graph=True)
+        # the first-order decrease of the margin when row i takes label c, the largest over the allowed c
+        drop = np.where(allowed, -g.numpy(), -np.inf)
+        best = drop.argmax(axis=1)
+        rows = _flip_sets(drop[np.arange(len(Xf)), best], sets.label_flips, sets.scope, recipe)
+        key = np.stack([rows, best[rows]]).tobytes()
+        if len(rows) == 0 or key in tried:
+            continue
+        tried.add(key)
+        labels = y_fit.copy()
+        labels[rows] = classes[best[rows]]
+        changed |= model.run(Xf, labels.astype(y_fit.dtype), recipe)[epoch].predict(Xq) != pred
+    return changed
