@@ -11,8 +11,8 @@ both tools):
 * ``1``-``4``: ``certkit.datasets.load_digits()`` (pixels in [0, 1]), shuffled once (seed 0) and split
   1,400 / 397; ``1`` linear [64, 10], full batch, rate 1.0, 2 epochs; ``2`` the same for 5 epochs
   (``2b``: rate 0.8, 12 epochs); ``3``
-  [64, 64, 10], full batch, rate 0.5, 5 epochs; ``4`` [64, 64, 10], batches of 100, rate 0.5, 2 epochs,
-  ``LabelFlips(5)``.
+  [64, 64, 10], full batch, rate 0.5, 5 epochs; ``4`` [64, 64, 10], batches of 100, rate 0.5, 2 epochs;
+  ``4b`` [64, 32, 10], batches of 100, rate 0.1, 3 epochs.
 * ``5a``, ``5b``: a 10-class head behind the frozen convolutions of a CNN (``benchmarks/_mibp_protocols.py``'s
   ``cnn(10)``: three convolutions, Flatten, a [64, 32, 10] dense head) trained here on the 1,400 training
   images (Adam, rate 0.01, 30 epochs, batches of 100, one thread; about 0.98 test accuracy), its last
@@ -33,6 +33,11 @@ whole training set, which AGT cannot express; with the full batch both scopes ar
 accuracy: the share of test rows whose prediction is correct for every model the budget allows (AGT: for
 every parameter of its final box).
 
+Attack bound (runs 1-5, ``--no-attack`` skips it): after the default call's run and outside its CPU time and
+memory, `certkit.mibp.certification.attack.attack_label_flips` changes the labels that first-order
+influence says move each test point's two closest margins most, and re-trains; the share of test rows that
+are correct and not changed is an upper bound on the certified accuracy of every sound method.
+
 Each (method, k) runs in a fresh interpreter with one BLAS / OpenMP / torch thread.  CPU: the process time
 (``time.process_time``) of training and certification; peak memory: the process's ``ru_maxrss`` (imports
 included, for both tools).  A process that fails, runs out of memory (``--max-memory-gb``, a data-segment
@@ -41,7 +46,7 @@ AGT (GPL-3) runs from the user's checkout in its own environment through ``bench
 --multiclass`` (nothing of it is copied here)::
 
     python benchmarks/mibp_multiclass.py --agt-path ~/agt --agt-python ~/agt-venv/bin/python
-    python benchmarks/mibp_multiclass.py --quick                  # runs 1-4 at k = 1 (run 4: k = 5)
+    python benchmarks/mibp_multiclass.py --quick                  # runs 1-4 at k = 1
     python benchmarks/mibp_multiclass.py --only 5,6b --json out.json
 """
 
@@ -78,7 +83,8 @@ RUNS: dict[str, dict] = {
     "2": dict(data="digits", sizes=[64, 10], batch=None, lr=1.0, epochs=5, ks=KS),
     "2b": dict(data="digits", sizes=[64, 10], batch=None, lr=0.8, epochs=12, ks=KS),
     "3": dict(data="digits", sizes=[64, 64, 10], batch=None, lr=0.5, epochs=5, ks=KS),
-    "4": dict(data="digits", sizes=[64, 64, 10], batch=100, lr=0.5, epochs=2, ks=(5,)),
+    "4": dict(data="digits", sizes=[64, 64, 10], batch=100, lr=0.5, epochs=2, ks=(1, 5)),
+    "4b": dict(data="digits", sizes=[64, 32, 10], batch=100, lr=0.1, epochs=3, ks=(1, 5)),
     "5a": dict(data="digits-cnn", sizes=[64, 10], batch=None, lr=1.0, epochs=5, ks=KS),
     "5b": dict(data="digits-cnn", sizes=[64, 32, 10], batch=None, lr=0.1, epochs=2, ks=KS, trained=True),
     "6a": dict(data="blobs", sizes=[30, 64, 10], batch=500, lr=0.1, epochs=3, ks=(10,)),
@@ -204,11 +210,14 @@ def prepare(name: str, folder: Path, cache: dict, rows: int | None = None) -> Pa
 # ------------------------------------------------------------------------------------------------ workers
 
 
-def worker(spec_path: str, k: int, carry: str, scope: str) -> dict:
-    """certkit's run of one configuration in this process (``--worker``)."""
+def worker(spec_path: str, k: int, carry: str, scope: str, attack: bool) -> dict:
+    """certkit's run of one configuration in this process (``--worker``); with ``attack``, afterwards (not
+    counted in its CPU time and memory), the attack bound: the share of test rows correct and not changed
+    by `attack_label_flips`, an upper bound on any sound method's certified accuracy."""
     import torch
 
     from certkit.mibp import MLP, LabelFlips, certified_training, certify_predictions
+    from certkit.mibp.certification.attack import attack_label_flips
 
     torch.set_num_threads(1)
     spec = json.loads(Path(spec_path).read_text())
@@ -233,7 +242,7 @@ def worker(spec_path: str, k: int, carry: str, scope: str) -> dict:
     cert = certify_predictions(res, X_test)
     accuracy = cert.certified_accuracy(y_test)
     steps = res.recipe.n_steps
-    return {
+    out = {
         "certified_accuracy": accuracy,
         "nominal_accuracy": float(np.mean(cert.prediction == y_test)),
         "cpu_seconds": time.process_time() - cpu,
@@ -244,6 +253,12 @@ def worker(spec_path: str, k: int, carry: str, scope: str) -> dict:
         "influence_steps": None if res.influence is None else [int(res.influence.valid_steps), int(steps)],
         "mean_width": float(res.mean_widths()[-1]),
     }
+    if attack:
+        cpu = time.process_time()
+        changed = attack_label_flips(res, X_train, y_train, LabelFlips(k, scope=scope), X_test)
+        out["attack_bound"] = float(np.mean((cert.prediction == y_test) & ~changed))
+        out["attack_cpu_seconds"] = time.process_time() - cpu
+    return out
 
 
 def spawn(cmd: list[str], timeout: float, max_memory_gb: float) -> dict:
@@ -284,9 +299,9 @@ def spawn(cmd: list[str], timeout: float, max_memory_gb: float) -> dict:
     }
 
 
-def run_certkit(args, spec: Path, k: int, carry: str, scope: str) -> dict:
+def run_certkit(args, spec: Path, k: int, carry: str, scope: str, attack: bool = False) -> dict:
     cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", str(spec), "--k", str(k)]
-    cmd += ["--carry", carry, "--scope", scope]
+    cmd += ["--carry", carry, "--scope", scope] + (["--attack"] if attack else [])
     return spawn(cmd, args.timeout, args.max_memory_gb)
 
 
@@ -315,6 +330,11 @@ def _cpu(row: dict | None) -> str:
     if "error" in row:
         return f"({row['process_cpu_seconds']:.1f})"
     return f"{row['cpu_seconds']:.2f}"
+
+
+def _bound(row: dict) -> str:
+    """The attack bound of a worker's row (`worker`), or ``-``."""
+    return f"{row['attack_bound']:.3f}" if "attack_bound" in row else "-"
 
 
 def _carry(row: dict) -> str:
@@ -354,6 +374,8 @@ def tables(name: str, rows: list[dict], n_test: int) -> str:
                 _acc(ar),
                 _carry(ab),
                 _carry(ar),
+                _bound(ab),
+                _bound(ar),
                 "-" if not agt else ("yes" if not less else "NO: " + ", ".join(less)),
             ]
         )
@@ -377,7 +399,7 @@ def tables(name: str, rows: list[dict], n_test: int) -> str:
     nom = " / ".join(nominal) or "-"  # certkit's and AGT's nominal runs agree: one number
     title = f"{describe(name)}: certified test accuracy on {n_test} rows (nominal {nom})"
     head = ["k", "AGT", "box batch", "box run", "auto batch", "auto run", "auto's carry", "(run)"]
-    head += ["certkit >= AGT"]
+    head += ["attack bound batch", "(run)", "certkit >= AGT"]
     out = [format_table(head, acc, title=title)]
     head = ["k", "CPU s AGT", "box", "auto", "auto run", "box/AGT", "auto/AGT"]
     head += ["RSS GB AGT", "box", "auto", "auto run", "box/AGT", "auto/AGT"]
@@ -445,7 +467,10 @@ def _runs(text: str | None, quick: bool) -> list[str]:
     for t in (t.strip() for t in text.split(",") if t.strip()):
         match = [n for n in RUNS if n == t or n.rstrip("ab") == t]
         if not match:
-            raise SystemExit(f"--only: unknown run {t!r}; expected some of {', '.join(RUNS)} (5 = 5a,5b)")
+            raise SystemExit(
+                f"--only: unknown run {t!r}; expected some of {', '.join(RUNS)} (2: 2 and 2b, 4: 4 and 4b, "
+                "5: 5a and 5b)"
+            )
         names += [n for n in match if n not in names]
     return names
 
@@ -454,20 +479,24 @@ def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--agt-path", help="a checkout of AbstractGradientTraining (without it: certkit alone)")
     ap.add_argument("--agt-python", help="the Python of AGT's environment (default: this one)")
-    ap.add_argument("--quick", action="store_true", help="runs 1-4 at k = 1 only (run 4 at its k = 5)")
+    ap.add_argument("--quick", action="store_true", help="runs 1-4 at k = 1 only")
     ap.add_argument("--only", help=f"comma-separated runs of {', '.join(RUNS)} (5, 6: both variants)")
     ap.add_argument("--json", help="also write every result row to this JSON file")
     ap.add_argument("--timeout", type=float, default=3600.0, help="seconds per process (default 3600)")
     ap.add_argument(
         "--max-memory-gb", type=float, default=8.0, help="data-segment limit per process (default 8)"
     )
+    ap.add_argument(
+        "--no-attack", action="store_true", help="skip the attack bounds (attack_label_flips, runs 1-5)"
+    )
     ap.add_argument("--worker", help=argparse.SUPPRESS)
+    ap.add_argument("--attack", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--k", type=int, default=1, help=argparse.SUPPRESS)
     ap.add_argument("--carry", default="auto", help=argparse.SUPPRESS)
     ap.add_argument("--scope", default="batch", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.worker is not None:
-        print(json.dumps(worker(args.worker, args.k, args.carry, args.scope)), flush=True)
+        print(json.dumps(worker(args.worker, args.k, args.carry, args.scope, args.attack)), flush=True)
         return
     names = _runs(args.only, args.quick)
     start = time.perf_counter()
@@ -488,8 +517,12 @@ def main(argv: list[str] | None = None) -> None:
             rows = []
             for k in ks:
                 row = {"run": name, "k": k, "agt": run_agt(args, spec, k), "certkit": {}}
+                # the attack bounds (not on the 50,000 rows of run 6) in the default call's processes
+                attack = not args.no_attack and RUNS[name]["data"] != "blobs"
                 for carry, scope in METHODS:
-                    row["certkit"][f"{carry}-{scope}"] = run_certkit(args, spec, k, carry, scope)
+                    row["certkit"][f"{carry}-{scope}"] = run_certkit(
+                        args, spec, k, carry, scope, attack=attack and carry == "auto"
+                    )
                 rows.append(row)
                 print(
                     f"  run {name} k={k} done ({time.perf_counter() - start:.0f} s)",

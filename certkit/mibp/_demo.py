@@ -45,7 +45,7 @@ def demo(rng: np.random.Generator) -> str:
     rows, results = [], []
     for label, options in runs:
         start = time.perf_counter()
-        res = certified_training(model, data.X, data.y, **setting, **options, progress=f"mibp: {label},")
+        res = certified_training(model, data.X, data.y, **setting, **options, progress=f"mibp: {label}")
         cert = certify_predictions(res, data.X_test, progress=f"mibp: {label}, certifying")
         results.append((res, cert.certified_accuracy(data.y_test)))
         rows.append([label, results[-1][1], res.mean_widths()[-1], f"{time.perf_counter() - start:.1f}"])

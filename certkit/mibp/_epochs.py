@@ -174,4 +174,4 @@ def _progress_label(progress, epoch: int, epochs: int) -> bool | str:
     if not progress:
         return False
     label = f"epoch {epoch + 1}/{epochs}"
-    return label if isinstance(progress, bool) else f"{progress} {label}"
+    return label if isinstance(progress, bool) else f"{progress}, {label}"
