@@ -203,7 +203,7 @@ def setup_run(
     if extractor is not None:  # the perturbation acts on the raw inputs; the head sees the features
         sets = extractor.feature_sets(sets)
         X = sets.nominal
-    _check_perturbation(sets, loss, model.sizes[-1])
+    check_perturbation(sets, loss, model.sizes[-1])
     carry, auto = _resolve_carry(carry, model, recipe, sets), carry == "auto"
     if sets.neighbours is not None:
         check_neighbours(sets.neighbours, recipe, model.sizes[-1], y, batches=neighbour_batches)
@@ -247,7 +247,7 @@ def _resolve_carry(carry: str, model: MLP, recipe: Recipe, sets: InputSets) -> s
     return carry
 
 
-def _check_perturbation(sets: InputSets, loss: str, n_outputs: int) -> None:
+def check_perturbation(sets: InputSets, loss: str, n_outputs: int) -> None:
     """The perturbation fits the loss: label flips need classes, a flip target must be one, TargetBox
     needs regression targets."""
     if sets.labels_vary and loss == "mse":

@@ -246,3 +246,49 @@ def test_attack_label_flips_validates_its_inputs():
     mse = certified_training(MLP.random([1, 1], rng=0), X, targets, perturbation=FeatureBox(0.1), loss="mse")
     with pytest.raises(ValueError, match="mse"):
         attack_label_flips(mse, X, targets, pert, X)
+
+
+def test_a_zero_per_sample_gradient_under_clip_norm_gives_finite_influences():
+    """Hinge loss with ``clip_norm``: rows that meet the margin have a zero gradient, whose norm's derivative
+    must not turn every influence into NaN; the attack then finds every change one flip makes."""
+    X = np.array([[-2.0], [-1.0], [1.0], [2.0], [3.0], [0.5]])
+    y = np.array([-1.0, -1.0, 1.0, 1.0, 1.0, -1.0])
+    model = MLP.from_vector(np.array([2.0, 0.0]), [1, 1])  # f(x) = 2x: rows 0, 1, 3 and 4 meet the margin
+    perturbation = LabelFlips(1, scope="run")
+    res = certified_training(
+        model, X, y, perturbation=perturbation, loss="hinge", epochs=2, learning_rate=1.0, clip_norm=10.0
+    )
+    weights = torch.zeros((6, 2), dtype=torch.float64, requires_grad=True)
+    classes = torch.tensor([-1.0, 1.0], dtype=torch.float64)
+
+    def sample_loss(h, yb, rows):
+        base = _per_sample_loss(torch, h, yb, "hinge")
+        change = _label_losses(torch, h, "hinge", classes) - base[:, None]
+        return base + (weights.index_select(0, rows) * change).sum(-1)
+
+    theta = [torch.tensor(a, requires_grad=True) for layer in zip(model.weights, model.biases) for a in layer]
+    params = _torch_train(torch, theta, torch.tensor(X), torch.tensor(y), res.recipe, [1, 1], sample_loss)[-1]
+    f = _torch_forward(torch, params, torch.tensor([[0.3]], dtype=torch.float64), [1, 1])[0, 0]
+    (g,) = torch.autograd.grad(f, weights)
+    assert torch.isfinite(g).all()
+    X_test = np.linspace(-1.0, 1.0, 21)[:, None]
+    changed = attack_label_flips(res, X, y, perturbation, X_test)
+    truth = _every_change(res, X, y, perturbation, X_test, [-1.0, 1.0])
+    assert truth.sum() > 0 and np.array_equal(changed, truth)
+
+
+def test_the_training_data_must_be_the_results():
+    gen = np.random.default_rng(3)
+    X, y = gen.normal(size=(8, 2)), gen.integers(0, 3, size=8)
+    pert = LabelFlips(1, scope="run")
+    res = certified_training(
+        MLP.random([2, 3], rng=0), X, y, perturbation=pert, loss="cross_entropy", epochs=2
+    )
+    other = y.copy()
+    other[:4] = (other[:4] + 1) % 3
+    with pytest.raises(ValueError, match="not the training data of result"):
+        attack_label_flips(res, X, other, pert, X)
+    with pytest.raises(ValueError, match="X has 7 rows but result was trained on 8"):
+        attack_label_flips(res, X[:7], y[:7], pert, X)
+    with pytest.raises(ValueError, match="target"):
+        attack_label_flips(res, X, y, LabelFlips(1, target=7), X)
