@@ -71,7 +71,7 @@ def test_progress_into_a_log_is_a_few_plain_lines(tmp_path):
     assert proc.returncode == 0 and "== mibp" in proc.stdout
     lines = log.read_text().splitlines(keepends=True)
     assert [re.sub(r"\d+\.\d", "T", line) for line in lines] == [
-        "mibp: interval arithmetic,: 3/3 in T s\n",
+        "mibp: interval arithmetic: 3/3 in T s\n",
         "mibp: a recipe (interval steps): 4/4 in T s\n",
     ]
     # an interval run of certkit mibp is silent, as certified_training's default (docs/cli.md, docs/mibp.md)

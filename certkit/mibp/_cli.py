@@ -172,6 +172,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "AGT's definition) or in the whole training set (run) (default batch)",
     )
     parser.add_argument(
+        "--attack",
+        action="store_true",
+        help="with --label-flips or --paired: also an upper bound on any sound certificate, the share of "
+        "test rows correct and unchanged by a label-flip attack that re-trains every change it reports "
+        "(needs torch)",
+    )
+    parser.add_argument(
         "--hidden",
         type=int,
         default=None,
@@ -346,6 +353,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         setup = _setup(args)
         res, cert = _train_and_certify(args, *setup)
+        bound = _attack_bound(args, res, cert, *setup[:3]) if args.attack else None
     except GurobiLicenseError as exc:
         print(f"certkit mibp: error: {exc.render(cli=True)}", file=sys.stderr)
         return 2
@@ -369,6 +377,8 @@ def run(args: argparse.Namespace) -> int:
     print(f"  nominal test accuracy   {nominal:.3f}")
     print(f"  certified accuracy      {certified:.3f}")
     print(f"  chance (majority class) {chance:.3f}")
+    if bound is not None:
+        print(f"  attack bound            {bound:.3f} (no sound certificate of this run can exceed it)")
     start_size = max(1.0, float(np.max(np.abs(res.nominal_path[0].to_vector()))))
     grown = float(np.max(np.abs(res.nominal.to_vector()))) / start_size
     remark = _chance_remark(nominal, certified, chance, args, grown)
@@ -376,7 +386,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"  {remark}")
     if args.output is not None:
         try:
-            _write_output(args, data, y_test, res, cert, about, chance, remark)
+            _write_output(args, data, y_test, res, cert, about, chance, remark, bound)
         except (ValueError, OSError) as exc:
             sys.stdout.flush()
             print(f"certkit mibp: error: {cli_words(exc, parser, args)}", file=sys.stderr)
@@ -406,7 +416,7 @@ def _check_output(path: str) -> None:
         os.remove(path)
 
 
-def _write_output(args, data, y_test, res, cert, about, chance, remark) -> None:
+def _write_output(args, data, y_test, res, cert, about, chance, remark, bound) -> None:
     """The results as JSON (the format is described in docs/cli.md)."""
     import json
 
@@ -465,6 +475,7 @@ def _write_output(args, data, y_test, res, cert, about, chance, remark) -> None:
             "prediction": [names[int(c)] for c in codes],
             "certified": [bool(c) for c in cert.certified],
             "margin_lower": finite(cert.margin_lower),
+            "attack_bound": bound,
         },
         "remark": remark,
         "boxes": {
@@ -500,6 +511,8 @@ def _setup(args: argparse.Namespace) -> tuple:
         check_integer(args.workers, "workers", minimum=1, maximum=MAX_LOCAL_WORKERS)
     check_level(args.test_size, "test_size")
     perturbation, perturbed = _perturbation(args)
+    if args.attack and args.label_flips is None and args.paired is None:
+        raise ValueError("--attack changes training labels: give --label-flips or --paired")
     rate, rate_words = _learning_rate(args)
     standardise = not args.no_standardise
     if args.data is not None:
@@ -522,6 +535,17 @@ def _setup(args: argparse.Namespace) -> tuple:
         sizes = [data.X.shape[1], hidden, n_out] if hidden else [data.X.shape[1], n_out]
         model = MLP.random(sizes, init=args.init or DEFAULT_INIT, rng=args.seed)
     return data, y, y_test, model, perturbation, rate, f"{perturbed}; {_recipe_words(args, rate_words)}"
+
+
+def _attack_bound(args, res, cert, data, y, y_test) -> float:
+    """The share of test rows correct and unchanged by `attack_label_flips` with the run's label changes
+    (``--label-flips`` or ``--paired`` K, at the observed features, which every feature box holds)."""
+    from certkit.mibp import LabelFlips
+    from certkit.mibp.certification.attack import attack_label_flips
+
+    k = args.label_flips if args.label_flips is not None else args.paired
+    changed = attack_label_flips(res, data.X, y, LabelFlips(k, scope=args.scope), data.X_test)
+    return float(np.mean((cert.prediction == y_test) & ~changed))
 
 
 def _train_and_certify(args, data, y, y_test, model, perturbation, rate, about) -> tuple:

@@ -393,7 +393,7 @@ def test_demo_section_shows_progress_and_a_recipe(monkeypatch):
     monkeypatch.setattr("certkit.mibp.certified_training", train)
     monkeypatch.setattr("certkit.mibp.certify_predictions", certify)
     text = _cli.demo(np.random.default_rng(0))
-    assert ("train", "mibp: interval arithmetic,") in progress
+    assert ("train", "mibp: interval arithmetic") in progress
     assert ("certify", "mibp: interval arithmetic, certifying") in progress
     assert all(
         isinstance(label, str) and label.startswith("mibp:") for kind, label in progress if kind == "train"
@@ -690,3 +690,24 @@ def test_the_scope_and_a_linear_model_choose_the_influence_enclosure(capsys):
     with pytest.raises(SystemExit) as exited:
         _main(capsys, "--scope", "epoch")
     assert exited.value.code == 2 and "--scope: invalid choice: 'epoch'" in capsys.readouterr().err
+
+
+def test_attack_prints_an_upper_bound_on_the_certificate(tmp_path, capsys):
+    """--attack: the share of test rows correct and unchanged by the label-flip attack, between the certified
+    and the nominal accuracy; in the JSON results too; without label changes it is refused in one line."""
+    pytest.importorskip("torch")
+    import json
+
+    path = tmp_path / "results.json"
+    argv = ["--dataset", "iris3", "--loss", "cross_entropy", "--hidden", "0", "--label-flips", "2"]
+    code, out, err = _main(capsys, *argv, "--scope", "run", "--attack", "--output", str(path))
+    assert code == 0, err
+    bound = _value(out, "attack bound")
+    assert _value(out, "certified accuracy") <= bound <= _value(out, "nominal test accuracy")
+    assert f"{json.loads(path.read_text())['certificate']['attack_bound']:.3f}" == f"{bound:.3f}"
+    code, out, err = _main(capsys, "--dataset", "iris3", "--paired", "1", "--epsilon", "0.1", "--attack")
+    assert code == 0 and _value(out, "certified accuracy") <= _value(out, "attack bound"), err
+    code, _, err = _main(capsys, "--budget", "2", "--attack")
+    assert code == 2 and err == (
+        "certkit mibp: error: --attack changes training labels: give --label-flips or --paired\n"
+    )
