@@ -31,6 +31,7 @@ from certkit.mibp.problem.losses import check_labels, label_classes
 from certkit.mibp.problem.mlp import MLP
 from certkit.mibp.problem.perturbation import InputSets, Perturbation
 from certkit.mibp.problem.recipe import LOSSES, Recipe, make_recipe
+from certkit.parallel import single_threaded
 
 __all__ = ["attack_label_flips", "attack_predictions", "attack_violation"]
 
@@ -594,8 +595,10 @@ def attack_label_flips(
             f"X has {len(Xf)} rows but result was trained on {recipe.n_rows}: pass result's training data"
         )
     y_fit = check_labels(y, loss, sizes[-1], len(Xf))
-    nominal_run = model.run(Xf, y_fit, recipe)[epoch].to_vector()
-    if not np.array_equal(nominal_run, result.nominal_path[epoch].to_vector()):
+    with single_threaded():  # as certified_training runs it (other BLAS thread counts may round differently)
+        nominal_run = model.run(Xf, y_fit, recipe)[epoch].to_vector()
+    stored = result.nominal_path[epoch].to_vector()
+    if np.max(np.abs(nominal_run - stored), initial=0.0) > 1e-8 * (1.0 + np.max(np.abs(stored), initial=0.0)):
         raise ValueError(
             "X and y are not the training data of result: training on them does not reproduce its nominal "
             f"model after epoch {epoch}"
@@ -651,5 +654,6 @@ def attack_label_flips(
         tried.add(key)
         labels = y_fit.copy()
         labels[rows] = classes[best[rows]]
-        changed |= model.run(Xf, labels.astype(y_fit.dtype), recipe)[epoch].predict(Xq) != pred
+        with single_threaded():
+            changed |= model.run(Xf, labels.astype(y_fit.dtype), recipe)[epoch].predict(Xq) != pred
     return changed
