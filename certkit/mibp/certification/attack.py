@@ -178,16 +178,17 @@ def _start(sets: InputSets, Xs: np.ndarray, gen: np.random.Generator) -> tuple[n
     return base, lo_off, hi_off, off
 
 
-def _batch_scope_rows(recipe: Recipe, n: int, k: int, gen: np.random.Generator) -> np.ndarray:
-    """A random maximal set of rows with at most ``k`` in every batch of the run's batch order (what
-    ``scope="batch"`` allows: more than ``k`` rows in all, every row an epoch leaves out included)."""
+def _batch_scope_rows(recipe: Recipe, n: int, k: int, order: np.ndarray) -> np.ndarray:
+    """The rows of ``order`` (of ``n`` rows) taken greedily in that order while every batch of the run's
+    batch order holds at most ``k`` of them (what ``scope="batch"`` allows: more than ``k`` rows in all, every
+    row an epoch leaves out included); maximal when ``order`` holds every row."""
     held: list[list[int]] = [[] for _ in range(n)]
     for b, rows in enumerate(recipe.batches):
         for row in rows:
             held[int(row)].append(b)
     load = np.zeros(len(recipe.batches), dtype=np.int64)
     chosen = []
-    for row in gen.permutation(n):
+    for row in order:
         if all(load[b] < k for b in held[row]):
             load[held[row]] += 1
             chosen.append(row)
@@ -248,7 +249,7 @@ def attack_violation(
         Xs, y_r, deviates = sets._sample_dataset(y_fit, gen, bool(r % 2), classes)
         if sets.label_flips is not None and sets.scope == "batch" and r % 4 == 3:
             # the per-batch budget allows up to k changed labels in every batch: a fixed set of many rows
-            rows = _batch_scope_rows(recipe, len(y_fit), sets.label_flips, gen)
+            rows = _batch_scope_rows(recipe, len(y_fit), sets.label_flips, gen.permutation(len(y_fit)))
             y_r = y_fit.copy()
             y_r[rows] = sets._changed(y_fit[rows], sets._classes(y_fit, classes), gen)
         y_r = y_r.astype(y_fit.dtype)
@@ -486,17 +487,7 @@ def _flip_sets(decrease: np.ndarray, k: int, scope: str, recipe: Recipe) -> np.n
     order = order[decrease[order] > 0]
     if scope == "run":
         return order[:k]
-    held: list[list[int]] = [[] for _ in range(len(decrease))]
-    for b, rows in enumerate(recipe.batches):
-        for row in rows:
-            held[int(row)].append(b)
-    load = np.zeros(len(recipe.batches), dtype=np.int64)
-    chosen = []
-    for row in order:
-        if all(load[b] < k for b in held[row]):
-            load[held[row]] += 1
-            chosen.append(row)
-    return np.array(chosen, dtype=np.int64)
+    return _batch_scope_rows(recipe, len(decrease), k, order)
 
 
 def attack_label_flips(
